@@ -1,0 +1,1 @@
+"""Backends: graphs → running code.  `python` is the reference; `tvm` compiles array regions."""

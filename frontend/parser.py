@@ -1,0 +1,967 @@
+"""Python source → graph IR.
+
+One `Block` per straight-line stretch of code: a graph plus the variable bindings made in
+it.  Reading a variable walks the chain of lexically enclosing blocks (reads from an
+enclosing graph become free variables).  Control flow becomes graphs:
+
+* `if` without `return`/`break`/`continue`/`raise`/`assert` inside is an *expression*: both
+  branches are graphs returning the variables they assign, called through
+  `switch(cond, then, else)()`, and the block goes on with the results.
+* `if` with one of those inside ends its block with a *tail call* of the switch; the code after
+  it becomes a join graph whose parameters are the variables the branches assign.
+* `while`/`for` is a loop graph called from the block: it takes the loop-carried variables,
+  tests the condition and either runs the body (which ends by calling the loop graph again, in
+  tail position) or returns the carried variables.  `break` returns them early, `continue`
+  calls the loop graph.  A `return` inside a loop makes the loop return `(True, value)` instead
+  of `(False, carried)`, and the caller returns in turn.
+* Nested `def` and `lambda` are graphs nested in the block that defines them; they capture the
+  values of free variables at definition (see `_check_captures`).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import textwrap
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from frontend import resolve
+from myir.errors import Location, MyirSyntaxError
+from myir.ir.graph import Apply, Constant, Graph, Node
+from myir.ir.primitives import PRIMITIVES, Primitive
+
+P = PRIMITIVES
+
+
+class _MaybeUnbound:
+    """Marks a variable that is bound on some paths only (assigned in one branch, or only
+    inside a loop)."""
+
+    def __init__(self, where: str):
+        self.where = where
+
+
+@dataclass
+class Block:
+    graph: Graph
+    parent: "Block | None"
+    env: dict = field(default_factory=dict)
+
+
+@dataclass
+class Loop:
+    """The loop being parsed: its graph, carried variable names, and how to pack an exit."""
+
+    graph: Graph
+    carried: list[str]
+    counter: Node | None          # the iteration index parameter of a `for` loop
+    has_return: bool
+
+
+# ----------------------------------------------------------------------------- source
+
+
+@dataclass
+class Source:
+    filename: str
+    line_offset: int
+    col_offset: int
+    globals: dict
+
+    def loc(self, node: ast.AST) -> Location:
+        end = getattr(node, "end_col_offset", None)
+        same_line = getattr(node, "end_lineno", None) == node.lineno
+        return Location(self.filename, node.lineno + self.line_offset,
+                        node.col_offset + 1 + self.col_offset,
+                        end + 1 + self.col_offset if end is not None and same_line else None)
+
+
+_lock = threading.RLock()
+_parsed: dict = {}
+
+
+def parse(fn) -> Graph:
+    """The graph of a Python function (parsed once per function object; thread-safe)."""
+    fn = resolve.unwrap_function(fn)
+    with _lock:
+        graph = _parsed.get(fn)
+        if graph is None:
+            graph = _parse_new(fn)
+        return graph
+
+
+def _parse_new(fn) -> Graph:
+    try:
+        lines, first_line = inspect.getsourcelines(fn)
+        filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
+    except (OSError, TypeError) as e:
+        raise MyirSyntaxError(
+            f"cannot read the source of {getattr(fn, '__qualname__', fn)!r}: {e}",
+            hint="myir compiles functions defined in files (or notebook cells); define the "
+                 "function with `def` in a file") from None
+    text = "".join(lines)
+    dedented = textwrap.dedent(text)
+    col = len(lines[0]) - len(lines[0].lstrip()) if dedented != text else 0
+    source = Source(filename, first_line - 1, col, fn.__globals__)
+    tree = ast.parse(dedented)
+    target = _find_definition(tree, fn)
+    graph = Graph(fn.__name__, None, source.loc(target))
+    _parsed[fn] = graph  # before parsing the body: recursion refers to this graph
+    try:
+        FunctionParser(source, None, target, graph, fn).parse()
+    except BaseException:
+        del _parsed[fn]
+        raise
+    return graph
+
+
+def _find_definition(tree: ast.Module, fn) -> ast.AST:
+    line = fn.__code__.co_firstlineno
+    candidates = [n for n in ast.walk(tree)
+                  if isinstance(n, (ast.FunctionDef, ast.Lambda, ast.AsyncFunctionDef))]
+    for n in candidates:
+        if isinstance(n, ast.AsyncFunctionDef):
+            continue
+        if getattr(n, "name", "<lambda>") == fn.__name__:
+            return n
+    if candidates:
+        return candidates[0]
+    raise MyirSyntaxError(f"no function definition found for {fn.__qualname__} (line {line})")
+
+
+# ----------------------------------------------------------------------------- scoping
+
+
+_TERMINATORS = (ast.Return, ast.Break, ast.Continue, ast.Raise, ast.Assert)
+
+
+def _walk_same_function(nodes):
+    """AST nodes in statements `nodes`, not descending into nested functions or classes."""
+    stack = list(nodes)[::-1]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in reversed(list(ast.iter_child_nodes(node))):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                                      ast.ClassDef)):
+                stack.append(child)
+            elif isinstance(child, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
+                yield child  # the definition binds its name here
+
+
+def _assigned_names(nodes) -> list[str]:
+    """Names bound in these statements (assignment, augmented assignment, for target, def)."""
+    names: dict[str, None] = {}
+    for node in _walk_same_function(nodes):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names[node.id] = None
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names[node.name] = None
+    return list(names)
+
+
+def _contains(nodes, kinds, into_loops: bool = True) -> bool:
+    """Whether statements contain a node of `kinds` (not looking into nested functions; with
+    into_loops=False, not into nested loops either: for `break` and `continue`)."""
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, kinds):
+            return True
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if not into_loops and isinstance(node, (ast.While, ast.For)):
+            stack.extend(node.orelse)
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _needs_tail_form(stmts) -> bool:
+    return (_contains(stmts, (ast.Return, ast.Raise, ast.Assert))
+            or _contains(stmts, (ast.Break, ast.Continue), into_loops=False))
+
+
+# ----------------------------------------------------------------------------- parser
+
+
+class FunctionParser:
+    """Parses one function (a `def` or `lambda`) into `graph`."""
+
+    def __init__(self, source: Source, enclosing: "tuple[FunctionParser, Block] | None",
+                 node: ast.AST, graph: Graph, pyfunc=None):
+        self.source = source
+        self.enclosing = enclosing
+        self.node = node
+        self.graph = graph
+        self.pyfunc = pyfunc
+        args = node.args
+        self.locals = set() if isinstance(node, ast.Lambda) else set(_assigned_names(node.body))
+        self.locals.update(a.arg for a in args.posonlyargs + args.args)
+        self.current_loop: Loop | None = None
+        # name -> list of (assignment AST node, enclosing loops) for the capture check
+        self.captures: list[tuple[str, ast.AST, tuple]] = []
+        self.assignments: dict[str, list[tuple[ast.AST, tuple]]] = {}
+        self.loop_stack: tuple = ()
+
+    # -- errors and locations
+
+    def loc(self, node: ast.AST) -> Location:
+        return self.source.loc(node)
+
+    def error(self, node: ast.AST, message: str, hint: str | None = None):
+        raise MyirSyntaxError(message, self.loc(node), hint)
+
+    # -- entry
+
+    def parse(self) -> Graph:
+        node = self.node
+        self._check_signature(node)
+        if self.pyfunc is not None:  # module-level function: defaults are already values
+            names = [a.arg for a in node.args.posonlyargs + node.args.args]
+            defaults = self.pyfunc.__defaults__ or ()
+            for name, value in zip(names[len(names) - len(defaults):], defaults):
+                self.graph.defaults[name] = self.global_value(value, name, node)
+        block = Block(self.graph, None)
+        for a in node.args.posonlyargs + node.args.args:
+            block.env[a.arg] = self.graph.add_parameter(a.arg, self.loc(a))
+            self._record_assignment(a.arg, a)
+        if isinstance(node, ast.Lambda):
+            self.graph.output = self.expr(node.body, block)
+        else:
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                body = body[1:]  # docstring
+            end = self.stmts(body, block)
+            if end is not None:
+                end.graph.output = Constant(None)
+        self._check_captures()
+        return self.graph
+
+    def _check_signature(self, node):
+        args = node.args
+        hint = "give the function plain positional parameters (defaults are fine)"
+        if args.vararg:
+            self.error(args.vararg, "`*args` parameters are not supported", hint)
+        if args.kwarg:
+            self.error(args.kwarg, "`**kwargs` parameters are not supported", hint)
+        if args.kwonlyargs:
+            self.error(args.kwonlyargs[0], "keyword-only parameters are not supported", hint)
+
+    # -- variables
+
+    def _record_assignment(self, name: str, node: ast.AST):
+        self.assignments.setdefault(name, []).append((node, self.loop_stack))
+
+    def bind(self, block: Block, name: str, value: Node, node: ast.AST):
+        block.env[name] = value
+        self._record_assignment(name, node)
+
+    def read(self, block: Block, name: str, node: ast.AST) -> Node:
+        if name in self.locals:
+            b = block
+            while b is not None:
+                if name in b.env:
+                    value = b.env[name]
+                    if isinstance(value, _MaybeUnbound):
+                        self.error(node, f"variable '{name}' may be unbound here: it is "
+                                   f"{value.where}",
+                                   f"assign '{name}' before the `if` or loop so that it has a "
+                                   f"value on every path")
+                    return value
+                b = b.parent
+            self.error(node, f"local variable '{name}' is used before it is assigned",
+                       f"assign '{name}' before this line")
+        if self.enclosing is not None:
+            parser, block_at_def = self.enclosing
+            if name in parser.locals or parser.enclosing_has(name):
+                value = parser.read(block_at_def, name, node)
+                if name in parser.locals:
+                    # parser is in the middle of parsing the `def` of self.node
+                    parser.captures.append((name, self.node, parser.loop_stack))
+                return value
+        return self.read_global(name, node)
+
+    def enclosing_has(self, name: str) -> bool:
+        e = self.enclosing
+        while e is not None:
+            if name in e[0].locals:
+                return True
+            e = e[0].enclosing
+        return False
+
+    def read_global(self, name: str, node: ast.AST) -> Node:
+        try:
+            value = resolve.lookup_global(name, self.source.globals)
+        except KeyError:
+            self.error(node, f"name '{name}' is not defined",
+                       "define it in the function or at module level before compiling")
+        return self.global_value(value, name, node)
+
+    def global_value(self, value, name: str, node: ast.AST) -> Node:
+        value = resolve.unwrap_function(value)
+        if isinstance(value, Primitive):
+            return Constant(value)
+        if resolve.is_user_function(value):
+            return Constant(parse(value))
+        if value in resolve.NAMESPACES:
+            return Constant(resolve.NAMESPACES[value])
+        if name in resolve.BUILTINS and value is getattr(builtins, name, None):
+            return Constant(resolve.BUILTINS[name])
+        if isinstance(value, type) and issubclass(value, Exception):
+            return Constant(value)
+        if resolve.is_embeddable(value):
+            return Constant(value)
+        if value in (zip, enumerate):
+            self.error(node, f"`{name}` can only be used as the iterable of a `for` loop",
+                       f"write `for a, b in {name}(...):`")
+        self.error(node, f"global '{name}' has a value of type {type(value).__name__}, "
+                   "which compiled code cannot use",
+                   "use numbers, tuples, numpy arrays, `np`/`math` functions, or functions "
+                   "written in the subset")
+
+    def _check_captures(self):
+        """A closure captures the *value* of a free variable when it is defined; Python reads
+        the variable when the closure runs.  They agree unless the variable is assigned again
+        after the definition (later in the function, or in a later iteration of a loop that
+        contains the definition): that is an error."""
+        for name, def_node, def_loops in self.captures:
+            def_pos = (def_node.lineno, def_node.col_offset)
+            for assign, loops in self.assignments.get(name, ()):
+                if assign is def_node:
+                    continue
+                pos = (assign.lineno, assign.col_offset)
+                later = pos > def_pos
+                same_loop = bool(set(map(id, loops)) & set(map(id, def_loops)))
+                if later or same_loop:
+                    what = getattr(def_node, "name", "lambda")
+                    self.error(assign, f"variable '{name}' is captured by the closure "
+                               f"`{what}` (line {def_node.lineno + self.source.line_offset}) "
+                               f"and assigned again {'here' if later else 'in the same loop'}; "
+                               "Python closures would see the new value, myir captures the "
+                               "value at definition",
+                               f"use a different name for the new value of '{name}', or pass "
+                               "it to the closure as an argument")
+
+    # -- statements
+
+    def stmts(self, stmts: list[ast.stmt], block: Block) -> Block | None:
+        """Parse statements into `block`; return the block control falls out of, or None."""
+        for i, stmt in enumerate(stmts):
+            if block is None:
+                return None  # unreachable code after return/break/continue/raise
+            if isinstance(stmt, ast.If) and _needs_tail_form([stmt]):
+                return self.if_tail(stmt, block, stmts[i + 1:])
+            if isinstance(stmt, ast.Assert):
+                return self.assert_(stmt, block, stmts[i + 1:])
+            if isinstance(stmt, (ast.While, ast.For)):
+                block = self.parse_loop(stmt, block)
+                if isinstance(block, tuple):   # a loop containing `return`
+                    flag_block, rest = block
+                    return self.after_returning_loop(flag_block, rest, stmts[i + 1:])
+                continue
+            block = self.stmt(stmt, block)
+        return block
+
+    def stmt(self, s: ast.stmt, block: Block) -> Block | None:
+        method = getattr(self, "stmt_" + type(s).__name__, None)
+        if method is None:
+            self.unsupported(s)
+        return method(s, block)
+
+    def unsupported(self, s: ast.AST):
+        name, hint = _UNSUPPORTED.get(type(s).__name__, (type(s).__name__, None))
+        self.error(s, f"{name} {'are' if name.endswith('s') else 'is'} not supported in "
+                   "compiled functions", hint or "rewrite it with the supported subset: "
+                   "assignments, if/while/for, def/lambda, return")
+
+    def stmt_Pass(self, s, block):
+        return block
+
+    def stmt_Expr(self, s, block):
+        if isinstance(s.value, ast.Constant) and (s.value.value is Ellipsis
+                                                  or isinstance(s.value.value, str)):
+            return block  # `...` or a string used as a comment
+        if isinstance(s.value, (ast.Yield, ast.YieldFrom, ast.Await)):
+            self.unsupported(s.value)
+        what = "call" if isinstance(s.value, ast.Call) else "expression"
+        self.error(s, f"the result of this {what} is dropped; compiled functions have no side "
+                   "effects, so it would do nothing",
+                   "assign the result to a variable and use it, or delete the statement "
+                   "(printing is not supported inside compiled code)")
+
+    def stmt_Return(self, s, block):
+        value = self.expr(s.value, block) if s.value is not None else Constant(None)
+        if self.current_loop is not None:
+            value = block.graph.apply(P["make_tuple"], True, value, location=self.loc(s))
+        block.graph.output = value
+        return None
+
+    def stmt_Assign(self, s, block):
+        value = self.expr(s.value, block)
+        for target in s.targets:
+            self.assign(target, value, block, s)
+        return block
+
+    def stmt_AnnAssign(self, s, block):
+        if s.value is None:
+            return block
+        self.assign(s.target, self.expr(s.value, block), block, s)
+        return block
+
+    def stmt_AugAssign(self, s, block):
+        if not isinstance(s.target, ast.Name):
+            self.error(s.target, "augmented assignment to an element or attribute mutates it "
+                       "in place, which compiled functions cannot do",
+                       "build a new value instead, e.g. `x = x + y`")
+        current = self.read(block, s.target.id, s.target)
+        value = self.binop(s.op, current, self.expr(s.value, block), s, block)
+        self.bind(block, s.target.id, value, s.target)
+        return block
+
+    def assign(self, target: ast.expr, value: Node, block: Block, stmt: ast.AST):
+        if isinstance(target, ast.Name):
+            if value.debug.name is None and isinstance(value, Apply):
+                value.debug.name = target.id
+            self.bind(block, target.id, value, target)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if any(isinstance(e, ast.Starred) for e in target.elts):
+                self.error(target, "starred assignment is not supported",
+                           "unpack a fixed number of elements")
+            n = len(target.elts)
+            checked = block.graph.apply(P["unpack"], value, n, location=self.loc(target))
+            for i, elt in enumerate(target.elts):
+                item = block.graph.apply(P["getitem"], checked, i, location=self.loc(elt))
+                self.assign(elt, item, block, stmt)
+        elif isinstance(target, ast.Subscript):
+            self.error(target, "assignment to an element mutates the array or tuple in place, "
+                       "which compiled functions cannot do",
+                       "build a new value instead (e.g. with np.where or np.concatenate)")
+        elif isinstance(target, ast.Attribute):
+            self.error(target, "assignment to an attribute is not supported",
+                       "compiled functions cannot mutate objects; return a new value")
+        else:
+            self.error(target, f"cannot assign to {type(target).__name__}")
+
+    def stmt_Raise(self, s, block):
+        if s.exc is None:
+            self.error(s, "a bare `raise` is not supported", "raise an exception instance, "
+                       "e.g. `raise ValueError('message')`")
+        if s.cause is not None:
+            self.error(s.cause, "`raise ... from ...` is not supported",
+                       "raise the exception without `from`")
+        exc = self.expr(s.exc, block)
+        block.graph.output = block.graph.apply(P["raise_"], exc, location=self.loc(s))
+        return None
+
+    def assert_(self, s: ast.Assert, block: Block, rest: list) -> Block | None:
+        """`assert c, msg` ends the block with `switch(c, rest, fail)()`."""
+        loc = self.loc(s)
+        cond = self.truth(self.expr(s.test, block), s.test, block)
+        ok = Block(Graph("assert_ok", block.graph, loc), block)
+        fail = Block(Graph("assert_failed", block.graph, loc), block)
+        args = [] if s.msg is None else [self.expr(s.msg, fail)]
+        exc = fail.graph.apply(P["make_exception"], AssertionError, *args, location=loc)
+        fail.graph.output = fail.graph.apply(P["raise_"], exc, location=loc)
+        self.tail_switch(block, cond, ok.graph, fail.graph, s)
+        return self.stmts(rest, ok)
+
+    def tail_switch(self, block: Block, cond: Node, t: Graph, f: Graph, s: ast.AST):
+        loc = self.loc(s)
+        sw = block.graph.apply(P["switch"], cond, Constant(t), Constant(f), location=loc)
+        block.graph.output = block.graph.apply(sw, location=loc)
+
+    def value_switch(self, block: Block, cond: Node, t: Graph, f: Graph, s: ast.AST) -> Apply:
+        loc = self.loc(s)
+        sw = block.graph.apply(P["switch"], cond, Constant(t), Constant(f), location=loc)
+        return block.graph.apply(sw, location=loc)
+
+    def stmt_If(self, s: ast.If, block: Block) -> Block:
+        """An `if` with no return/break/continue/raise inside: an expression of its branches."""
+        cond = self.truth(self.expr(s.test, block), s.test, block)
+        names = [n for n in _assigned_names(s.body + s.orelse) if n in self.locals]
+        loc = self.loc(s)
+        ends = []
+        graphs = []
+        for label, body in (("then", s.body), ("else", s.orelse)):
+            b = Block(Graph(f"if_{label}", block.graph, loc), block)
+            graphs.append(b.graph)
+            ends.append(self.stmts(body, b))
+        defined = [n for n in names if all(self._bound(e, n) for e in ends)]
+        for end in ends:
+            end.graph.output = self.pack(end, defined, s)
+        result = self.value_switch(block, cond, graphs[0], graphs[1], s)
+        self.unpack_into(block, result, defined, s)
+        for n in names:
+            if n not in defined:
+                block.env[n] = _MaybeUnbound(f"assigned in only one branch of the `if` at line "
+                                             f"{loc.line}")
+        return block
+
+    def _bound(self, block: Block, name: str) -> bool:
+        b = block
+        while b is not None:
+            if name in b.env:
+                return not isinstance(b.env[name], _MaybeUnbound)
+            b = b.parent
+        return False
+
+    def pack(self, block: Block, names: list[str], s: ast.AST) -> Node:
+        values = [self.read(block, n, s) for n in names]
+        if len(values) == 1:
+            return values[0]
+        return block.graph.apply(P["make_tuple"], *values, location=self.loc(s))
+
+    def unpack_into(self, block: Block, result: Node, names: list[str], s: ast.AST):
+        if len(names) == 1:
+            result.debug.name = names[0]
+            self.bind(block, names[0], result, s)
+            return
+        for i, n in enumerate(names):
+            item = block.graph.apply(P["getitem"], result, i, name=n, location=self.loc(s))
+            self.bind(block, n, item, s)
+
+    def if_tail(self, s: ast.If, block: Block, rest: list) -> Block | None:
+        """An `if` containing return/break/continue/raise: the block ends with the switch; the
+        code after the `if` becomes a join graph the falling-through branches call."""
+        cond = self.truth(self.expr(s.test, block), s.test, block)
+        loc = self.loc(s)
+        branches = [Block(Graph(f"if_{label}", block.graph, loc), block)
+                    for label in ("then", "else")]
+        self.tail_switch(block, cond, branches[0].graph, branches[1].graph, s)
+        ends = [self.stmts(body, b) for body, b in zip((s.body, s.orelse), branches)]
+        live = [e for e in ends if e is not None]
+        if not live:
+            return None
+        names = [n for n in _assigned_names(s.body + s.orelse) if n in self.locals]
+        defined = [n for n in names if all(self._bound(e, n) for e in live)]
+        join = Block(Graph("if_after", block.graph, loc), block)
+        for n in defined:
+            join.env[n] = join.graph.add_parameter(n, loc)
+        for n in names:
+            if n not in defined:
+                join.env[n] = _MaybeUnbound(f"assigned on only some paths through the `if` at "
+                                            f"line {loc.line}")
+        for end in live:
+            end.graph.output = end.graph.apply(
+                Constant(join.graph), *[self.read(end, n, s) for n in defined], location=loc)
+        return self.stmts(rest, join)
+
+    # -- loops
+
+    def parse_loop(self, s: ast.While | ast.For, block: Block):
+        if s.orelse:
+            kind = type(s).__name__.lower()
+            self.error(s, f"`{kind} ... else` is not supported",
+                       "use a flag variable, or move the `else` code after the loop")
+        loc = self.loc(s)
+        body_names = _assigned_names(s.body + ([ast.Assign([s.target], s.iter)]
+                                               if isinstance(s, ast.For) else []))
+        body_names = [n for n in body_names if n in self.locals]
+        carried = [n for n in body_names if self._bound(block, n)]
+        has_return = _contains(s.body, ast.Return)
+        kind = "while" if isinstance(s, ast.While) else "for"
+        loop_graph = Graph(kind, block.graph, loc)
+        header = Block(loop_graph, block)
+
+        seq = None
+        init = [self.read(block, n, s) for n in carried]
+        if isinstance(s, ast.For):
+            seq = self.iteration(s.iter, block)
+            counter = loop_graph.add_parameter("k", loc)
+            init = [Constant(0)] + init
+        else:
+            counter = None
+        for n in carried:
+            header.env[n] = loop_graph.add_parameter(n, loc)
+
+        outer_loop, self.current_loop = self.current_loop, Loop(loop_graph, carried, counter, has_return)
+        self.loop_stack = self.loop_stack + (s,)
+        try:
+            body = Block(Graph(f"{kind}_body", loop_graph, loc), header)
+            exit_ = Block(Graph(f"{kind}_exit", loop_graph, loc), header)
+            exit_.graph.output = self.exit_value(exit_, s)
+            if seq is None:
+                test = self.truth(self.expr(s.test, header), s.test, header)
+            else:
+                length, element = seq
+                test = header.graph.apply(P["lt"], counter, length, location=loc)
+                item = element(body, counter)
+                self.assign(s.target, item, body, s)
+            self.tail_switch(header, test, body.graph, exit_.graph, s)
+            end = self.stmts(s.body, body)
+            if end is not None:
+                end.graph.output = self.continue_call(end, s)
+        finally:
+            self.current_loop = outer_loop
+            self.loop_stack = self.loop_stack[:-1]
+
+        result = block.graph.apply(Constant(loop_graph), *init, location=loc)
+        for n in body_names:
+            if n not in carried:
+                block.env[n] = _MaybeUnbound(f"assigned only inside the loop at line {loc.line}")
+        if has_return:
+            return block, (result, carried, s)
+        self.unpack_into(block, result, carried, s)
+        return block
+
+    def exit_value(self, block: Block, s: ast.AST) -> Node:
+        packed = self.pack_tuple(block, self.current_loop.carried, s)
+        if self.current_loop.has_return:
+            return block.graph.apply(P["make_tuple"], False, packed, location=self.loc(s))
+        return packed if len(self.current_loop.carried) != 1 else self.read(block, self.current_loop.carried[0], s)
+
+    def pack_tuple(self, block: Block, names: list[str], s: ast.AST) -> Node:
+        values = [self.read(block, n, s) for n in names]
+        return block.graph.apply(P["make_tuple"], *values, location=self.loc(s))
+
+    def continue_call(self, block: Block, s: ast.AST) -> Node:
+        loop = self.current_loop
+        args = [self.read(block, n, s) for n in loop.carried]
+        if loop.counter is not None:
+            args = [block.graph.apply(P["add"], loop.counter, 1, location=self.loc(s))] + args
+        return block.graph.apply(Constant(loop.graph), *args, location=self.loc(s))
+
+    def stmt_Break(self, s, block):
+        block.graph.output = self.exit_value(block, s)
+        return None
+
+    def stmt_Continue(self, s, block):
+        block.graph.output = self.continue_call(block, s)
+        return None
+
+    def after_returning_loop(self, block: Block, info, rest: list) -> Block | None:
+        """After a loop that may `return`: if it did, return its value (or pass it on to the
+        enclosing loop); otherwise go on with the carried variables."""
+        result, carried, s = info
+        loc = self.loc(s)
+        flag = block.graph.apply(P["getitem"], result, 0, location=loc)
+        payload = block.graph.apply(P["getitem"], result, 1, location=loc)
+        ret = Block(Graph("loop_returned", block.graph, loc), block)
+        go_on = Block(Graph("loop_done", block.graph, loc), block)
+        self.tail_switch(block, flag, ret.graph, go_on.graph, s)
+        value = payload
+        if self.current_loop is not None:
+            value = ret.graph.apply(P["make_tuple"], True, payload, location=loc)
+        ret.graph.output = value
+        for i, n in enumerate(carried):  # a returning loop always packs a tuple
+            go_on.env[n] = go_on.graph.apply(P["getitem"], payload, i, name=n, location=loc)
+        return self.stmts(rest, go_on)
+
+    def iteration(self, it: ast.expr, block: Block):
+        """(length node, element(block, k) -> node) for the iterable of a `for` loop, evaluated
+        once before the loop."""
+        g = block.graph
+        loc = self.loc(it)
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and not it.keywords:
+            name = it.func.id
+            if name in ("zip", "enumerate") and name not in self.locals and \
+                    resolve.lookup_global(name, self.source.globals) in (zip, enumerate):
+                if name == "enumerate":
+                    if len(it.args) != 1:
+                        self.error(it, "enumerate() takes one iterable here",
+                                   "write `enumerate(xs)`")
+                    length, element = self.iteration(it.args[0], block)
+                    return length, lambda b, k: b.graph.apply(
+                        P["make_tuple"], k, element(b, k), location=loc)
+                parts = [self.iteration(a, block) for a in it.args]
+                if not parts:
+                    self.error(it, "zip() needs at least one iterable")
+                length = parts[0][0]
+                if len(parts) > 1:
+                    length = g.apply(P["builtin_min"], *[p[0] for p in parts], location=loc)
+                return length, lambda b, k: b.graph.apply(
+                    P["make_tuple"], *[p[1](b, k) for p in parts], location=loc)
+        seq = self.expr(it, block)
+        length = g.apply(P["len"], seq, location=loc)
+        return length, lambda b, k: b.graph.apply(P["getitem"], seq, k, location=loc)
+
+    # -- nested functions
+
+    def stmt_FunctionDef(self, s: ast.FunctionDef, block: Block) -> Block:
+        if s.decorator_list:
+            self.error(s.decorator_list[0], "decorators on nested functions are not supported",
+                       "apply the decorator's function explicitly, e.g. `g = deco(g)`")
+        g = self.nested_function(s, block, s.name)
+        self.bind(block, s.name, Constant(g), s)
+        return block
+
+    def nested_function(self, s, block: Block, name: str) -> Graph:
+        g = Graph(name, block.graph, self.loc(s))
+        parser = FunctionParser(self.source, (self, block), s, g)
+        # Defaults are evaluated where the function is defined, as in Python.
+        names = [a.arg for a in s.args.posonlyargs + s.args.args]
+        for n, default in zip(reversed(names), reversed(s.args.defaults)):
+            g.defaults[n] = self.expr(default, block)
+        if isinstance(s, ast.FunctionDef):
+            block.env[name] = Constant(g)  # visible inside its own body: recursion
+        parser.parse()
+        return g
+
+    def stmt_ClassDef(self, s, block):
+        self.unsupported(s)
+
+    # -- expressions
+
+    def expr(self, e: ast.expr, block: Block) -> Node:
+        method = getattr(self, "expr_" + type(e).__name__, None)
+        if method is None:
+            self.unsupported(e)
+        return method(e, block)
+
+    def expr_Constant(self, e, block):
+        return Constant(e.value)
+
+    def expr_Name(self, e, block):
+        return self.read(block, e.id, e)
+
+    def expr_Tuple(self, e, block):
+        if any(isinstance(x, ast.Starred) for x in e.elts):
+            self.error(e, "starred expressions in tuples are not supported",
+                       "build the tuple from its elements, e.g. `t[0], t[1], x`")
+        elts = [self.expr(x, block) for x in e.elts]
+        return block.graph.apply(P["make_tuple"], *elts, location=self.loc(e))
+
+    def binop(self, op: ast.operator, left: Node, right: Node, e: ast.AST, block: Block) -> Node:
+        prim = _BINOPS.get(type(op))
+        if prim is None:
+            self.error(e, f"the operator {type(op).__name__} is not supported")
+        return block.graph.apply(P[prim], left, right, location=self.loc(e))
+
+    def expr_BinOp(self, e, block):
+        return self.binop(e.op, self.expr(e.left, block), self.expr(e.right, block), e, block)
+
+    def expr_UnaryOp(self, e, block):
+        prim = {ast.USub: "neg", ast.UAdd: "pos", ast.Not: "not_", ast.Invert: "invert"}
+        return block.graph.apply(P[prim[type(e.op)]], self.expr(e.operand, block),
+                                 location=self.loc(e))
+
+    def truth(self, value: Node, e: ast.AST, block: Block) -> Node:
+        return block.graph.apply(P["truth"], value, location=self.loc(e))
+
+    def branch(self, e: ast.expr | None, block: Block, label: str, value: Node | None = None):
+        """A graph nested in `block` computing expression `e` (or returning `value`)."""
+        b = Block(Graph(label, block.graph, self.loc(e) if e is not None else None), block)
+        b.graph.output = self.expr(e, b) if e is not None else value
+        return b.graph
+
+    def expr_IfExp(self, e, block):
+        cond = self.truth(self.expr(e.test, block), e.test, block)
+        return self.value_switch(block, cond, self.branch(e.body, block, "ifexp_then"),
+                                 self.branch(e.orelse, block, "ifexp_else"), e)
+
+    def expr_BoolOp(self, e, block):
+        """`a and b` is `b if a else a`, `a or b` is `a if a else b`: b runs only if needed."""
+        result = self.expr(e.values[0], block)
+        for right in e.values[1:]:
+            cond = self.truth(result, e, block)
+            lazy = self.branch(right, block, "and_rhs" if isinstance(e.op, ast.And) else "or_rhs")
+            keep = self.branch(None, block, "short_circuit", result)
+            t, f = (lazy, keep) if isinstance(e.op, ast.And) else (keep, lazy)
+            result = self.value_switch(block, cond, t, f, e)
+        return result
+
+    def expr_Compare(self, e, block):
+        return self.compare_chain(e, self.expr(e.left, block), block)
+
+    def compare_chain(self, e: ast.Compare, left: Node, block: Block) -> Node:
+        """`a < b < c` is `a < b and b < c` with b evaluated once."""
+        right = self.expr(e.comparators[0], block)
+        first = self.compare(e.ops[0], left, right, e, block)
+        if len(e.ops) == 1:
+            return first
+        rest = ast.Compare(left=e.comparators[0], ops=e.ops[1:], comparators=e.comparators[1:])
+        ast.copy_location(rest, e)
+        rest.end_lineno, rest.end_col_offset = e.end_lineno, e.end_col_offset
+        b = Block(Graph("compare_rest", block.graph, self.loc(e)), block)
+        b.graph.output = self.compare_chain(rest, right, b)
+        keep = self.branch(None, block, "short_circuit", first)
+        return self.value_switch(block, self.truth(first, e, block), b.graph, keep, e)
+
+    def compare(self, op, left, right, e, block):
+        prim = _CMPOPS.get(type(op))
+        if prim is None:
+            self.error(e, f"the comparison `{_OP_TEXT.get(type(op), type(op).__name__)}` is not "
+                       "supported", "compare with == and < instead")
+        return block.graph.apply(P[prim], left, right, location=self.loc(e))
+
+    def expr_Lambda(self, e, block):
+        return Constant(self.nested_function(e, block, "lambda"))
+
+    def expr_Subscript(self, e, block):
+        value = self.expr(e.value, block)
+        index = self.index(e.slice, block)
+        return block.graph.apply(P["getitem"], value, index, location=self.loc(e))
+
+    def index(self, s: ast.expr, block: Block) -> Node:
+        if isinstance(s, ast.Slice):
+            parts = [self.expr(x, block) if x is not None else Constant(None)
+                     for x in (s.lower, s.upper, s.step)]
+            return block.graph.apply(P["make_slice"], *parts, location=self.loc(s))
+        if isinstance(s, ast.Tuple):
+            parts = [self.index(x, block) for x in s.elts]
+            return block.graph.apply(P["make_tuple"], *parts, location=self.loc(s))
+        return self.expr(s, block)
+
+    def expr_Attribute(self, e, block):
+        base = self.static_value(e.value, block)
+        if isinstance(base, resolve.Namespace):
+            if e.attr in base.values:
+                return Constant(base.values[e.attr])
+            if e.attr in base.functions:
+                return Constant(base.functions[e.attr])
+            self.error(e, f"`{base.name}.{e.attr}` is not supported in compiled code",
+                       f"supported: {', '.join(sorted(base.functions))}")
+        value = self.expr(e.value, block)
+        prim = resolve.ATTRIBUTES.get(e.attr)
+        if prim is None:
+            self.error(e, f"unknown attribute `.{e.attr}`",
+                       f"supported attributes: {', '.join(sorted(resolve.ATTRIBUTES))}; "
+                       f"methods: {', '.join(sorted(resolve.METHODS))}")
+        return block.graph.apply(prim, value, location=self.loc(e))
+
+    def static_value(self, e: ast.expr, block: Block):
+        """The namespace `e` names (np, math), or None."""
+        if isinstance(e, ast.Name) and e.id not in self.locals and not self.enclosing_has(e.id):
+            try:
+                value = resolve.lookup_global(e.id, self.source.globals)
+            except KeyError:
+                return None
+            return resolve.NAMESPACES.get(value) if _hashable(value) else None
+        return None
+
+    def expr_Call(self, e, block):
+        loc = self.loc(e)
+        if any(isinstance(a, ast.Starred) for a in e.args) or any(k.arg is None for k in e.keywords):
+            self.error(e, "`*args` / `**kwargs` in calls are not supported",
+                       "pass the arguments one by one")
+        # Methods of arrays: x.sum(axis=0) -> sum(x, axis=0)
+        if isinstance(e.func, ast.Attribute) and self.static_value(e.func.value, block) is None:
+            attr = e.func.attr
+            if attr in resolve.MUTATING_METHODS:
+                self.error(e.func, f"`.{attr}()` mutates its object, which compiled functions "
+                           "cannot do", "build a new tuple or array instead")
+            prim = resolve.METHODS.get(attr)
+            if prim is None:
+                self.error(e.func, f"unknown method `.{attr}()`",
+                           f"supported methods: {', '.join(sorted(resolve.METHODS))}")
+            obj = self.expr(e.func.value, block)
+            args = [self.expr(a, block) for a in e.args]
+            if prim.name in ("reshape", "transpose") and len(args) > 1:
+                args = [block.graph.apply(P["make_tuple"], *args, location=loc)]
+            kwargs = {k.arg: self.expr(k.value, block) for k in e.keywords}
+            return block.graph.apply(prim, *self.bind_primitive(prim, [obj] + args, kwargs, e),
+                                     location=loc)
+        fn = self.expr(e.func, block)
+        args = [self.expr(a, block) for a in e.args]
+        kwargs = {k.arg: self.expr(k.value, block) for k in e.keywords}
+        if isinstance(fn, Constant):
+            value = fn.value
+            if isinstance(value, Primitive):
+                if value.name == "range" and not 1 <= len(args) <= 3:
+                    self.error(e, "range() takes 1 to 3 arguments")
+                return block.graph.apply(value, *self.bind_primitive(value, args, kwargs, e),
+                                         location=loc)
+            if isinstance(value, Graph):
+                return block.graph.apply(fn, *self.bind_graph(value, args, kwargs, e), location=loc)
+            if isinstance(value, type) and issubclass(value, Exception):
+                if kwargs:
+                    self.error(e, "exceptions take positional arguments only")
+                return block.graph.apply(P["make_exception"], value, *args, location=loc)
+            if isinstance(value, type):
+                return self._call_type(value, args, kwargs, e, block)
+            if isinstance(value, resolve.Namespace):
+                self.error(e.func, f"`{value.name}` is a module, not a function")
+            self.error(e.func, f"{value!r} is not callable")
+        if kwargs:
+            self.error(e, "keyword arguments need a function known when compiling",
+                       "pass the arguments positionally when calling a function held in a "
+                       "variable")
+        return block.graph.apply(fn, *args, location=loc)
+
+    def _call_type(self, cls, args, kwargs, e, block):
+        # np.float32(x) and friends: a cast
+        if issubclass(cls, np.generic) and len(args) == 1 and not kwargs:
+            return block.graph.apply(P["cast"], args[0], cls, location=self.loc(e))
+        self.error(e.func, f"calling {cls.__name__} is not supported")
+
+    def bind_primitive(self, prim: Primitive, args, kwargs, e) -> list:
+        return prim.bind(args, kwargs, lambda msg: self.error(e, msg))
+
+    def bind_graph(self, g: Graph, args: list, kwargs: dict, e) -> list:
+        names = [p.debug.name for p in g.parameters]
+        if len(args) > len(names):
+            self.error(e, f"{g.name}() takes {len(names)} positional arguments but "
+                       f"{len(args)} were given")
+        bound: list = list(args) + [None] * (len(names) - len(args))
+        for key, value in kwargs.items():
+            if key not in names:
+                self.error(e, f"{g.name}() got an unexpected keyword argument '{key}'")
+            i = names.index(key)
+            if bound[i] is not None:
+                self.error(e, f"{g.name}() got multiple values for argument '{key}'")
+            bound[i] = value
+        for i, value in enumerate(bound):
+            if value is None:
+                default = g.defaults.get(names[i])
+                if default is None:
+                    self.error(e, f"{g.name}() missing required argument '{names[i]}'")
+                bound[i] = default
+        return bound
+
+    def expr_JoinedStr(self, e, block):
+        self.error(e, "f-strings are not supported in compiled code",
+                   "use a plain string constant (e.g. in an exception message)")
+
+
+def _hashable(value) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+_BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv",
+           ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "matmul"}
+_CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq",
+           ast.NotEq: "ne", ast.Is: "is_", ast.IsNot: "is_not"}
+_OP_TEXT = {ast.In: "in", ast.NotIn: "not in"}
+
+_UNSUPPORTED = {
+    "Try": ("`try` statements", "check conditions with `if` and raise errors explicitly"),
+    "TryStar": ("`try` statements", "check conditions with `if` and raise errors explicitly"),
+    "With": ("`with` statements", "move the context manager outside the compiled function"),
+    "AsyncWith": ("`async with` statements", None),
+    "AsyncFor": ("`async for` loops", None),
+    "AsyncFunctionDef": ("`async def` functions", "use a plain `def`"),
+    "Await": ("`await` expressions", None),
+    "Yield": ("`yield` (generators)", "return a tuple of the values instead"),
+    "YieldFrom": ("`yield from` (generators)", "return a tuple of the values instead"),
+    "Global": ("`global` declarations", "pass the value as an argument and return the new value"),
+    "Nonlocal": ("`nonlocal` declarations",
+                 "return the new value from the inner function instead of assigning it"),
+    "ClassDef": ("class definitions inside compiled functions",
+                 "define classes outside; compiled code works on numbers, tuples and arrays"),
+    "Delete": ("`del` statements", "just stop using the variable"),
+    "Import": ("imports inside compiled functions", "import at module level"),
+    "ImportFrom": ("imports inside compiled functions", "import at module level"),
+    "Match": ("`match` statements", "use `if`/`elif`"),
+    "ListComp": ("list comprehensions", "use a tuple and a `for` loop"),
+    "SetComp": ("set comprehensions", "use a tuple and a `for` loop"),
+    "DictComp": ("dict comprehensions", "use tuples"),
+    "GeneratorExp": ("generator expressions", "use a `for` loop"),
+    "List": ("list literals", "use a tuple `(a, b)`, or np.array((a, b)) for an array"),
+    "Dict": ("dict literals", "use a tuple"),
+    "Set": ("set literals", "use a tuple"),
+    "NamedExpr": ("assignment expressions (`:=`)", "assign in a separate statement"),
+    "Starred": ("starred expressions", "pass the elements one by one"),
+    "Slice": ("slices outside of indexing", None),
+    "FormattedValue": ("f-strings", "use a plain string"),
+    "TypeAlias": ("`type` statements", None),
+}

@@ -1,0 +1,107 @@
+"""What names outside a function mean: module globals, builtins, `math` and `numpy` members.
+
+Resolution happens once, at compile time, from the function's `__globals__`: functions are
+parsed into graphs, numbers, tuples and arrays are embedded as constants (so rebinding a
+module global after compiling does not change the compiled function), and `np.NAME` /
+`math.NAME` map to primitives through the tables below.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import types
+
+import numpy as np
+
+from myir.ir.primitives import PRIMITIVES, Primitive
+
+P = PRIMITIVES
+
+# numpy functions reached as `np.NAME` (or `numpy.NAME`).
+NUMPY = {name: P[name] for name in (
+    "exp log log1p expm1 sqrt sin cos tan arcsin arccos arctan sinh cosh tanh abs sign floor "
+    "ceil square negative reciprocal maximum minimum arctan2 power where clip sum mean prod max "
+    "min argmax argmin dot reshape transpose broadcast_to expand_dims squeeze concatenate "
+    "stack zeros ones empty full zeros_like ones_like array asarray arange eye shape ndim size "
+    "matmul"
+).split()}
+NUMPY.update({"absolute": P["abs"], "amax": P["max"], "amin": P["min"],
+              "add": P["add"], "subtract": P["sub"], "multiply": P["mul"],
+              "divide": P["truediv"], "true_divide": P["truediv"]})
+
+# numpy values reached as `np.NAME`: dtypes and constants.
+NUMPY_VALUES = {name: getattr(np, name) for name in (
+    "float16 float32 float64 int8 int16 int32 int64 uint8 bool_ pi e inf nan newaxis"
+).split()}
+
+# `math` functions keep Python's semantics: they get their own primitives.
+MATH = {name: P["math_" + name] for name in (
+    "exp log log1p expm1 sqrt sin cos tan asin acos atan sinh cosh tanh fabs floor ceil "
+    "pow atan2 hypot"
+).split()}
+MATH_VALUES = {name: getattr(math, name) for name in ("pi", "e", "tau", "inf", "nan")}
+
+# Builtins that are primitives.  range/zip/enumerate have special meaning in `for`.
+BUILTINS = {"abs": P["builtin_abs"], "len": P["len"], "min": P["builtin_min"],
+            "max": P["builtin_max"], "float": P["to_float"], "int": P["to_int"],
+            "bool": P["to_bool"], "range": P["range"]}
+
+EXCEPTIONS = {name: getattr(builtins, name) for name in dir(builtins)
+              if isinstance(getattr(builtins, name), type)
+              and issubclass(getattr(builtins, name), Exception)}
+
+# Methods and attributes of arrays: `x.sum(axis=0)` is `sum(x, axis=0)`.
+METHODS = {"sum": P["sum"], "mean": P["mean"], "prod": P["prod"], "max": P["max"],
+           "min": P["min"], "argmax": P["argmax"], "argmin": P["argmin"], "dot": P["dot"],
+           "reshape": P["reshape"], "transpose": P["transpose"], "astype": P["astype"],
+           "squeeze": P["squeeze"], "clip": P["clip"]}
+ATTRIBUTES = {"T": P["transpose"], "shape": P["shape"], "ndim": P["ndim"], "size": P["size"],
+              "dtype": P["dtype"]}
+MUTATING_METHODS = {"append", "extend", "insert", "pop", "remove", "sort", "reverse", "clear",
+                    "update", "fill", "resize", "setdefault", "put", "itemset", "setflags"}
+
+CONSTANT_TYPES = (int, float, complex, bool, str, type(None), np.ndarray, np.generic,
+                  type(Ellipsis))
+
+
+def is_embeddable(value) -> bool:
+    """Values that may be embedded in a graph as constants."""
+    if isinstance(value, tuple):
+        return all(is_embeddable(v) for v in value)
+    return isinstance(value, CONSTANT_TYPES) or (isinstance(value, type) and (
+        issubclass(value, np.generic) or value in (float, int, bool)))
+
+
+class Namespace:
+    """A module used as a namespace (`np`, `math`): attribute access resolves statically."""
+
+    def __init__(self, name: str, functions: dict[str, Primitive], values: dict):
+        self.name = name
+        self.functions = functions
+        self.values = values
+
+    def __repr__(self) -> str:
+        return f"<namespace {self.name}>"
+
+
+NAMESPACES = {np: Namespace("numpy", NUMPY, NUMPY_VALUES),
+              math: Namespace("math", MATH, MATH_VALUES)}
+
+
+def unwrap_function(value):
+    """A user function behind a myir-compiled wrapper, or the value itself."""
+    return getattr(value, "__myir_function__", value)
+
+
+def lookup_global(name: str, fn_globals: dict):
+    """The raw value of a global or builtin name, or raise KeyError."""
+    if name in fn_globals:
+        return fn_globals[name]
+    b = fn_globals.get("__builtins__", builtins)
+    b = b if isinstance(b, dict) else vars(b)
+    return b[name]
+
+
+def is_user_function(value) -> bool:
+    return isinstance(value, types.FunctionType)

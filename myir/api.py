@@ -1,0 +1,132 @@
+"""The public API: `compile`, compiled functions, and `lower` to inspect each stage.
+
+A compiled function looks up its argument signature in a cache; on a miss it runs the
+pipeline once for that signature (parse → passes → backend) and keeps the result.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from myir.errors import MyirError
+from myir.ir.graph import Graph
+
+BACKENDS = ("python",)
+DEFAULT_BACKEND = "python"
+
+
+def signature_of(value):
+    """The part of a value's type a compiled function is specialised on."""
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.str, value.shape)
+    if isinstance(value, tuple):
+        return ("tuple",) + tuple(signature_of(v) for v in value)
+    return type(value)
+
+
+_SIMPLE = (int, float, bool, complex, type(None), str)
+
+
+@dataclass
+class Lowered:
+    """The pipeline's result for one argument signature: the graph after each stage, the
+    generated source, and the function that runs it."""
+
+    function: object
+    stages: dict[str, Graph]
+    source: str
+    entry: object
+    regions: list = field(default_factory=list)
+
+    def graph(self, stage: str = "optimized") -> Graph:
+        if stage == "optimized" and stage not in self.stages:
+            stage = list(self.stages)[-1]
+        try:
+            return self.stages[stage]
+        except KeyError:
+            raise MyirError(f"no stage named {stage!r}",
+                            hint=f"stages: {', '.join(self.stages)}") from None
+
+    def __repr__(self) -> str:
+        name = getattr(self.function, "__name__", "?")
+        return f"<Lowered {name}: stages {', '.join(self.stages)}>"
+
+
+class CompiledFunction:
+    """A Python function compiled by myir.  Call it like the original; `.lower(*args)` shows
+    the pipeline's stages for those arguments."""
+
+    def __init__(self, fn, backend: str | None = None, **options):
+        if not callable(fn):
+            raise MyirError(f"compile() needs a function, got {type(fn).__name__}")
+        backend = backend or DEFAULT_BACKEND
+        if backend not in BACKENDS:
+            raise MyirError(f"unknown backend {backend!r}", hint=f"backends: {', '.join(BACKENDS)}")
+        self.__myir_function__ = fn
+        self.fn = fn
+        self.backend = backend
+        self.options = options
+        self._by_types: dict = {}      # tuple of arg types -> entry, or None: look deeper
+        self._by_signature: dict = {}  # full signature -> Lowered
+        self._lock = threading.Lock()
+        self._signature = inspect.signature(fn)
+        self._nparams = len(self._signature.parameters)
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args, **kwargs):
+        if kwargs or len(args) != self._nparams:
+            args = self._bind(args, kwargs)
+        entry = self._by_types.get(tuple(map(type, args)))
+        if entry is None:
+            entry = self._lookup(args).entry
+        return entry(*args)
+
+    def _bind(self, args, kwargs) -> tuple:
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.fn.__name__}(): {e}") from None
+        bound.apply_defaults()
+        return bound.args
+
+    def _lookup(self, args) -> Lowered:
+        key = tuple(signature_of(a) for a in args)
+        lowered = self._by_signature.get(key)
+        if lowered is None:
+            with self._lock:
+                lowered = self._by_signature.get(key)
+                if lowered is None:
+                    lowered = self._run_pipeline(args)
+                    self._by_signature[key] = lowered
+                    if all(type(a) in _SIMPLE for a in args):
+                        self._by_types[tuple(map(type, args))] = lowered.entry
+        return lowered
+
+    def lower(self, *args, **kwargs) -> Lowered:
+        """Run the pipeline for these arguments (without running the function)."""
+        if kwargs or len(args) != self._nparams:
+            args = self._bind(args, kwargs)
+        return self._lookup(args)
+
+    def _run_pipeline(self, args) -> Lowered:
+        from myir.pipeline import run_pipeline
+
+        try:
+            return run_pipeline(self.fn, args, self.backend, self.options)
+        except MyirError as e:
+            raise e.with_traceback(None) from None
+
+    def __repr__(self) -> str:
+        return f"<myir.compile {self.fn.__qualname__} backend={self.backend}>"
+
+
+def compile(fn=None, *, backend: str | None = None, **options):
+    """Compile a Python function: `@compile`, `@compile(backend="python")`, `compile(f)`."""
+    if fn is None:
+        return lambda f: CompiledFunction(f, backend, **options)
+    return CompiledFunction(fn, backend, **options)

@@ -1,0 +1,70 @@
+"""Errors that myir reports to its users, and the source locations they point at.
+
+Every error a user can cause is a `MyirError` that names the construct, says where it is
+(`file:line:col`), shows the source line with a caret under the offending column, and says
+what to write instead.  Internal failures are bugs and stay ordinary exceptions.
+"""
+
+from __future__ import annotations
+
+import linecache
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Location:
+    """A position in the user's source: 1-based line, 1-based column (as editors count)."""
+
+    filename: str
+    line: int
+    column: int
+    end_column: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.filename}:{self.line}:{self.column}"
+
+    def source_line(self) -> str | None:
+        text = linecache.getline(self.filename, self.line)
+        return text.rstrip("\n") if text else None
+
+    def excerpt(self) -> str:
+        """The source line and a caret (or a run of carets) under the located construct."""
+        text = self.source_line()
+        if text is None:
+            return ""
+        width = 1
+        if self.end_column is not None and self.end_column > self.column:
+            width = self.end_column - self.column
+        indent = "".join(c if c == "\t" else " " for c in text[: self.column - 1])
+        return f"    {text}\n    {indent}{'^' * width}"
+
+
+class MyirError(Exception):
+    """An error in the user's program (or its use of myir), reported with its location."""
+
+    def __init__(self, message: str, location: Location | None = None, hint: str | None = None):
+        self.message = message
+        self.location = location
+        self.hint = hint
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        parts = []
+        if self.location is not None:
+            parts.append(f"{self.location}: {self.message}")
+            excerpt = self.location.excerpt()
+            if excerpt:
+                parts.append(excerpt)
+        else:
+            parts.append(self.message)
+        if self.hint:
+            parts.append(f"hint: {self.hint}")
+        return "\n".join(parts)
+
+
+class MyirSyntaxError(MyirError):
+    """A construct outside the compiled subset of Python, or a name that cannot be resolved."""
+
+
+class MyirTypeError(MyirError):
+    """A value of the wrong kind where the program needs another (found before or while running)."""

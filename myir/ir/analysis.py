@@ -1,0 +1,239 @@
+"""On-demand analyses of graphs: node order, users, nested graphs, free variables, recursion.
+
+Each analysis is a small function of a root graph.  Results are cached per *IR version*:
+every edit through `myir.ir.edit` bumps the version, so a cached answer is never stale and no
+incremental manager has to be kept consistent (the lesson of Myia's manager).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+
+import networkx as nx
+
+from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
+from myir.ir.primitives import Primitive
+
+_version = [0]
+
+
+def bump_version() -> None:
+    """Called by every edit: invalidates all cached analyses."""
+    _version[0] += 1
+
+
+def cached(fn):
+    """Cache `fn(graph)` until the IR is next edited."""
+    cache: dict = {}
+
+    @functools.wraps(fn)
+    def wrapper(graph):
+        key = id(graph)
+        hit = cache.get(key)
+        if hit is not None and hit[0] == _version[0] and hit[1] is graph:
+            return hit[2]
+        result = fn(graph)
+        if len(cache) > 4096:
+            cache.clear()
+        cache[key] = (_version[0], graph, result)
+        return result
+
+    return wrapper
+
+
+@cached
+def live_nodes(root: Graph) -> dict[Graph, list[Node]]:
+    """Every node the output of `root` depends on, across graph boundaries (a graph constant
+    leads to that graph's output), grouped by owning graph; graphs in discovery order with
+    `root` first.  Constants are listed under None."""
+    result: dict = {root: []}
+    seen: set[int] = set()
+    stack: list[Node] = [root.output]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        result.setdefault(node.graph, []).append(node)
+        if isinstance(node, Apply):
+            stack.extend(reversed(node.inputs))
+        elif is_graph_constant(node):
+            result.setdefault(node.value, [])
+            stack.append(node.value.output)
+    return result
+
+
+@cached
+def reachable_graphs(root: Graph) -> list[Graph]:
+    """All graphs reachable from `root` through graph constants, `root` first."""
+    return [g for g in live_nodes(root) if g is not None]
+
+
+@cached
+def children(root: Graph) -> dict[Graph, list[Graph]]:
+    """Graph -> graphs whose `parent` it is, among those reachable from `root`."""
+    result: dict[Graph, list[Graph]] = {g: [] for g in reachable_graphs(root)}
+    for g in reachable_graphs(root):
+        if g.parent is not None and g.parent in result:
+            result[g.parent].append(g)
+    return result
+
+
+def scope(graph: Graph) -> list[Graph]:
+    """`graph` and every graph nested in it (transitively), among those reachable from it;
+    parents before children."""
+    kids = children(graph)
+    result, stack = [], [graph]
+    while stack:
+        g = stack.pop()
+        result.append(g)
+        stack.extend(reversed(kids.get(g, ())))
+    return result
+
+
+def ancestors(graph: Graph) -> list[Graph]:
+    """The graphs `graph` is nested in, innermost first."""
+    result = []
+    g = graph.parent
+    while g is not None:
+        result.append(g)
+        g = g.parent
+    return result
+
+
+@cached
+def free_variables(graph: Graph) -> list[Node]:
+    """Nodes of enclosing graphs that `graph` needs: those used in its scope, and those that
+    closures it refers to capture.  In order of discovery."""
+    enclosing = set(map(id, ancestors(graph)))
+    result: dict[int, Node] = {}
+    seen: set[int] = set()
+    stack: list[Node] = [graph.output]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.graph is not None and id(node.graph) in enclosing:
+            result.setdefault(id(node), node)
+        elif isinstance(node, Apply):
+            stack.extend(reversed(node.inputs))
+        elif is_graph_constant(node):
+            h = node.value
+            if h is graph or h.parent is None:
+                continue  # itself, or a top-level graph: captures nothing
+            if id(h) in enclosing:
+                stack.extend(fv for fv in free_variables(h))
+            else:
+                stack.append(h.output)
+    return list(result.values())
+
+
+@cached
+def toposort(graph: Graph) -> list[Node]:
+    """The nodes owned by `graph` that its output depends on, inputs before users, followed
+    by nothing else.  A graph constant counts as depending on the free variables it captures
+    from `graph`, so a closure comes after the values it closes over.  A foreign output node
+    (a graph returning its parent's value) is listed last."""
+    order: list[Node] = []
+    seen: set[int] = set()
+    stack: list[tuple[Node, bool]] = [(graph.output, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        for dep in reversed(_dependencies(node, graph)):
+            if id(dep) not in seen:
+                stack.append((dep, False))
+    return order
+
+
+def _dependencies(node: Node, graph: Graph) -> list[Node]:
+    if isinstance(node, Apply):
+        return node.inputs if node.graph is graph else []
+    if is_graph_constant(node) and node.value is not graph:
+        return [fv for fv in free_variables(node.value) if fv.graph is graph]
+    return []
+
+
+def is_closure(graph: Graph) -> bool:
+    return bool(free_variables(graph))
+
+
+@cached
+def users(root: Graph) -> dict[Node, list[tuple[Apply, int]]]:
+    """Node -> list of (apply, input index) using it, over every graph reachable from root.
+    A graph's output counts as a use with index -1 on a pseudo-user: the graph itself is
+    recorded under `output_of`."""
+    result: dict[Node, list[tuple[Apply, int]]] = {}
+    for g in reachable_graphs(root):
+        for node in toposort(g):
+            if isinstance(node, Apply) and node.graph is g:
+                for i, inp in enumerate(node.inputs):
+                    result.setdefault(inp, []).append((node, i))
+    return result
+
+
+@cached
+def graph_uses(root: Graph) -> dict[Graph, list[tuple[Apply, int]]]:
+    """Graph -> every (apply, index) whose input is a constant holding that graph."""
+    result: dict[Graph, list[tuple[Apply, int]]] = {g: [] for g in reachable_graphs(root)}
+    for node, uses in users(root).items():
+        if is_graph_constant(node):
+            result.setdefault(node.value, []).extend(uses)
+    return result
+
+
+@cached
+def call_graph(root: Graph) -> nx.DiGraph:
+    """networkx DiGraph: an edge g -> h when g (or a graph nested in it) refers to h."""
+    cg = nx.DiGraph()
+    for g in reachable_graphs(root):
+        cg.add_node(g)
+        for node in toposort(g):
+            for inp in (node.inputs if isinstance(node, Apply) else ()):
+                if is_graph_constant(inp):
+                    cg.add_edge(g, inp.value)
+    return cg
+
+
+@cached
+def recursive_graphs(root: Graph) -> set[Graph]:
+    """Graphs on a cycle of the call graph (self-recursive loops, recursion, mutual
+    recursion)."""
+    cg = call_graph(root)
+    result = set()
+    for component in nx.strongly_connected_components(cg):
+        if len(component) > 1:
+            result.update(component)
+        else:
+            (g,) = component
+            if cg.has_edge(g, g):
+                result.add(g)
+    return result
+
+
+def graph_stats(root: Graph) -> dict:
+    graphs = reachable_graphs(root)
+    applies = 0
+    prims: Counter = Counter()
+    closures = 0
+    seen_closures: set[int] = set()
+    for g in graphs:
+        for node in toposort(g):
+            if isinstance(node, Apply) and node.graph is g:
+                applies += 1
+                for inp in node.inputs:
+                    if isinstance(inp, Constant) and isinstance(inp.value, Primitive) and inp is node.inputs[0]:
+                        prims[inp.value.name] += 1
+                    if is_graph_constant(inp) and is_closure(inp.value) and id(inp) not in seen_closures:
+                        seen_closures.add(id(inp))
+                        closures += 1
+    return {"graphs": len(graphs), "applies": applies, "closures": closures, "primitives": prims}
+

@@ -1,0 +1,101 @@
+"""The only ways passes change graphs: `replace`, `set_output`, `clone` and `inline`.
+
+Each edit bumps the IR version, which invalidates every cached analysis.
+"""
+
+from __future__ import annotations
+
+from myir.ir.analysis import bump_version, scope, toposort, users
+from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
+
+
+def replace(root: Graph, old: Node, new: Node) -> None:
+    """Make every use of `old` in graphs reachable from `root` (and outputs) use `new`."""
+    from myir.ir.analysis import reachable_graphs
+
+    for node, i in users(root).get(old, ()):
+        node.inputs[i] = new
+    for g in reachable_graphs(root):
+        if g.output is old:
+            g.output = new
+    bump_version()
+
+
+def set_output(graph: Graph, node: Node) -> None:
+    graph.output = node
+    bump_version()
+
+
+def set_inputs(node: Apply, inputs: list[Node]) -> None:
+    node.inputs = list(inputs)
+    bump_version()
+
+
+class Cloner:
+    """Copies a graph and every graph nested in it.  Nodes of enclosing graphs (free
+    variables) are shared, unless `mapping` says otherwise.  `relation` is recorded in the
+    copies' debug info ("copy of", "inlined from")."""
+
+    def __init__(self, mapping: dict | None = None, relation: str = "copy of"):
+        self.mapping: dict[Node | Graph, Node | Graph] = dict(mapping or {})
+        self.relation = relation
+
+    def graph(self, graph: Graph, into: Graph | None = None) -> Graph:
+        """Clone `graph`'s scope.  With `into`, the root's nodes go into that existing graph
+        (its parameters must already be in `mapping`)."""
+        graphs = scope(graph)
+        for g in graphs:
+            if g in self.mapping:
+                continue
+            if g is graph and into is not None:
+                self.mapping[g] = into
+                continue
+            new = Graph(g.name, None, g.location)
+            new.debug = g.debug.derive(self.relation)
+            self.mapping[g] = new
+            for p in g.parameters:
+                q = Parameter(new, p.debug.derive(self.relation))
+                new.parameters.append(q)
+                self.mapping[p] = q
+        for g in graphs:
+            new = self.mapping[g]
+            if new is not into:
+                new.parent = self.mapping.get(g.parent, g.parent)
+                new.defaults = {k: self.node(v) for k, v in g.defaults.items()}
+        for g in graphs:
+            for node in toposort(g):
+                self.node(node)
+        for g in graphs:
+            if self.mapping[g] is not into:
+                self.mapping[g].output = self.node(g.output)
+        bump_version()
+        return self.mapping[graph]
+
+    def node(self, node: Node) -> Node:
+        hit = self.mapping.get(node)
+        if hit is not None:
+            return hit
+        if isinstance(node, Apply) and node.graph in self.mapping:
+            new = Apply([self.node(i) for i in node.inputs], self.mapping[node.graph],
+                        node.debug.derive(self.relation))
+            self.mapping[node] = new
+            return new
+        if is_graph_constant(node) and node.value in self.mapping:
+            new = Constant(self.mapping[node.value], node.debug)
+            self.mapping[node] = new
+            return new
+        return node
+
+
+def clone(graph: Graph) -> Graph:
+    """A copy of `graph` and the graphs nested in it, with the same parent."""
+    return Cloner().graph(graph)
+
+
+def inline(graph: Graph, args: list[Node], into: Graph) -> Node:
+    """Copy `graph`'s body into `into` with its parameters bound to `args`; return the node
+    that computes its output.  Graphs nested in `graph` become nested in `into`."""
+    assert len(args) == len(graph.parameters), (graph, args)
+    cloner = Cloner(dict(zip(graph.parameters, args)), "inlined from")
+    cloner.graph(graph, into=into)
+    return cloner.node(graph.output)

@@ -1,0 +1,159 @@
+"""The graph IR: functions as graphs of nodes, closures as graphs nested in their parent.
+
+A `Graph` is a function: `parameters`, one `output` node, and an explicit `parent` (the graph
+it is nested in, or None for a top-level function).  Nodes are `Apply` (a call: `inputs[0]` is
+the function, the rest are arguments), `Parameter` and `Constant`.  A graph that uses a node
+owned by another graph has a *free variable*; a `Constant` holding a graph with free variables,
+evaluated inside its parent, makes a closure.  Control flow is expressed with graphs too: an
+`if` calls the result of `switch(cond, then_graph, else_graph)`, a loop is a graph that calls
+itself in tail position.
+
+Nodes print themselves like `%name`; graphs print as readable text (see `printer`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from myir.errors import Location
+
+_ids = itertools.count()
+
+
+@dataclass
+class Debug:
+    """Where a node or graph came from: a name from the source, its location, and for derived
+    nodes the node or graph it was derived from (`relation` says how: "grad of", "inlined
+    from", "copy of")."""
+
+    name: str | None = None
+    location: Location | None = None
+    origin: Any = None
+    relation: str | None = None
+    id: int = field(default_factory=lambda: next(_ids))
+
+    def derive(self, relation: str) -> "Debug":
+        return Debug(self.name, self.location, self, relation)
+
+
+class Node:
+    """A value in a graph.  `graph` is the owning graph (None for constants); `abstract` is
+    filled by type inference; `debug` carries name and location."""
+
+    __slots__ = ("graph", "abstract", "debug")
+
+    def __init__(self, graph: "Graph | None", debug: Debug | None = None):
+        self.graph = graph
+        self.abstract = None
+        self.debug = debug if debug is not None else Debug()
+
+    @property
+    def location(self) -> Location | None:
+        return self.debug.location
+
+    def __repr__(self) -> str:
+        from myir.ir.printer import node_label
+
+        return node_label(self)
+
+
+class Apply(Node):
+    """A call: `inputs[0]` applied to `inputs[1:]`."""
+
+    __slots__ = ("inputs",)
+
+    def __init__(self, inputs: list[Node], graph: "Graph", debug: Debug | None = None):
+        super().__init__(graph, debug)
+        self.inputs = list(inputs)
+
+    @property
+    def fn(self) -> Node:
+        return self.inputs[0]
+
+    @property
+    def args(self) -> list[Node]:
+        return self.inputs[1:]
+
+
+class Parameter(Node):
+    """A parameter of its graph."""
+
+    __slots__ = ()
+
+
+class Constant(Node):
+    """A constant: a Primitive, a Graph, a Python scalar, None, a string, a numpy array, or a
+    tuple of these."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any, debug: Debug | None = None):
+        super().__init__(None, debug)
+        self.value = value
+
+
+class Graph:
+    """A function.  Build one with `Graph(name)`, add parameters with `add_parameter`, make
+    calls with `apply`, and set `output`."""
+
+    def __init__(self, name: str = "g", parent: "Graph | None" = None,
+                 location: Location | None = None):
+        self.parameters: list[Parameter] = []
+        self.output: Node | None = None
+        self.parent = parent
+        self.debug = Debug(name, location)
+        # Keyword-argument defaults the frontend resolves at call sites: name -> Node/constant.
+        self.defaults: dict[str, Node] = {}
+
+    @property
+    def name(self) -> str:
+        return self.debug.name or "g"
+
+    @property
+    def location(self) -> Location | None:
+        return self.debug.location
+
+    def add_parameter(self, name: str | None = None, location: Location | None = None) -> Parameter:
+        p = Parameter(self, Debug(name, location))
+        self.parameters.append(p)
+        return p
+
+    def apply(self, fn: Any, *args: Any, name: str | None = None,
+              location: Location | None = None) -> Apply:
+        """A call node owned by this graph; non-node arguments become constants."""
+        inputs = [as_node(x) for x in (fn, *args)]
+        return Apply(inputs, self, Debug(name, location))
+
+    def __repr__(self) -> str:
+        return f"<Graph {self.name}>"
+
+    def __str__(self) -> str:
+        from myir.ir.printer import format_program
+
+        return format_program(self)
+
+    def stats(self) -> dict:
+        """Sizes of this graph and everything it reaches: `graphs`, `applies`, `closures`
+        (graph constants with free variables), `primitives` (a Counter by primitive name)."""
+        from myir.ir.analysis import graph_stats
+
+        return graph_stats(self)
+
+    def _repr_svg_(self) -> str:
+        from myir.viz import to_svg
+
+        return to_svg(self)
+
+
+def as_node(x: Any) -> Node:
+    return x if isinstance(x, Node) else Constant(x)
+
+
+def is_constant(node: Node, cls: type | tuple = object) -> bool:
+    return isinstance(node, Constant) and isinstance(node.value, cls)
+
+
+def is_graph_constant(node: Node) -> bool:
+    return isinstance(node, Constant) and isinstance(node.value, Graph)

@@ -1,0 +1,145 @@
+"""The registry of primitives: the named operations graphs are built from.
+
+A `Primitive` is only a name and a call signature (parameter names and defaults, so the
+frontend can bind keyword arguments).  What a primitive *does* lives elsewhere, one table per
+concern: its Python implementation in `backends.python.impls`, its gradient rule in
+`passes`, its type rule in `passes.infer`, its TVM lowering in `backends.tvm`.  A test checks
+that every table covers every primitive.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+_NO_DEFAULT = object()
+
+
+@dataclass(frozen=True, eq=False)
+class Primitive:
+    name: str
+    params: tuple[str, ...] = ()
+    defaults: tuple = ()          # defaults for the last len(defaults) params
+    varargs: bool = False         # takes any number of positional arguments
+    pure: bool = True             # False for raise_ and other effects
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def bind(self, args: list, kwargs: dict, error) -> list:
+        """Map positional and keyword arguments onto the signature, filling defaults.
+        `error(msg)` raises the caller's located error."""
+        if self.varargs:
+            if kwargs:
+                error(f"{self.name}() takes no keyword arguments")
+            return list(args)
+        if len(args) > len(self.params):
+            error(f"{self.name}() takes at most {len(self.params)} arguments, got {len(args)}")
+        bound = list(args) + [_NO_DEFAULT] * (len(self.params) - len(args))
+        for key, value in kwargs.items():
+            if key not in self.params:
+                error(f"{self.name}() got an unexpected keyword argument '{key}'")
+            i = self.params.index(key)
+            if bound[i] is not _NO_DEFAULT:
+                error(f"{self.name}() got multiple values for argument '{key}'")
+            bound[i] = value
+        first_default = len(self.params) - len(self.defaults)
+        for i, value in enumerate(bound):
+            if value is _NO_DEFAULT:
+                if i < first_default:
+                    error(f"{self.name}() missing required argument '{self.params[i]}'")
+                bound[i] = self.defaults[i - first_default]
+        return bound
+
+
+PRIMITIVES: dict[str, Primitive] = {}
+
+
+def primitive(name: str, params: str = "", *, varargs: bool = False, pure: bool = True) -> Primitive:
+    """Register a primitive.  `params` is a signature like "x, axis=None, keepdims=False"."""
+    names, defaults = [], []
+    for part in filter(None, (p.strip() for p in params.split(","))):
+        if "=" in part:
+            key, default = part.split("=")
+            names.append(key.strip())
+            defaults.append(eval(default))  # literal defaults only: None, False, 0, ...
+        else:
+            assert not defaults, f"{name}: non-default parameter after default"
+            names.append(part)
+    p = Primitive(name, tuple(names), tuple(defaults), varargs, pure)
+    assert name not in PRIMITIVES, name
+    PRIMITIVES[name] = p
+    return p
+
+
+def _family(names: str, params: str) -> None:
+    for n in names.split():
+        primitive(n, params)
+
+
+# Python operators (the python backend emits them as operators: exact CPython semantics).
+_family("add sub mul truediv floordiv mod pow matmul lt le gt ge eq ne is_ is_not", "x, y")
+_family("neg pos invert not_ truth", "x")
+
+# Elementwise math on scalars and arrays, with numpy semantics (np.sin(2.0) -> np.float64).
+_family("exp log log1p expm1 sqrt sin cos tan arcsin arccos arctan sinh cosh tanh abs sign "
+        "floor ceil square negative reciprocal", "x")
+_family("maximum minimum arctan2 power", "x, y")
+primitive("where", "cond, x, y")
+primitive("clip", "x, lo, hi")
+
+# `math` module functions keep their own semantics (math.sqrt(-1) raises, np.sqrt gives nan).
+_family("math_exp math_log math_log1p math_expm1 math_sqrt math_sin math_cos math_tan "
+        "math_asin math_acos math_atan math_sinh math_cosh math_tanh math_fabs math_floor "
+        "math_ceil", "x")
+_family("math_pow math_atan2 math_hypot", "x, y")
+
+# Reductions.
+_family("sum mean prod", "x, axis=None, keepdims=False")
+_family("max min", "x, axis=None, keepdims=False")
+_family("argmax argmin", "x, axis=None")
+
+# Linear algebra and shapes.
+primitive("dot", "x, y")
+primitive("reshape", "x, shape")
+primitive("transpose", "x, axes=None")
+primitive("broadcast_to", "x, shape")
+primitive("expand_dims", "x, axis")
+primitive("squeeze", "x, axis=None")
+primitive("concatenate", "arrays, axis=0")
+primitive("stack", "arrays, axis=0")
+primitive("astype", "x, dtype")
+primitive("cast", "x, dtype")               # np.float32(x): a numpy scalar of that type
+primitive("shape", "x")
+primitive("ndim", "x")
+primitive("size", "x")
+primitive("dtype", "x")
+
+# Array constructors.
+_family("zeros ones empty", "shape, dtype=None")
+primitive("full", "shape, fill_value, dtype=None")
+_family("zeros_like ones_like", "x, dtype=None")
+primitive("array", "x, dtype=None")
+primitive("asarray", "x, dtype=None")
+primitive("arange", "start, stop=None, step=None, dtype=None")
+primitive("eye", "n, dtype=None")
+
+# Python builtins.
+primitive("len", "x")
+primitive("range", varargs=True)
+primitive("builtin_abs", "x")
+primitive("builtin_min", varargs=True)
+primitive("builtin_max", varargs=True)
+primitive("to_float", "x")
+primitive("to_int", "x")
+primitive("to_bool", "x")
+
+# Structure: tuples, indexing, slices.
+primitive("make_tuple", varargs=True)
+primitive("getitem", "x, index")
+primitive("unpack", "x, n")                 # x, checked to have n elements (tuple unpacking)
+primitive("make_slice", "start, stop, step")
+
+# Control flow and effects.
+primitive("switch", "cond, if_true, if_false")
+primitive("make_exception", varargs=True)   # make_exception(cls, *args)
+primitive("raise_", "exception", pure=False)

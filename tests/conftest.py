@@ -1,0 +1,24 @@
+"""Test configuration: hypothesis profiles.
+
+`ci` (the default) keeps the whole suite within CI's budget on 2 cores; `thorough` is for
+deeper runs reported in issue notes: `HYPOTHESIS_PROFILE=thorough python -m pytest`.
+"""
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci",
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    derandomize=True,
+)
+settings.register_profile(
+    "thorough",
+    max_examples=2000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

@@ -1,0 +1,179 @@
+"""Shared helpers for the differential tests: run a function uncompiled and compiled, compare.
+
+`jit` is a pytest fixture (session scoped, so hypothesis accepts it) parametrised over the
+modes a test runs in:
+
+- `cpython`: the uncompiled function.  It checks the tests' own expectations and needs no
+  compiler; select it alone with `-k cpython`.
+- `myir-<backend>`: the function compiled with `myir.compile(f, backend=<backend>)`
+  (`myir-default`: `myir.compile(f)`).  The backends come from the environment variable
+  `MYIR_TEST_BACKENDS` (comma separated, default `python`, the reference backend).
+
+"Same result" means exactly what CPython gives: the same type (a Python `float` is not a
+`numpy.float64`, a `bool` is not an `int`), the same value (floats compared bit for bit,
+NaN equal to NaN, -0.0 distinct from 0.0), arrays of the same dtype, shape and elements, and
+for exceptions the same type and message.  The arguments after the call must be the same too
+(so a compiled function may not mutate an argument where CPython does not, and vice versa).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+
+
+def modes() -> list[str]:
+    backends = os.environ.get("MYIR_TEST_BACKENDS", "python")
+    return ["cpython"] + [f"myir-{b.strip()}" for b in backends.split(",") if b.strip()]
+
+
+_COMPILED: dict = {}
+
+
+def make_jit(mode: str, memo: bool = True):
+    """A function `jit(f)` that returns `f` compiled in `mode` (memoised per function)."""
+    if mode == "cpython":
+        return lambda f: f
+    import myir
+
+    backend = mode.split("-", 1)[1]
+
+    def jit(f):
+        key = (mode, f)
+        if not memo or key not in _COMPILED:
+            if backend == "default":
+                _COMPILED[key] = myir.compile(f)
+            else:
+                _COMPILED[key] = myir.compile(f, backend=backend)
+        return _COMPILED[key]
+
+    return jit
+
+
+@pytest.fixture(scope="session", params=modes())
+def jit(request):
+    return make_jit(request.param)
+
+
+@pytest.fixture(scope="session", params=[m for m in modes() if m != "cpython"])
+def compiled(request):
+    """Like `jit`, for tests that only make sense with the compiler (errors, tracebacks)."""
+    return make_jit(request.param)
+
+
+@pytest.fixture(scope="session", params=[m for m in modes() if m != "cpython"])
+def compile_fresh(request):
+    """`compile_fresh(f)`: a new `myir.compile` object for `f` at every call (for errors)."""
+    return make_jit(request.param, memo=False)
+
+
+# --------------------------------------------------------------------------------------------
+# Running and comparing
+
+
+@dataclass
+class Raised:
+    exc: BaseException
+
+    def __repr__(self) -> str:
+        return f"raised {type(self.exc).__name__}: {self.exc}"
+
+
+@dataclass
+class Outcome:
+    result: Any  # the returned value, or Raised
+    args: tuple
+    kwargs: dict
+
+
+def run(f, args, kwargs) -> Outcome:
+    args = copy.deepcopy(args)
+    kwargs = copy.deepcopy(kwargs)
+    try:
+        result = f(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - every exception is an outcome to compare
+        result = Raised(exc)
+    return Outcome(result, args, kwargs)
+
+
+def _float_same(a, e) -> bool:
+    a, e = float(a), float(e)
+    if math.isnan(e):
+        return math.isnan(a)
+    return a == e and math.copysign(1.0, a) == math.copysign(1.0, e)
+
+
+def assert_same(actual, expected, where: str = "result") -> None:
+    """Assert `actual` is exactly what CPython produced (`expected`)."""
+    if isinstance(expected, Raised) or isinstance(actual, Raised):
+        assert isinstance(actual, Raised) and isinstance(expected, Raised), (
+            f"{where}: got {actual!r}, CPython gives {expected!r}"
+        )
+        assert type(actual.exc) is type(expected.exc), (
+            f"{where}: raised {type(actual.exc).__name__}: {actual.exc}, "
+            f"CPython raises {type(expected.exc).__name__}: {expected.exc}"
+        )
+        assert str(actual.exc) == str(expected.exc), (
+            f"{where}: message {str(actual.exc)!r}, CPython's is {str(expected.exc)!r}"
+        )
+        return
+    assert type(actual) is type(expected), (
+        f"{where}: type {type(actual).__name__} ({actual!r}), "
+        f"CPython gives {type(expected).__name__} ({expected!r})"
+    )
+    if isinstance(expected, tuple):
+        assert len(actual) == len(expected), f"{where}: {actual!r} != {expected!r}"
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            assert_same(a, e, f"{where}[{i}]")
+    elif isinstance(expected, list):
+        assert len(actual) == len(expected), f"{where}: {actual!r} != {expected!r}"
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            assert_same(a, e, f"{where}[{i}]")
+    elif isinstance(expected, dict):
+        assert actual.keys() == expected.keys(), f"{where}: {actual!r} != {expected!r}"
+        for k in expected:
+            assert_same(actual[k], expected[k], f"{where}[{k!r}]")
+    elif isinstance(expected, np.ndarray):
+        assert actual.dtype == expected.dtype, f"{where}: dtype {actual.dtype} != {expected.dtype}"
+        assert actual.shape == expected.shape, f"{where}: shape {actual.shape} != {expected.shape}"
+        equal_nan = expected.dtype.kind in "fc"
+        assert np.array_equal(actual, expected, equal_nan=equal_nan), (
+            f"{where}: {actual!r} != {expected!r}"
+        )
+    elif isinstance(expected, (float, np.floating)):
+        assert _float_same(actual, expected), f"{where}: {actual!r} != {expected!r}"
+    else:
+        assert actual == expected, f"{where}: {actual!r} != {expected!r}"
+
+
+ANY = object()  # `raises=ANY`: CPython may or may not raise for these inputs
+
+
+def check(jit, f, *args, raises=None, **kwargs):
+    """Call `f` uncompiled and `jit(f)` on copies of the same arguments; assert same outcome.
+
+    `raises`: None (default) — CPython must return normally (guards the test's own inputs);
+    an exception type — CPython must raise it; `ANY` — either.  Returns CPython's result.
+    """
+    expected = run(f, args, kwargs)
+    if raises is None:
+        assert not isinstance(expected.result, Raised), (
+            f"test inputs are wrong: CPython {expected.result!r}"
+        )
+    elif raises is not ANY:
+        assert isinstance(expected.result, Raised) and isinstance(expected.result.exc, raises), (
+            f"test expects CPython to raise {raises.__name__}, got {expected.result!r}"
+        )
+    actual = run(jit(f), args, kwargs)
+    assert_same(actual.result, expected.result)
+    for i, (a, e) in enumerate(zip(actual.args, expected.args)):
+        assert_same(a, e, f"argument {i} after the call")
+    for k in expected.kwargs:
+        assert_same(actual.kwargs[k], expected.kwargs[k], f"argument {k}= after the call")
+    return expected.result
