@@ -19,7 +19,7 @@ import numpy as np
 
 from bench import report, threads, timing
 from bench.checks import check
-from bench.systems import NotApplicable, Unavailable, make_system
+from bench.systems import NotApplicable, Unavailable, make_system, short
 from bench.workloads import check_shared, handwritten, programs
 
 BASE_SYSTEMS = ("cpython", "handwritten", "jax", "torch")
@@ -103,12 +103,19 @@ def prepare(system, workload, mode, inputs, reference):
     except Unavailable as e:
         cell.status, cell.reason = "n/a", str(e)
         return cell, None
+    except Exception as e:
+        cell.status, cell.reason = "fails", system.failure(e)
+        return cell, None
     try:
         out = fn(*args)  # first call: compiles where the system compiles
     except Exception as e:
         cell.status, cell.reason = "fails", system.failure(e)
         return cell, None
-    result = check(workload, mode, inputs, out, reference)
+    try:
+        result = check(workload, mode, inputs, out, reference)
+    except Exception as e:  # a result of the wrong kind altogether
+        cell.status, cell.reason = "WRONG", f"result not checkable: {short(e)}"
+        return cell, None
     cell.check = result.describe()
     if not result.ok:
         cell.status, cell.reason = "WRONG", result.describe()
@@ -200,8 +207,12 @@ def main(argv=None):
     print(f"bench: {len(args.workloads)} workload(s), modes {'/'.join(args.modes)}, "
           f"{args.threads} thread(s), {args.samples} samples of ~{args.sample_ms:g} ms",
           file=sys.stderr)
+    load = os.getloadavg()[0]
+    if load > 0.5:
+        print(f"warning: load average {load:.1f} at start: other processes compete for the "
+              f"CPUs, and multithreaded BLAS degrades badly when they do", file=sys.stderr)
     systems, cells = run(args)
-    meta = metadata(args, systems, started)
+    meta = metadata(args, systems, started) | {"load_average_at_start": load}
     args.out.mkdir(parents=True, exist_ok=True)
     markdown = report.markdown(meta, list(systems), cells)
     (args.out / "bench.md").write_text(markdown)

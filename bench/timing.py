@@ -25,13 +25,15 @@ def timed_calls(fn, args, n):
 
 
 def calls_per_sample(fn, args, target_ns, warmup_ns):
-    """Warm up (at least 2 calls and warmup_ns), then the call count for one sample."""
-    start = time.perf_counter_ns()
-    calls = 0
-    while calls < 2 or time.perf_counter_ns() - start < warmup_ns:
+    """Warm up (at least 2 calls and warmup_ns); the call count for one sample follows from
+    the median warm-up call."""
+    clock = time.perf_counter_ns
+    times = []
+    while len(times) < 2 or sum(times) < warmup_ns:
+        t0 = clock()
         fn(*args)
-        calls += 1
-    per_call = timed_calls(fn, args, 3)
+        times.append(clock() - t0)
+    per_call = statistics.median(times)
     return max(1, min(MAX_CALLS, round(target_ns / max(per_call, 1))))
 
 

@@ -31,18 +31,19 @@ import numpy as np
 
 from frontend import resolve
 from myir.errors import Location, MyirSyntaxError
-from myir.ir.graph import Apply, Constant, Graph, Node
-from myir.ir.primitives import PRIMITIVES, Primitive
+from myir.ir.graph import Apply, Constant, Graph, Node, Parameter
+from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
 
 P = PRIMITIVES
 
 
-class _MaybeUnbound:
-    """Marks a variable that is bound on some paths only (assigned in one branch, or only
-    inside a loop)."""
+class MaybeUnbound:
+    """A variable bound on some paths only (assigned in one branch, or only inside a loop):
+    `node` holds its value or UNBOUND, and reading it checks, raising UnboundLocalError
+    exactly where CPython would."""
 
-    def __init__(self, where: str):
-        self.where = where
+    def __init__(self, node: Node):
+        self.node = node
 
 
 @dataclass
@@ -103,6 +104,16 @@ def _parse_new(fn) -> Graph:
             f"cannot read the source of {getattr(fn, '__qualname__', fn)!r}: {e}",
             hint="myir compiles functions defined in files (or notebook cells); define the "
                  "function with `def` in a file") from None
+    if inspect.iscoroutinefunction(fn) or inspect.isgeneratorfunction(fn) \
+            or inspect.isasyncgenfunction(fn):
+        kind = "generator" if inspect.isgeneratorfunction(fn) else "async"
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+        wanted = (ast.Yield, ast.YieldFrom) if kind == "generator" else ast.AsyncFunctionDef
+        node = next(n for n in ast.walk(tree) if isinstance(n, wanted))
+        col = len(lines[0]) - len(lines[0].lstrip())
+        loc = Source(filename, first_line - 1, col, {}).loc(node)
+        raise MyirSyntaxError(f"{kind} functions are not supported", loc,
+                              "use a plain `def` that returns its result")
     text = "".join(lines)
     dedented = textwrap.dedent(text)
     col = len(lines[0]) - len(lines[0].lstrip()) if dedented != text else 0
@@ -207,6 +218,9 @@ class FunctionParser:
         self.captures: list[tuple[str, ast.AST, tuple]] = []
         self.assignments: dict[str, list[tuple[ast.AST, tuple]]] = {}
         self.loop_stack: tuple = ()
+        self.augmented: list[Apply] = []   # of this function and those nested in it
+        self.root = enclosing[0].root if enclosing is not None else self
+        self.root.function_graphs = getattr(self.root, "function_graphs", set()) | {graph}
 
     # -- errors and locations
 
@@ -241,6 +255,8 @@ class FunctionParser:
             if end is not None:
                 end.graph.output = Constant(None)
         self._check_captures()
+        if self.root is self:
+            self._check_augmented()
         return self.graph
 
     def _check_signature(self, node):
@@ -262,21 +278,43 @@ class FunctionParser:
         block.env[name] = value
         self._record_assignment(name, node)
 
+    @staticmethod
+    def lookup(block: Block, name: str):
+        """The binding of local `name` seen from `block`: a Node, a MaybeUnbound, or None."""
+        b = block
+        while b is not None:
+            if name in b.env:
+                return b.env[name]
+            b = b.parent
+        return None
+
+    def value(self, block: Block, name: str) -> Node:
+        """The value of local `name` to pass along (to a join or the next iteration) without
+        checking it: UNBOUND where it has none."""
+        entry = self.lookup(block, name)
+        if entry is None:
+            return Constant(UNBOUND)
+        return entry.node if isinstance(entry, MaybeUnbound) else entry
+
+    def maybe_unbound(self, block: Block, name: str) -> bool:
+        return not isinstance(self.lookup(block, name), Node)
+
+    @staticmethod
+    def rebind(block: Block, name: str, value: Node, maybe: bool):
+        """Bind the merged value of a variable after an `if` or loop (no new assignment: the
+        branches' own assignments were recorded)."""
+        block.env[name] = MaybeUnbound(value) if maybe else value
+
     def read(self, block: Block, name: str, node: ast.AST) -> Node:
         if name in self.locals:
-            b = block
-            while b is not None:
-                if name in b.env:
-                    value = b.env[name]
-                    if isinstance(value, _MaybeUnbound):
-                        self.error(node, f"variable '{name}' may be unbound here: it is "
-                                   f"{value.where}",
-                                   f"assign '{name}' before the `if` or loop so that it has a "
-                                   f"value on every path")
-                    return value
-                b = b.parent
-            self.error(node, f"local variable '{name}' is used before it is assigned",
-                       f"assign '{name}' before this line")
+            entry = self.lookup(block, name)
+            if isinstance(entry, Node):
+                return entry
+            value = entry.node if entry is not None else Constant(UNBOUND)
+            checked = block.graph.apply(P["check_bound"], value, name, name=name,
+                                        location=self.loc(node))
+            block.env[name] = checked  # checked once: later reads here see a bound value
+            return checked
         if self.enclosing is not None:
             parser, block_at_def = self.enclosing
             if name in parser.locals or parser.enclosing_has(name):
@@ -309,8 +347,8 @@ class FunctionParser:
             return Constant(value)
         if resolve.is_user_function(value):
             return Constant(parse(value))
-        if value in resolve.NAMESPACES:
-            return Constant(resolve.NAMESPACES[value])
+        if resolve.namespace_of(value) is not None:
+            return Constant(resolve.namespace_of(value))
         if name in resolve.BUILTINS and value is getattr(builtins, name, None):
             return Constant(resolve.BUILTINS[name])
         if isinstance(value, type) and issubclass(value, Exception):
@@ -338,6 +376,8 @@ class FunctionParser:
                 pos = (assign.lineno, assign.col_offset)
                 later = pos > def_pos
                 same_loop = bool(set(map(id, loops)) & set(map(id, def_loops)))
+                if same_loop and not later and self._used_within_iteration(def_node, def_loops):
+                    continue
                 if later or same_loop:
                     what = getattr(def_node, "name", "lambda")
                     self.error(assign, f"variable '{name}' is captured by the closure "
@@ -347,6 +387,30 @@ class FunctionParser:
                                "value at definition",
                                f"use a different name for the new value of '{name}', or pass "
                                "it to the closure as an argument")
+
+    def _used_within_iteration(self, def_node: ast.AST, def_loops: tuple) -> bool:
+        """Whether a closure defined in a loop body is only ever called later in the same
+        iteration: bound by a statement directly in the innermost loop's body to a name
+        assigned nowhere else, and that name only read as `name(...)` further down that
+        body.  Then no call can see a later iteration's values, and capturing by value
+        agrees with Python."""
+        loop = def_loops[-1]
+        name = None
+        for stmt in loop.body:
+            if stmt is def_node and isinstance(stmt, ast.FunctionDef):
+                name = stmt.name
+            elif isinstance(stmt, ast.Assign) and stmt.value is def_node \
+                    and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                name = stmt.targets[0].id
+        if name is None or len(self.assignments.get(name, ())) != 1:
+            return False
+        def_pos = (def_node.lineno, def_node.col_offset)
+        callees = {id(n.func) for n in _walk_same_function(loop.body)
+                   if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                   and (n.lineno, n.col_offset) > def_pos}
+        loads = [n for n in ast.walk(self.node)
+                 if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+        return all(id(n) in callees for n in loads)
 
     # -- statements
 
@@ -421,8 +485,26 @@ class FunctionParser:
                        "build a new value instead, e.g. `x = x + y`")
         current = self.read(block, s.target.id, s.target)
         value = self.binop(s.op, current, self.expr(s.value, block), s, block)
+        self.root.augmented.append((value, s))
         self.bind(block, s.target.id, value, s.target)
         return block
+
+    def _check_augmented(self):
+        """`x += y` updates a numpy array in place; compiled code computes `x + y` instead.
+        The two agree unless the old array is seen elsewhere (another name, a tuple, a
+        closure, the caller): then the node becomes `aug_<op>`, which raises a clear error
+        if it meets an array (and is plain `+` for numbers)."""
+        if not self.augmented:
+            return
+        uses = _use_counts(self.graph)
+        for node, stmt in self.augmented:
+            old = node.inputs[1]
+            if isinstance(old, Parameter) or uses.get(id(old), 0) > 1:
+                node.inputs[0] = Constant(P["aug_" + node.fn.value.name])
+                g = node.graph
+                if not uses.get(id(node)) and g in self.root.function_graphs:
+                    # Unused, so nothing would evaluate it: keep its check alive.
+                    g.output = g.apply(P["depend"], g.output, node, location=node.location)
 
     def assign(self, target: ast.expr, value: Node, block: Block, stmt: ast.AST):
         if isinstance(target, ast.Name):
@@ -492,39 +574,28 @@ class FunctionParser:
             b = Block(Graph(f"if_{label}", block.graph, loc), block)
             graphs.append(b.graph)
             ends.append(self.stmts(body, b))
-        defined = [n for n in names if all(self._bound(e, n) for e in ends)]
+        maybe = {n for n in names if any(self.maybe_unbound(e, n) for e in ends)}
         for end in ends:
-            end.graph.output = self.pack(end, defined, s)
+            end.graph.output = self.pack(end, names, s)
         result = self.value_switch(block, cond, graphs[0], graphs[1], s)
-        self.unpack_into(block, result, defined, s)
-        for n in names:
-            if n not in defined:
-                block.env[n] = _MaybeUnbound(f"assigned in only one branch of the `if` at line "
-                                             f"{loc.line}")
+        self.unpack_into(block, result, names, maybe, s)
         return block
 
-    def _bound(self, block: Block, name: str) -> bool:
-        b = block
-        while b is not None:
-            if name in b.env:
-                return not isinstance(b.env[name], _MaybeUnbound)
-            b = b.parent
-        return False
-
     def pack(self, block: Block, names: list[str], s: ast.AST) -> Node:
-        values = [self.read(block, n, s) for n in names]
+        values = [self.value(block, n) for n in names]
         if len(values) == 1:
             return values[0]
         return block.graph.apply(P["make_tuple"], *values, location=self.loc(s))
 
-    def unpack_into(self, block: Block, result: Node, names: list[str], s: ast.AST):
+    def unpack_into(self, block: Block, result: Node, names: list[str], maybe: set,
+                    s: ast.AST):
         if len(names) == 1:
             result.debug.name = names[0]
-            self.bind(block, names[0], result, s)
+            self.rebind(block, names[0], result, names[0] in maybe)
             return
         for i, n in enumerate(names):
             item = block.graph.apply(P["getitem"], result, i, name=n, location=self.loc(s))
-            self.bind(block, n, item, s)
+            self.rebind(block, n, item, n in maybe)
 
     def if_tail(self, s: ast.If, block: Block, rest: list) -> Block | None:
         """An `if` containing return/break/continue/raise: the block ends with the switch; the
@@ -539,17 +610,14 @@ class FunctionParser:
         if not live:
             return None
         names = [n for n in _assigned_names(s.body + s.orelse) if n in self.locals]
-        defined = [n for n in names if all(self._bound(e, n) for e in live)]
         join = Block(Graph("if_after", block.graph, loc), block)
-        for n in defined:
-            join.env[n] = join.graph.add_parameter(n, loc)
         for n in names:
-            if n not in defined:
-                join.env[n] = _MaybeUnbound(f"assigned on only some paths through the `if` at "
-                                            f"line {loc.line}")
+            param = join.graph.add_parameter(n, loc)
+            join.env[n] = MaybeUnbound(param) if any(self.maybe_unbound(e, n) for e in live) \
+                else param
         for end in live:
             end.graph.output = end.graph.apply(
-                Constant(join.graph), *[self.read(end, n, s) for n in defined], location=loc)
+                Constant(join.graph), *[self.value(end, n) for n in names], location=loc)
         return self.stmts(rest, join)
 
     # -- loops
@@ -562,15 +630,15 @@ class FunctionParser:
         loc = self.loc(s)
         body_names = _assigned_names(s.body + ([ast.Assign([s.target], s.iter)]
                                                if isinstance(s, ast.For) else []))
-        body_names = [n for n in body_names if n in self.locals]
-        carried = [n for n in body_names if self._bound(block, n)]
+        carried = [n for n in body_names if n in self.locals]
+        maybe = {n for n in carried if self.maybe_unbound(block, n)}
         has_return = _contains(s.body, ast.Return)
         kind = "while" if isinstance(s, ast.While) else "for"
         loop_graph = Graph(kind, block.graph, loc)
         header = Block(loop_graph, block)
 
         seq = None
-        init = [self.read(block, n, s) for n in carried]
+        init = [self.value(block, n) for n in carried]
         if isinstance(s, ast.For):
             seq = self.iteration(s.iter, block)
             counter = loop_graph.add_parameter("k", loc)
@@ -578,7 +646,8 @@ class FunctionParser:
         else:
             counter = None
         for n in carried:
-            header.env[n] = loop_graph.add_parameter(n, loc)
+            param = loop_graph.add_parameter(n, loc)
+            header.env[n] = MaybeUnbound(param) if n in maybe else param
 
         outer_loop, self.current_loop = self.current_loop, Loop(loop_graph, carried, counter, has_return)
         self.loop_stack = self.loop_stack + (s,)
@@ -602,27 +671,25 @@ class FunctionParser:
             self.loop_stack = self.loop_stack[:-1]
 
         result = block.graph.apply(Constant(loop_graph), *init, location=loc)
-        for n in body_names:
-            if n not in carried:
-                block.env[n] = _MaybeUnbound(f"assigned only inside the loop at line {loc.line}")
         if has_return:
-            return block, (result, carried, s)
-        self.unpack_into(block, result, carried, s)
+            return block, (result, carried, maybe, s)
+        self.unpack_into(block, result, carried, maybe, s)
         return block
 
     def exit_value(self, block: Block, s: ast.AST) -> Node:
         packed = self.pack_tuple(block, self.current_loop.carried, s)
         if self.current_loop.has_return:
             return block.graph.apply(P["make_tuple"], False, packed, location=self.loc(s))
-        return packed if len(self.current_loop.carried) != 1 else self.read(block, self.current_loop.carried[0], s)
+        carried = self.current_loop.carried
+        return packed if len(carried) != 1 else self.value(block, carried[0])
 
     def pack_tuple(self, block: Block, names: list[str], s: ast.AST) -> Node:
-        values = [self.read(block, n, s) for n in names]
+        values = [self.value(block, n) for n in names]
         return block.graph.apply(P["make_tuple"], *values, location=self.loc(s))
 
     def continue_call(self, block: Block, s: ast.AST) -> Node:
         loop = self.current_loop
-        args = [self.read(block, n, s) for n in loop.carried]
+        args = [self.value(block, n) for n in loop.carried]
         if loop.counter is not None:
             args = [block.graph.apply(P["add"], loop.counter, 1, location=self.loc(s))] + args
         return block.graph.apply(Constant(loop.graph), *args, location=self.loc(s))
@@ -638,7 +705,7 @@ class FunctionParser:
     def after_returning_loop(self, block: Block, info, rest: list) -> Block | None:
         """After a loop that may `return`: if it did, return its value (or pass it on to the
         enclosing loop); otherwise go on with the carried variables."""
-        result, carried, s = info
+        result, carried, maybe, s = info
         loc = self.loc(s)
         flag = block.graph.apply(P["getitem"], result, 0, location=loc)
         payload = block.graph.apply(P["getitem"], result, 1, location=loc)
@@ -650,7 +717,8 @@ class FunctionParser:
             value = ret.graph.apply(P["make_tuple"], True, payload, location=loc)
         ret.graph.output = value
         for i, n in enumerate(carried):  # a returning loop always packs a tuple
-            go_on.env[n] = go_on.graph.apply(P["getitem"], payload, i, name=n, location=loc)
+            item = go_on.graph.apply(P["getitem"], payload, i, name=n, location=loc)
+            self.rebind(go_on, n, item, n in maybe)
         return self.stmts(rest, go_on)
 
     def iteration(self, it: ast.expr, block: Block):
@@ -663,12 +731,17 @@ class FunctionParser:
             if name in ("zip", "enumerate") and name not in self.locals and \
                     resolve.lookup_global(name, self.source.globals) in (zip, enumerate):
                 if name == "enumerate":
-                    if len(it.args) != 1:
-                        self.error(it, "enumerate() takes one iterable here",
-                                   "write `enumerate(xs)`")
+                    if len(it.args) not in (1, 2):
+                        self.error(it, "enumerate() takes an iterable and an optional start",
+                                   "write `enumerate(xs)` or `enumerate(xs, 1)`")
                     length, element = self.iteration(it.args[0], block)
-                    return length, lambda b, k: b.graph.apply(
-                        P["make_tuple"], k, element(b, k), location=loc)
+                    start = self.expr(it.args[1], block) if len(it.args) == 2 else None
+
+                    def enumerated(b, k):
+                        index = k if start is None else b.graph.apply(P["add"], start, k,
+                                                                      location=loc)
+                        return b.graph.apply(P["make_tuple"], index, element(b, k), location=loc)
+                    return length, enumerated
                 parts = [self.iteration(a, block) for a in it.args]
                 if not parts:
                     self.error(it, "zip() needs at least one iterable")
@@ -832,7 +905,7 @@ class FunctionParser:
                 value = resolve.lookup_global(e.id, self.source.globals)
             except KeyError:
                 return None
-            return resolve.NAMESPACES.get(value) if _hashable(value) else None
+            return resolve.namespace_of(value)
         return None
 
     def expr_Call(self, e, block):
@@ -915,16 +988,44 @@ class FunctionParser:
         return bound
 
     def expr_JoinedStr(self, e, block):
-        self.error(e, "f-strings are not supported in compiled code",
-                   "use a plain string constant (e.g. in an exception message)")
+        """f"a{x!r:>5}b" is concat_str("a", format(x, "r", ">5"), "b")."""
+        parts = []
+        for value in e.values:
+            if isinstance(value, ast.Constant):
+                parts.append(Constant(value.value))
+                continue
+            spec = Constant("") if value.format_spec is None else \
+                self.expr(value.format_spec, block)
+            conversion = chr(value.conversion) if value.conversion > 0 else ""
+            parts.append(block.graph.apply(P["format"], self.expr(value.value, block),
+                                           conversion, spec, location=self.loc(value)))
+        return block.graph.apply(P["concat_str"], *parts, location=self.loc(e))
 
 
-def _hashable(value) -> bool:
-    try:
-        hash(value)
-    except TypeError:
-        return False
-    return True
+def _use_counts(graph: Graph) -> dict[int, int]:
+    """How often each node is used (as an input or a graph's output) within `graph` and the
+    graphs nested in it.  Other top-level functions may still be half-parsed (mutual
+    recursion), so unlike `analysis.users` this never leaves the function."""
+    counts: dict[int, int] = {}
+    seen_graphs = {id(graph)}
+    todo = [graph]
+    while todo:
+        g = todo.pop()
+        nodes, seen = [g.output], set()
+        counts[id(g.output)] = counts.get(id(g.output), 0) + 1
+        while nodes:
+            node = nodes.pop()
+            if id(node) in seen or not isinstance(node, Apply) or node.graph is not g:
+                continue
+            seen.add(id(node))
+            for inp in node.inputs:
+                counts[id(inp)] = counts.get(id(inp), 0) + 1
+                nodes.append(inp)
+                if isinstance(inp, Constant) and isinstance(inp.value, Graph) \
+                        and inp.value.parent is not None and id(inp.value) not in seen_graphs:
+                    seen_graphs.add(id(inp.value))
+                    todo.append(inp.value)
+    return counts
 
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv",

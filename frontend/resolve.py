@@ -89,6 +89,11 @@ NAMESPACES = {np: Namespace("numpy", NUMPY, NUMPY_VALUES),
               math: Namespace("math", MATH, MATH_VALUES)}
 
 
+def namespace_of(value) -> Namespace | None:
+    """The namespace a module value stands for (`np`, `math`), or None."""
+    return NAMESPACES.get(value) if isinstance(value, types.ModuleType) else None
+
+
 def unwrap_function(value):
     """A user function behind a myir-compiled wrapper, or the value itself."""
     return getattr(value, "__myir_function__", value)

@@ -42,6 +42,7 @@ class Lowered:
     source: str
     entry: object
     regions: list = field(default_factory=list)
+    generic: bool = False    # the entry works for every argument signature
 
     def graph(self, stage: str = "optimized") -> Graph:
         if stage == "optimized" and stage not in self.stages:
@@ -103,9 +104,19 @@ class CompiledFunction:
                 if lowered is None:
                     lowered = self._run_pipeline(args)
                     self._by_signature[key] = lowered
-                    if all(type(a) in _SIMPLE for a in args):
+                    if lowered.generic:
+                        self._call_entry_directly(lowered.entry)
+                    elif all(type(a) in _SIMPLE for a in args):
                         self._by_types[tuple(map(type, args))] = lowered.entry
         return lowered
+
+    def _call_entry_directly(self, entry):
+        """When the generated code does not depend on the argument signature, calls go
+        straight to it: the instance's class becomes a subclass whose `__call__` is the
+        generated function (which has the user's parameters and defaults).  This keeps a
+        compiled call within tens of nanoseconds of calling the generated code itself."""
+        self.__class__ = type(type(self).__name__, (CompiledFunction,),
+                              {"__call__": staticmethod(entry), "__slots__": ()})
 
     def lower(self, *args, **kwargs) -> Lowered:
         """Run the pipeline for these arguments (without running the function)."""

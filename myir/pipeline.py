@@ -19,4 +19,6 @@ def run_pipeline(fn, args, backend: str, options: dict) -> Lowered:
     generated = generate(final)
     filename = fn.__code__.co_filename
     entry = compile_module(generated, filename)
-    return Lowered(fn, stages, generated.source, entry)
+    # No stage looks at the argument types yet (inference is a later issue): the generated
+    # Python is the same for every signature, so calls can go to it directly.
+    return Lowered(fn, stages, generated.source, entry, generic=True)

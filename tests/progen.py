@@ -87,18 +87,34 @@ class FuncT:
 # The program
 
 
-@dataclass(frozen=True)
 class Program:
-    source: str
-    entry: str
-    args: tuple
+    """A module's source and the arguments to call its `main` with.  Its repr (also what
+    hypothesis prints for a falsifying example) shows the source as it is in the file."""
+
+    __slots__ = ("source", "entry", "args")
+
+    def __init__(self, source: str, entry: str, args: tuple):
+        self.source = source
+        self.entry = entry
+        self.args = args
 
     @property
     def call(self) -> str:
         return f"{self.entry}({', '.join(map(repr, self.args))})"
 
+    def __eq__(self, other):
+        return isinstance(other, Program) and (self.source, self.entry, self.args) == (
+            other.source, other.entry, other.args)
+
+    def __hash__(self):
+        return hash((self.source, self.entry, self.args))
+
     def __repr__(self) -> str:
-        return f"Program(call={self.call!r}, source='''\n{self.source}''')"
+        quotes = "'" * 3
+        return f"Program(call={self.call!r}, source={quotes}\n{self.source}{quotes})"
+
+    def _repr_pretty_(self, printer, cycle):
+        printer.text(repr(self))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -180,7 +196,6 @@ def _fn_def(name, params, body, defaults=()):
         decorator_list=[],
         returns=None,
         type_comment=None,
-        lineno=1,
         **extra,
     )
 
@@ -197,6 +212,8 @@ def lit(value):
     """A literal; negative numbers as unary minus so that precedence stays right."""
     if isinstance(value, bool) or value is None:
         return ast.Constant(value)
+    if isinstance(value, tuple):
+        return ast.Tuple([lit(v) for v in value], ast.Load())
     if value < 0 or (isinstance(value, float) and math.copysign(1.0, value) < 0):
         return ast.UnaryOp(ast.USub(), ast.Constant(-value))
     return ast.Constant(value)
@@ -259,6 +276,7 @@ class Gen:
                            "float", "min", "max"}
         self.sigs: list[Sig] = []
         self.consts: list[tuple[str, object, object]] = []  # (name, type, value)
+        self.called: set[str] = set()
 
     # -- drawing helpers -----------------------------------------------------------------
 
@@ -320,7 +338,7 @@ class Gen:
 
     def literal(self, ty):
         if ty is INT:
-            return lit(self.draw(st.integers(-4, 12)) if self.flip(85) else
+            return lit(self.draw(st.integers(-4, 12)) if self.flip(95) else
                        self.draw(st.integers(-1000, 1000)))
         if ty is FLOAT:
             return lit(self.choice(FLOAT_LITERALS))
@@ -360,7 +378,7 @@ class Gen:
         vs = self.readable(cx, scope, lambda t: t == ty)
         consts = [c for c in self.consts if c[1] == ty]
         tuple_vs = self.readable(cx, scope, lambda t: isinstance(t, TupleT) and ty in t.elts)
-        opts = [(3, lambda: self.literal(ty)),
+        opts = [(1 if vs else 3, lambda: self.literal(ty)),
                 (6 if vs else 0, lambda: self.use(cx, self.choice(vs))),
                 (1 if consts else 0, lambda: load(self.choice(consts)[0])),
                 (1 if tuple_vs else 0, lambda: self.tuple_index(cx, self.choice(tuple_vs), ty))]
@@ -486,6 +504,14 @@ class Gen:
         return ast.IfExp(self.condition(cx, scope, d),
                          self.expr(cx, scope, ty, d), self.expr(cx, scope, ty, d))
 
+    def ternary_from(self, cx, scope, ty, value, value_ty):
+        """An expression of type `ty` that uses `value` (of another type) in its test."""
+        if value_ty is BOOL:
+            test = value
+        else:
+            test = compare(value, [self.choice(CMP_OPS)()], [self.literal(value_ty)])
+        return ast.IfExp(test, self.expr(cx, scope, ty, 1), self.expr(cx, scope, ty, 1))
+
     def value_boolop(self, cx, scope, ty, d):
         """`x or y` / `x and y` whose value is one of the operands (both of type `ty`)."""
         op = self.pick([(2, ast.Or()), (1, ast.And())])
@@ -497,11 +523,11 @@ class Gen:
 
     def boolean(self, cx, scope, depth):
         opts = self.leaf_options(cx, scope, BOOL)
-        opts[0] = (1, opts[0][1])  # fewer True/False literals
+        opts[0] = (1 if depth == 0 else 0, opts[0][1])  # few True/False literals
+        opts.append((6, lambda: self.comparison(cx, scope, max(depth - 1, 0))))
         if depth > 0:
             d = depth - 1
             opts += [
-                (6, lambda: self.comparison(cx, scope, d)),
                 (2, lambda: self.chained(cx, scope, d)),
                 (2, lambda: ast.UnaryOp(ast.Not(), self.condition(cx, scope, d))),
                 (2, lambda: ast.BoolOp(self.choice([ast.And(), ast.Or()]),
@@ -511,7 +537,7 @@ class Gen:
         return self.pick(opts)()
 
     def comparison(self, cx, scope, d):
-        if self.flip(10):
+        if d > 0 and self.flip(10):
             op = self.choice([ast.Eq(), ast.NotEq()])
             return compare(self.boolean(cx, scope, d), [op], [self.boolean(cx, scope, d)])
         a = self.numeric(cx, scope, self.pick([(1, FLOAT), (1, INT)]), d)
@@ -528,9 +554,11 @@ class Gen:
     def condition(self, cx, scope, depth):
         """An expression used only for its truthiness (if/while tests, `not`)."""
         d = max(depth - 1, 0)
+        numeric = self.readable(cx, scope, lambda t: t in NUMERIC)
         return self.pick([
             (6, lambda: self.boolean(cx, scope, depth)),
-            (2, lambda: self.numeric(cx, scope, self.choice([INT, FLOAT]), d)),
+            (2 if numeric else 0, lambda: self.use(cx, self.choice(numeric))),
+            (1 if depth > 0 else 0, lambda: self.numeric(cx, scope, self.choice([INT, FLOAT]), d)),
             (1 if depth > 0 else 0,
              lambda: ast.BoolOp(self.choice([ast.And(), ast.Or()]),
                                 [self.condition(cx, scope, d), self.condition(cx, scope, d)])),
@@ -600,13 +628,15 @@ class Gen:
 
     def call_options(self, cx, scope, ty, d):
         sigs = [s for s in self.callable_sigs(cx) if s.ret == ty]
+        uncalled = [s for s in sigs if s.name not in self.called]
         fvars = self.readable(cx, scope, lambda t: isinstance(t, FuncT) and t.ret == ty)
         facts = [s for s in self.callable_sigs(cx)
                  if isinstance(s.ret, FuncT) and s.ret.ret == ty and s.group is None]
         return [
+            (6 if uncalled else 0, lambda: self.sig_call(cx, scope, self.choice(uncalled), d)),
             (3 if sigs else 0, lambda: self.sig_call(cx, scope, self.choice(sigs), d)),
             (3 if fvars else 0, lambda: self.value_call(cx, scope, self.choice(fvars), d)),
-            (1 if facts else 0, lambda: self.factory_call(cx, scope, self.choice(facts), d)),
+            (3 if facts else 0, lambda: self.factory_call(cx, scope, self.choice(facts), d)),
         ]
 
     def value_call(self, cx, scope, v, d):
@@ -632,6 +662,7 @@ class Gen:
         ])()
 
     def sig_call(self, cx, scope, s, d):
+        self.called.add(s.name)
         args, keywords = [], []
         by_keyword = False
         for i, (pname, pty, default) in enumerate(s.params):
@@ -639,8 +670,6 @@ class Gen:
                 if s.group == cx.group:
                     cx.group_calls -= 1
                     value = binop(load("depth"), ast.Sub(), lit(1))
-                    if cx.self_sig is not None:
-                        scope["depth"].owner  # depth is read here (never captured)
                 else:
                     value = self.bounded_int(cx, scope, 0, 4)
                 args.append(value)
@@ -666,16 +695,19 @@ class Gen:
                 break
             cx.budget -= 1
             out.extend(self.statement(cx, scope))
+            if isinstance(out[-1], (ast.Break, ast.Continue)):
+                return out  # nothing after it would run
         if len(out) < lo:
             out.extend(self.simple_statement(cx, scope))
         return out
 
     def simple_statement(self, cx, scope):
         targets = self.assignable(cx, scope, lambda t: t in SCALARS)
+        numeric = [v for v in targets if v.ty in NUMERIC]
         return self.pick([
             (2, lambda: self.new_var(cx, scope)),
             (2 if targets else 0, lambda: self.reassign(cx, scope, targets)),
-            (2 if targets else 0, lambda: self.augassign(cx, scope)),
+            (2 if numeric else 0, lambda: self.augassign(cx, scope)),
         ])()
 
     def statement(self, cx, scope):
@@ -714,19 +746,19 @@ class Gen:
         value = self.expr(cx, scope, ty, 2)
         name = self.fresh_var(ty)
         self.define(cx, scope, name, ty)
-        return [ast.Assign([store(name)], value, lineno=0)]
+        return [ast.Assign([store(name)], value)]
 
     def new_tuple_var(self, cx, scope):
         ty = self.draw_tuple_type()
         value = self.tuple_expr(cx, scope, ty, 2)
         name = self.fresh_var(ty)
         self.define(cx, scope, name, ty)
-        return [ast.Assign([store(name)], value, lineno=0)]
+        return [ast.Assign([store(name)], value)]
 
     def reassign(self, cx, scope, targets):
         v = self.choice(targets)
         v.capturable = False  # assigned twice now; also keeps the value below from capturing it
-        return [ast.Assign([store(v.name)], self.expr(cx, scope, v.ty, 2), lineno=0)]
+        return [ast.Assign([store(v.name)], self.expr(cx, scope, v.ty, 2))]
 
     def augassign(self, cx, scope):
         v = self.choice(self.assignable(cx, scope, lambda t: t in NUMERIC))
@@ -756,7 +788,7 @@ class Gen:
         for n, t in zip(names, ty.elts):
             self.define(cx, scope, n, t)
         target = ast.Tuple([store(n) for n in names], ast.Store())
-        return [ast.Assign([target], value, lineno=0)]
+        return [ast.Assign([target], value)]
 
     def multi_assign(self, cx, scope, targets):
         a = self.choice(targets)
@@ -767,7 +799,7 @@ class Gen:
         else:
             values = [self.expr(cx, scope, a.ty, 1), self.expr(cx, scope, b.ty, 1)]
         target = ast.Tuple([store(a.name), store(b.name)], ast.Store())
-        return [ast.Assign([target], ast.Tuple(values, ast.Load()), lineno=0)]
+        return [ast.Assign([target], ast.Tuple(values, ast.Load()))]
 
     def sub_block(self, cx, scope, lo, hi, *, loop=False):
         inner = dict(scope)
@@ -790,10 +822,12 @@ class Gen:
         for _ in range(1 + n_elif + has_else):
             test = self.condition(cx, scope, 2) if len(branches) <= n_elif else None
             body, inner = self.sub_block(cx, scope, 0 if phis else 1, 2)
+            exit_ = [body.pop()] if body and isinstance(body[-1], (ast.Break, ast.Continue)) else []
             cx.control += 1
             for n, t in zip(phi_names, phis):
-                body.append(ast.Assign([store(n)], self.expr(cx, inner, t, 2), lineno=0))
+                body.append(ast.Assign([store(n)], self.expr(cx, inner, t, 2)))
             cx.control -= 1
+            body += exit_
             branches.append((test, body))
         for n, t in zip(phi_names, phis):
             self.define(cx, scope, n, t, capturable=False)
@@ -874,7 +908,7 @@ class Gen:
         test = compare(load(counter.name), [ast.Lt()], [lit(limit)])
         if self.flip(60):
             test = ast.BoolOp(ast.And(), [test, self.condition(cx, scope, 2)])
-        init = ast.Assign([store(counter.name)], lit(0), lineno=0)
+        init = ast.Assign([store(counter.name)], lit(0))
         scope[counter.name] = counter  # readable after the loop, never assigned
         bump = ast.AugAssign(store(counter.name), ast.Add(), lit(1))
         body = self.loop_body(cx, scope, [], first=[bump])
@@ -887,7 +921,7 @@ class Gen:
             test = compare(load(rest.name), [ast.Gt()], [lit(0)])
             shrink = self.pick([
                 (1, lambda: ast.Assign([store(rest.name)],
-                                       binop(load(rest.name), ast.FloorDiv(), lit(2)), lineno=0)),
+                                       binop(load(rest.name), ast.FloorDiv(), lit(2)))),
                 (1, lambda: ast.AugAssign(store(rest.name), ast.Sub(),
                                           lit(self.draw(st.integers(1, 4))))),
             ])()
@@ -897,13 +931,13 @@ class Gen:
             test = compare(load(rest.name), [ast.Gt()], [lit(1.0)])
             shrink = self.pick([
                 (1, lambda: ast.Assign([store(rest.name)],
-                                       binop(load(rest.name), ast.Mult(), lit(0.5)), lineno=0)),
+                                       binop(load(rest.name), ast.Mult(), lit(0.5)))),
                 (1, lambda: ast.AugAssign(store(rest.name), ast.Div(), lit(3.0))),
                 (1, lambda: ast.AugAssign(store(rest.name), ast.Sub(), lit(7.5))),
             ])()
         if self.flip(40):
             test = ast.BoolOp(ast.And(), [test, self.condition(cx, scope, 1)])
-        init = ast.Assign([store(rest.name)], start, lineno=0)
+        init = ast.Assign([store(rest.name)], start)
         scope[rest.name] = rest
         body = self.loop_body(cx, scope, [], first=[shrink])
         return [init, ast.While(test, body, [])]
@@ -951,7 +985,7 @@ class Gen:
         value = self.func_expr(cx, scope, ft, 2)
         name = self.fresh("func")
         self.define(cx, scope, name, ft, assignable=False)
-        return [ast.Assign([store(name)], value, lineno=0)]
+        return [ast.Assign([store(name)], value)]
 
     def final_return(self, cx, scope):
         """The last statement(s) of a function: `return e`, or if/else returning on both sides."""
@@ -1022,12 +1056,14 @@ class Gen:
             else:
                 ty = self.draw_scalar()
             default = None
-            if k >= n - n_defaults and not isinstance(ty, TupleT):
+            if k >= n - n_defaults:
                 default = self.draw_default(ty)
             out.append((self.fresh_var(ty), ty, default))
         return out
 
     def draw_default(self, ty):
+        if isinstance(ty, TupleT):
+            return tuple(self.draw_default(t) for t in ty.elts)
         if ty is INT:
             return self.choice([1, 2, 0, -1, 5])
         if ty is FLOAT:
@@ -1053,7 +1089,23 @@ class Gen:
             body.append(ast.If(test, [ast.Return(base)], []))
             cx.group_calls = 2
         body += self.block(cx, scope, 0, 4)
-        if s.kind == "factory" and self.flip(50):
+        if s.kind == "hof" and self.flip(80):
+            # a higher-order function calls its function parameter
+            fn = next(scope[p] for p, t, _ in s.params if isinstance(t, FuncT))
+            body.append(ast.Return(self.value_call(cx, scope, fn, 2)))
+        elif s.group is not None and cx.group_calls > 0 and self.flip(70):
+            # recurse: into the other member of a mutually recursive pair if there is one
+            members = [o for o in self.sigs if o.group == s.group]
+            callee = self.choice([o for o in members if o is not s] or members)
+            rec = self.sig_call(cx, scope, callee, 1)
+            if callee.ret != s.ret:
+                rec = self.ternary_from(cx, scope, s.ret, rec, callee.ret)
+            elif self.flip(60):
+                op = ast.Or() if s.ret is BOOL else self.choice([ast.Add(), ast.Mult(), ast.Sub()])
+                other = self.expr(cx, scope, s.ret, 1)
+                rec = ast.BoolOp(op, [other, rec]) if s.ret is BOOL else binop(rec, op, other)
+            body.append(ast.Return(rec))
+        elif s.kind == "factory" and self.flip(50):
             name = self.fresh("nested_fn")
             body += self.nested_def(cx, scope, ft=s.ret, name=name)
             body.append(ast.Return(load(name)))
@@ -1074,7 +1126,7 @@ class Gen:
         parts = ["import math\n"]
         if self.consts:
             parts.append("".join(f"{n} = {v!r}\n" for n, _, v in self.consts))
-        parts += [ast.unparse(defs[i]) + "\n" for i in order]
+        parts += [ast.unparse(ast.fix_missing_locations(defs[i])) + "\n" for i in order]
         source = "\n\n".join(parts)
         main = self.sigs[-1]
         args = tuple(self.draw(value_strategy(t)) for _, t, _ in main.params)
@@ -1214,25 +1266,13 @@ def features(source: str) -> set[str]:
     return found
 
 
-FEATURES = frozenset("""
-+ - * / // % ** unary - not comparison chained comparison and or ternary if elif else while
-for range range negative step for tuple for zip for enumerate break continue return in loop
-augmented assignment tuple unpacking tuple index tuple lambda nested def closure returned
-call of returned closure function passed as argument recursion mutual recursion
-call to module function call to function defined later default argument keyword argument
-math.sin math.cos math.exp math.sqrt abs()
-""".replace("unary -", "unary_minus").replace("chained comparison", "chained_comparison")
-    .replace("for range", "for_range").replace("range negative step", "range_negative_step")
-    .replace("for tuple", "for_tuple").replace("for zip", "for_zip")
-    .replace("for enumerate", "for_enumerate").replace("return in loop", "return_in_loop")
-    .replace("augmented assignment", "augmented_assignment")
-    .replace("tuple unpacking", "tuple_unpacking").replace("tuple index", "tuple_index")
-    .replace("nested def", "nested_def").replace("closure returned", "closure_returned")
-    .replace("call of returned closure", "call_of_returned_closure")
-    .replace("function passed as argument", "function_passed_as_argument")
-    .replace("mutual recursion", "mutual_recursion")
-    .replace("call to module function", "call_to_module_function")
-    .replace("call to function defined later", "call_to_function_defined_later")
-    .replace("default argument", "default_argument")
-    .replace("keyword argument", "keyword_argument").split())
-FEATURES = frozenset(f.replace("_", " ") for f in FEATURES)
+FEATURES = frozenset([
+    "+", "-", "*", "/", "//", "%", "**", "unary -", "not", "comparison", "chained comparison",
+    "and", "or", "ternary", "if", "elif", "else", "while", "for range", "range negative step",
+    "for tuple", "for zip", "for enumerate", "break", "continue", "return in loop",
+    "augmented assignment", "tuple unpacking", "tuple index", "tuple", "lambda", "nested def",
+    "closure returned", "call of returned closure", "function passed as argument", "recursion",
+    "mutual recursion", "call to module function", "call to function defined later",
+    "default argument", "keyword argument", "math.sin", "math.cos", "math.exp", "math.sqrt",
+    "abs()",
+])

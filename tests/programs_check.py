@@ -44,13 +44,15 @@ def make_jit(mode: str, memo: bool = True):
 
     backend = mode.split("-", 1)[1]
 
+    def fresh(f):
+        return myir.compile(f) if backend == "default" else myir.compile(f, backend=backend)
+
     def jit(f):
+        if not memo:
+            return fresh(f)
         key = (mode, f)
-        if not memo or key not in _COMPILED:
-            if backend == "default":
-                _COMPILED[key] = myir.compile(f)
-            else:
-                _COMPILED[key] = myir.compile(f, backend=backend)
+        if key not in _COMPILED:
+            _COMPILED[key] = fresh(f)
         return _COMPILED[key]
 
     return jit

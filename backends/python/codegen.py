@@ -30,7 +30,7 @@ import numpy as np
 
 from backends.python.impls import IMPLS, SYNTAX, VARIADIC_SYNTAX
 from myir.errors import Location
-from myir.ir.analysis import free_variables, graph_uses, reachable_graphs, toposort, users
+from myir.ir.analysis import OUTPUT, free_variables, graph_uses, reachable_graphs, toposort, users
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
 from myir.ir.primitives import Primitive
 
@@ -149,12 +149,68 @@ class Names:
         return self.of[key]
 
 
+ATOM = 20
+COMPARE = 9
+PRECEDENCE = {
+    "pow": 16, "neg": 15, "pos": 15, "invert": 15,
+    "mul": 14, "truediv": 14, "floordiv": 14, "mod": 14, "matmul": 14,
+    "add": 13, "sub": 13,
+    "lt": COMPARE, "le": COMPARE, "gt": COMPARE, "ge": COMPARE, "eq": COMPARE, "ne": COMPARE,
+    "is_": COMPARE, "is_not": COMPARE, "not_": 8,
+}
+
+
+@dataclass
+class Expr:
+    """Python expression text, its precedence, and its text inside `[...]` (slices)."""
+
+    text: str
+    prec: int
+    index_text: str | None = None
+
+    @property
+    def index(self) -> str:
+        return self.index_text if self.index_text is not None else self.text
+
+    def wrap(self, min_prec: int) -> str:
+        return self.text if self.prec >= min_prec else f"({self.text})"
+
+
+class Pending:
+    """Expressions of single-use nodes not yet written, in evaluation order.  A user may
+    absorb them only if they are exactly the most recent ones, in its operands' order:
+    then inlining never reorders evaluation (nor which exception is raised first)."""
+
+    def __init__(self):
+        self.items: list[tuple[Node, Expr]] = []
+
+    def has(self, node: Node) -> bool:
+        return any(n is node for n, _ in self.items)
+
+    def takes(self, user: Apply, operands: list[Node]) -> bool:
+        mine = [n for n in operands if self.has(n)]  # `user` is documentation only
+        if not mine:
+            return True
+        if len({id(n) for n in mine}) != len(mine):
+            return False
+        tail = [n for n, _ in self.items[-len(mine):]]
+        return len(tail) == len(mine) and all(a is b for a, b in zip(tail, mine))
+
+    def take(self, node: Node) -> Expr:
+        for i, (n, e) in enumerate(self.items):
+            if n is node:
+                del self.items[i]
+                return e
+        raise KeyError(node)
+
+
 class Emitter:
     """Writes the Python module for a program rooted at one graph."""
 
     def __init__(self, root: Graph):
         self.root = root
         self.layout = Layout(root)
+        self.users = users(root)
         self.names = Names(["np", "math", *dir(builtins)])
         self.namespace: dict = {"np": np, "math": math}
         self.lines: list[tuple[str, Location | None]] = []
@@ -170,6 +226,8 @@ class Emitter:
     def module(self) -> str:
         for g in self.layout.graphs:
             if self.layout.kind[g] == "top":
+                if self.lines:
+                    self.line(0, "", None)
                 self.function(g, 0)
         return "\n".join(text for text, _ in self.lines) + "\n"
 
@@ -215,25 +273,63 @@ class Emitter:
             return self.constant(node.value)
         return self.name(node)
 
-    def call_expr(self, node: Apply) -> str:
+    def operand(self, node: Node, pending: "Pending | None") -> Expr:
+        if pending is not None and pending.has(node):
+            return pending.take(node)
+        return Expr(self.ref(node), ATOM)
+
+    def render(self, node: Apply, pending: "Pending | None" = None) -> Expr:
+        """The Python expression computing `node`; operands waiting in `pending` are
+        substituted (innermost last, so evaluation order is unchanged)."""
         fn = node.fn
-        args = [self.ref(a) for a in node.args]
-        if isinstance(fn, Constant) and isinstance(fn.value, Primitive):
-            prim = fn.value.name
-            if prim in SYNTAX:
-                return SYNTAX[prim].format(*args)
-            if prim in VARIADIC_SYNTAX:
-                open_, close = VARIADIC_SYNTAX[prim]
-                if prim == "make_tuple" and len(args) == 1:
-                    return f"({args[0]},)"
-                return open_ + ", ".join(args) + close
-        return f"{self.ref(fn)}({', '.join(args)})"
+        prim = fn.value.name if isinstance(fn, Constant) and isinstance(fn.value, Primitive) else None
+        if pending is not None and not pending.takes(node, self._operands(node)):
+            pending = None
+        if prim is None or prim not in SYNTAX and prim not in VARIADIC_SYNTAX:
+            callee = self.operand(fn, pending) if prim is None else Expr(self.ref(fn), ATOM)
+            args = [self.operand(a, pending).text for a in node.args]
+            return Expr(f"{callee.wrap(ATOM)}({', '.join(args)})", ATOM)
+        args = [self.operand(a, pending) for a in node.args]
+        if prim in VARIADIC_SYNTAX:
+            open_, close = VARIADIC_SYNTAX[prim]
+            texts = [a.text for a in args]
+            if prim == "make_tuple":
+                text = "(" + ", ".join(texts) + ("," if len(texts) == 1 else "") + ")"
+                index = ", ".join(a.index for a in args) + ("," if len(args) == 1 else "")
+                return Expr(text, ATOM, index)
+            return Expr(open_ + ", ".join(texts) + close, ATOM)
+        if prim == "make_slice":
+            parts = ["" if a.text == "None" else a.wrap(COMPARE + 1) for a in args]
+            index = f"{parts[0]}:{parts[1]}" + (f":{parts[2]}" if parts[2] else "")
+            return Expr(SYNTAX[prim].format(*(a.text for a in args)), ATOM, index)
+        if prim == "getitem":
+            return Expr(f"{args[0].wrap(ATOM)}[{args[1].index}]", ATOM)
+        prec = PRECEDENCE.get(prim, ATOM)
+        if len(args) == 2:
+            left_min, right_min = (prec + 1, prec) if prim == "pow" else (prec, prec + 1)
+            if prec == COMPARE:
+                left_min = right_min = COMPARE + 1
+            texts = [args[0].wrap(left_min), args[1].wrap(right_min)]
+        elif prec == ATOM:
+            texts = [a.text for a in args]   # builtins like len(x): any expression inside
+        else:
+            texts = [a.wrap(prec if prim != "not_" else prec) for a in args]
+        return Expr(SYNTAX[prim].format(*texts), prec)
+
+    def _operands(self, node: Apply) -> list[Node]:
+        """Inputs in the order Python evaluates them in the rendered expression."""
+        prim = node.fn.value if isinstance(node.fn, Constant) else None
+        return list(node.args) if isinstance(prim, Primitive) else list(node.inputs)
 
     # -- functions
 
     def function(self, g: Graph, indent: int, captured: list[Node] = ()):
-        params = [self.name(p) for p in g.parameters]
+        # Parameters keep the user's defaults, so the function can be called like the
+        # original, also when it is passed around as a value.
+        params = []
         for p in g.parameters:
+            default = g.defaults.get(p.debug.name)
+            params.append(self.name(p) + (f"={self.ref(default)}" if default is not None else ""))
             self.defined.add(id(p))
         if captured:
             params.append("*")
@@ -258,20 +354,27 @@ class Emitter:
                  and n is not g.output]
         closures = self._closures_of(g)
         self._emit_ready_closures(closures, indent)
+        pending = Pending()
         for node in order:
             if id(node) in self.layout.switch_apps:
                 continue
-            self.statement(node, indent)
+            self.statement(node, indent, pending)
             self._emit_ready_closures(closures, indent)
-        return self.tail(g, tail, indent)
+        return self.tail(g, tail, indent, pending)
+
+    def flush(self, pending: Pending, indent: int):
+        for node, expr in pending.items:
+            self.line(indent, f"{self.name(node)} = {expr.text}", node.location)
+            self.defined.add(id(node))
+        pending.items.clear()
 
     def _closures_of(self, g: Graph) -> list:
         """Nested graphs of g emitted as `def`s, with the nodes of g each one waits for."""
         waiting = []
         for h in self.layout.graphs:
             if h.parent is g and self.layout.kind[h] == "closure":
-                deps = [fv for fv in free_variables(h) if fv.graph is g
-                        and not isinstance(fv, Parameter)]
+                deps = [fv for fv in [*free_variables(h), *h.defaults.values()]
+                        if fv.graph is g and not isinstance(fv, Parameter)]
                 waiting.append([h, deps])
         return waiting
 
@@ -282,16 +385,35 @@ class Emitter:
                 waiting.remove(entry)
                 self.closure_def(h, indent)
 
-    def statement(self, node: Apply, indent: int):
+    def _inlinable(self, node: Apply) -> bool:
+        """A plain node used once, by a node of its own graph that renders it in place."""
+        uses = self.users.get(node, ())
+        if len(uses) != 1:
+            return False
+        user, index = uses[0]
+        if index == OUTPUT or user.graph is not node.graph:
+            return False
+        if node.location and user.location and node.location.line != user.location.line:
+            return False  # keep one statement per source line: tracebacks name the right one
+        if id(user) in self.layout.switch_apps:       # the test of an `if`
+            return True
+        return _switch_call(user) is None
+
+    def statement(self, node: Apply, indent: int, pending: Pending):
         var = self.name(node)
         sw = _switch_call(node)
         if sw is not None and self._is_branch_pair(sw):
             cond, then, else_ = sw
-            self.if_statement(cond, then, else_, Tail(var), node.location, indent)
+            self.if_statement(cond, then, else_, Tail(var), node.location, indent, pending)
         elif self._callee_kind(node) in ("loop", "block"):
-            self.inline_call(node, Tail(var), indent)
+            self.inline_call(node, Tail(var), indent, pending)
         else:
-            self.line(indent, f"{var} = {self.call_expr(node)}", node.location)
+            expr = self.render(node, pending)
+            if self._inlinable(node):
+                pending.items.append((node, expr))
+                return
+            self.flush(pending, indent)
+            self.line(indent, f"{var} = {expr.text}", node.location)
         self.defined.add(id(node))
 
     def _callee_kind(self, node: Apply) -> str | None:
@@ -302,23 +424,23 @@ class Emitter:
     def _is_branch_pair(self, sw) -> bool:
         return self.layout.kind.get(sw[1]) == "branch" and self.layout.kind.get(sw[2]) == "branch"
 
-    def bind_parameters(self, g: Graph, args: list[Node], location, indent: int):
-        pairs = [(self.name(p), self.ref(a)) for p, a in zip(g.parameters, args)
-                 if a is not p]
+    def bind_parameters(self, g: Graph, args: list[Node], location, indent: int,
+                        pending: Pending):
+        kept = [(p, a) for p, a in zip(g.parameters, args) if a is not p]
+        if not pending.takes(None, [a for _, a in kept]):
+            self.flush(pending, indent)
+        pairs = [(self.name(p), self.operand(a, pending).text) for p, a in kept]
+        self.flush(pending, indent)
         for p in g.parameters:
             self.defined.add(id(p))
-        if not pairs:
-            return
-        if len(pairs) == 1:
-            self.line(indent, f"{pairs[0][0]} = {pairs[0][1]}", location)
-        else:
+        if pairs:
             left = ", ".join(p for p, _ in pairs)
             right = ", ".join(a for _, a in pairs)
             self.line(indent, f"{left} = {right}", location)
 
-    def inline_call(self, node: Apply, tail: Tail, indent: int) -> bool:
+    def inline_call(self, node: Apply, tail: Tail, indent: int, pending: Pending) -> bool:
         g = node.fn.value
-        self.bind_parameters(g, node.args, node.location, indent)
+        self.bind_parameters(g, node.args, node.location, indent, pending)
         if self.layout.kind[g] == "block":
             return self.block(g, tail, indent)
         # a loop: its exits produce the call's result
@@ -330,13 +452,16 @@ class Emitter:
         return tail.var is not None
 
     def if_statement(self, cond: Node, then: Graph, else_: Graph, tail: Tail, location,
-                     indent: int) -> bool:
+                     indent: int, pending: Pending) -> bool:
         test = cond.inputs[1] if id(cond) in self.layout.switch_apps else cond
-        self.line(indent, f"if {self.ref(test)}:", location)
+        if not pending.takes(None, [test]):
+            self.flush(pending, indent)
+        text = self.operand(test, pending).text
+        self.flush(pending, indent)
+        self.line(indent, f"if {text}:", location)
         then_falls = self.block(then, tail, indent + 1)
         if not then_falls:
-            else_falls = self.block(else_, tail, indent)
-            return else_falls
+            return self.block(else_, tail, indent)
         start = len(self.lines)
         self.line(indent, "else:", location)
         else_falls = self.block(else_, tail, indent + 1)
@@ -344,13 +469,13 @@ class Emitter:
             self.lines.pop()   # empty else
         return then_falls or else_falls
 
-    def tail(self, g: Graph, tail: Tail, indent: int) -> bool:
+    def tail(self, g: Graph, tail: Tail, indent: int, pending: Pending) -> bool:
         out = g.output
         loc = out.location or g.location
         if isinstance(out, Apply) and out.graph is g:
             sw = _switch_call(out)
             if sw is not None and self._is_branch_pair(sw):
-                falls = self.if_statement(*sw, tail, loc, indent)
+                falls = self.if_statement(*sw, tail, loc, indent, pending)
                 join = self.layout.join_of.get(g)
                 if join is not None:
                     return self.block(join, tail, indent)
@@ -359,19 +484,22 @@ class Emitter:
                 callee = out.fn.value
                 kind = self.layout.kind.get(callee)
                 if self.loop_stack and callee is self.loop_stack[-1]:
-                    self.bind_parameters(callee, out.args, loc, indent)
+                    self.bind_parameters(callee, out.args, loc, indent, pending)
                     self.line(indent, "continue", loc)
                     return False
                 if kind == "join":
-                    self.bind_parameters(callee, out.args, loc, indent)
+                    self.bind_parameters(callee, out.args, loc, indent, pending)
                     return True
                 if kind in ("block", "loop"):
-                    return self.inline_call(out, tail, indent)
+                    return self.inline_call(out, tail, indent, pending)
+            expr = self.render(out, pending)
+            self.flush(pending, indent)
             if isinstance(out.fn, Constant) and getattr(out.fn.value, "name", None) == "raise_":
-                self.line(indent, f"raise {self.ref(out.args[0])}", loc)
+                self.line(indent, expr.text, loc)
                 return False
-            value = self.call_expr(out)
+            value = expr.text
         else:
+            self.flush(pending, indent)
             value = self.ref(out)
         if tail.var is None:
             self.line(indent, f"return {value}", loc)

@@ -8,11 +8,15 @@ the two (tests/test_primitive_tables.py checks).
 
 from __future__ import annotations
 
+import linecache
 import math
+import operator
+import sys
 
 import numpy as np
 
-from myir.errors import MyirTypeError
+from myir.errors import Location, MyirTypeError
+from myir.ir.primitives import UNBOUND
 
 SYNTAX = {
     "add": "{} + {}", "sub": "{} - {}", "mul": "{} * {}", "truediv": "{} / {}",
@@ -40,6 +44,45 @@ def _unpack(x, n):
             raise ValueError(f"too many values to unpack (expected {n})")
         raise ValueError(f"not enough values to unpack (expected {n}, got {len(x)})")
     return x
+
+
+def _check_bound(x, name):
+    if x is UNBOUND:
+        raise UnboundLocalError(
+            f"cannot access local variable '{name}' where it is not associated with a value")
+    return x
+
+
+def _format(x, conversion, spec):
+    if conversion == "r":
+        x = repr(x)
+    elif conversion == "s":
+        x = str(x)
+    elif conversion == "a":
+        x = ascii(x)
+    return format(x, spec)
+
+
+def _caller_location(depth: int = 2) -> Location:
+    """The user's source line running the generated code that called an implementation (the
+    generated code carries the user's file and line numbers)."""
+    frame = sys._getframe(depth)
+    filename, line = frame.f_code.co_filename, frame.f_lineno
+    text = linecache.getline(filename, line)
+    return Location(filename, line, len(text) - len(text.lstrip()) + 1)
+
+
+def _augmented(op, symbol):
+    def aug(x, y):
+        if isinstance(x, np.ndarray):
+            raise MyirTypeError(
+                f"`x {symbol}= y` on an array would update it in place, and here the array "
+                "is shared (with another variable, a tuple, a closure or the caller); "
+                "compiled functions never mutate arrays", _caller_location(),
+                hint=f"write `x = x {symbol} y` to make a new array")
+        return op(x, y)
+    aug.__name__ = f"aug_{op.__name__}"
+    return aug
 
 
 def _make_exception(cls, *args):
@@ -86,6 +129,13 @@ IMPLS = {
     "astype": _astype,
     "cast": lambda x, dtype: dtype(x),
     "unpack": _unpack,
+    **{"aug_" + name: _augmented(getattr(operator, name), symbol) for name, symbol in (
+        ("add", "+"), ("sub", "-"), ("mul", "*"), ("truediv", "/"), ("floordiv", "//"),
+        ("mod", "%"), ("pow", "**"), ("matmul", "@"))},
     "make_exception": _make_exception,
+    "check_bound": _check_bound,
+    "depend": lambda x, effect: x,
+    "format": _format,
+    "concat_str": lambda *parts: "".join(parts),
     "switch": _switch,
 }

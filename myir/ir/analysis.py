@@ -8,6 +8,7 @@ incremental manager has to be kept consistent (the lesson of Myia's manager).
 from __future__ import annotations
 
 import functools
+import heapq
 from collections import Counter
 
 import networkx as nx
@@ -132,25 +133,38 @@ def free_variables(graph: Graph) -> list[Node]:
 
 @cached
 def toposort(graph: Graph) -> list[Node]:
-    """The nodes owned by `graph` that its output depends on, inputs before users, followed
-    by nothing else.  A graph constant counts as depending on the free variables it captures
-    from `graph`, so a closure comes after the values it closes over.  A foreign output node
-    (a graph returning its parent's value) is listed last."""
-    order: list[Node] = []
-    seen: set[int] = set()
-    stack: list[tuple[Node, bool]] = [(graph.output, False)]
+    """The nodes owned by `graph` that its output depends on, inputs before users.
+
+    Among the valid orders it picks the one closest to creation order, which for parsed code
+    is source order: generated code then evaluates (and raises) in the order CPython does.
+    A graph constant counts as depending on the free variables it captures from `graph`, so
+    a closure comes after the values it closes over."""
+    deps: dict[int, list[Node]] = {}
+    nodes: dict[int, Node] = {}
+    stack = [graph.output]
     while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
+        node = stack.pop()
+        if id(node) in nodes:
             continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        for dep in reversed(_dependencies(node, graph)):
-            if id(dep) not in seen:
-                stack.append((dep, False))
+        nodes[id(node)] = node
+        deps[id(node)] = d = _dependencies(node, graph)
+        stack.extend(d)
+    waiting = {key: len(set(map(id, d))) for key, d in deps.items()}
+    dependents: dict[int, list[Node]] = {}
+    for key, d in deps.items():
+        for dep in {id(x): x for x in d}.values():
+            dependents.setdefault(id(dep), []).append(nodes[key])
+    ready = [(n.debug.id, key, n) for key, n in nodes.items() if waiting[key] == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        _, key, node = heapq.heappop(ready)
+        order.append(node)
+        for user in dependents.get(key, ()):
+            waiting[id(user)] -= 1
+            if waiting[id(user)] == 0:
+                heapq.heappush(ready, (user.debug.id, id(user), user))
+    assert len(order) == len(nodes), f"cycle in {graph}"
     return order
 
 
@@ -168,21 +182,24 @@ def is_closure(graph: Graph) -> bool:
 
 @cached
 def users(root: Graph) -> dict[Node, list[tuple[Apply, int]]]:
-    """Node -> list of (apply, input index) using it, over every graph reachable from root.
-    A graph's output counts as a use with index -1 on a pseudo-user: the graph itself is
-    recorded under `output_of`."""
+    """Node -> list of (user, index) over every graph reachable from root: (apply, i) when
+    the node is input i of an apply, (graph, OUTPUT) when it is a graph's output."""
     result: dict[Node, list[tuple[Apply, int]]] = {}
     for g in reachable_graphs(root):
         for node in toposort(g):
             if isinstance(node, Apply) and node.graph is g:
                 for i, inp in enumerate(node.inputs):
                     result.setdefault(inp, []).append((node, i))
+        result.setdefault(g.output, []).append((g, OUTPUT))
     return result
+
+
+OUTPUT = -1
 
 
 @cached
 def graph_uses(root: Graph) -> dict[Graph, list[tuple[Apply, int]]]:
-    """Graph -> every (apply, index) whose input is a constant holding that graph."""
+    """Graph -> every use of a constant holding that graph, as in `users`."""
     result: dict[Graph, list[tuple[Apply, int]]] = {g: [] for g in reachable_graphs(root)}
     for node, uses in users(root).items():
         if is_graph_constant(node):

@@ -5,19 +5,17 @@ Each edit bumps the IR version, which invalidates every cached analysis.
 
 from __future__ import annotations
 
-from myir.ir.analysis import bump_version, scope, toposort, users
+from myir.ir.analysis import OUTPUT, bump_version, scope, toposort, users
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
 
 
 def replace(root: Graph, old: Node, new: Node) -> None:
     """Make every use of `old` in graphs reachable from `root` (and outputs) use `new`."""
-    from myir.ir.analysis import reachable_graphs
-
-    for node, i in users(root).get(old, ()):
-        node.inputs[i] = new
-    for g in reachable_graphs(root):
-        if g.output is old:
-            g.output = new
+    for user, i in users(root).get(old, ()):
+        if i == OUTPUT:
+            user.output = new
+        else:
+            user.inputs[i] = new
     bump_version()
 
 

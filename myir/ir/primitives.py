@@ -51,6 +51,15 @@ class Primitive:
         return bound
 
 
+class _Unbound:
+    """The value of a local variable that has not been assigned (on some path)."""
+
+    def __repr__(self) -> str:
+        return "UNBOUND"
+
+
+UNBOUND = _Unbound()
+
 PRIMITIVES: dict[str, Primitive] = {}
 
 
@@ -79,6 +88,9 @@ def _family(names: str, params: str) -> None:
 # Python operators (the python backend emits them as operators: exact CPython semantics).
 _family("add sub mul truediv floordiv mod pow matmul lt le gt ge eq ne is_ is_not", "x, y")
 _family("neg pos invert not_ truth", "x")
+# `x op= y` where the old x may be shared: like `op`, but refuses to act on an array (where
+# Python would update the shared array in place).
+_family("aug_add aug_sub aug_mul aug_truediv aug_floordiv aug_mod aug_pow aug_matmul", "x, y")
 
 # Elementwise math on scalars and arrays, with numpy semantics (np.sin(2.0) -> np.float64).
 _family("exp log log1p expm1 sqrt sin cos tan arcsin arccos arctan sinh cosh tanh abs sign "
@@ -143,3 +155,7 @@ primitive("make_slice", "start, stop, step")
 primitive("switch", "cond, if_true, if_false")
 primitive("make_exception", varargs=True)   # make_exception(cls, *args)
 primitive("raise_", "exception", pure=False)
+primitive("depend", "x, effect")            # x, once `effect` has been evaluated
+primitive("check_bound", "x, name")         # x, or UnboundLocalError if x is UNBOUND
+primitive("format", "x, conversion, spec")  # one f-string field: format(x, spec)
+primitive("concat_str", varargs=True)       # the parts of an f-string joined

@@ -1,0 +1,249 @@
+"""Differential testing on random programs: compiled result == CPython result.
+
+`tests/progen.py` draws small modules in myir's subset (see its docstring for what they
+contain and why they always terminate).  Each one is written to a file and imported, so that
+`inspect.getsource` works for the compiler; then `main(*args)` runs in CPython and compiled by
+myir (default backend, and the python backend explicitly), and the results must be equal:
+same value and same type (bool, int and float differ; NaN equals NaN; a tuple elementwise),
+or, where CPython raises, the same exception type.
+
+The CPython run is traced: a program whose locals leave a bounded range (ints beyond 2**53,
+floats beyond 1e15 or infinite) is rejected, so results never depend on big-integer or
+overflow behaviour, and a program that runs too many lines is a generator bug.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import math
+import signal
+import sys
+import traceback
+from collections import Counter
+
+import pytest
+from hypothesis import assume, given, note, settings
+
+from .progen import FEATURES, Program, features, programs
+
+# At least 300 programs per test in the `ci` profile; as many as a bigger profile asks for.
+N_PROGRAMS = max(300, settings.default.max_examples)
+
+MAX_LINES = 200_000  # lines one program may run in CPython (the generator bounds loops)
+INT_BOUND = 2**53
+FLOAT_BOUND = 1e15
+COMPILED_TIMEOUT_S = 20
+
+
+class OutOfRange(Exception):
+    """A value left the range the differential test compares in; the program is rejected."""
+
+
+class Runaway(Exception):
+    """A generated program ran too long: a bug in the generator, not in the compiler."""
+
+
+_module_ids = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def program_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("progen")
+
+
+def load(program: Program, directory):
+    """Write the program to a file and import it; returns the module."""
+    name = f"progen_{next(_module_ids)}"
+    path = directory / f"{name}.py"
+    path.write_text(program.source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def unload(module):
+    sys.modules.pop(module.__name__, None)
+
+
+def _check_value(value):
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        if abs(value) > INT_BOUND:
+            raise OutOfRange(f"int {value}")
+    elif isinstance(value, float):
+        if abs(value) > FLOAT_BOUND:  # includes inf; NaN compares False and passes
+            raise OutOfRange(f"float {value}")
+    elif isinstance(value, tuple):
+        for item in value:
+            _check_value(item)
+
+
+def run_cpython(fn, args, filename):
+    """Run fn(*args) traced; returns ("value", v) or ("raise", exc).
+
+    Raises OutOfRange (reject the program) or Runaway (generator bug)."""
+    lines = 0
+
+    def local_trace(frame, event, arg):
+        nonlocal lines
+        if event == "line":
+            lines += 1
+            if lines > MAX_LINES:
+                raise Runaway(f"more than {MAX_LINES} lines run")
+            for value in frame.f_locals.values():
+                _check_value(value)
+        elif event == "return" and arg is not None:
+            _check_value(arg)
+        return local_trace
+
+    def global_trace(frame, event, arg):
+        return local_trace if frame.f_code.co_filename == filename else None
+
+    previous = sys.gettrace()
+    sys.settrace(global_trace)
+    try:
+        outcome = ("value", fn(*args))
+    except (OutOfRange, Runaway):
+        raise
+    except Exception as exc:
+        outcome = ("raise", exc)
+    finally:
+        sys.settrace(previous)
+    return outcome
+
+
+def same(a, b) -> bool:
+    """Equal values of the same type; NaN equals NaN; tuples elementwise."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, tuple):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and math.isnan(a):
+        return math.isnan(b)
+    return a == b
+
+
+def show(outcome) -> str:
+    kind, value = outcome
+    if kind == "value":
+        return f"{value!r} ({type(value).__name__})"
+    return f"raises {type(value).__name__}: {value}"
+
+
+# ---------------------------------------------------------------------------------------------
+# The generator itself
+
+
+def test_generated_programs_run_in_cpython(program_dir):
+    """Every program parses, imports, terminates and (almost always) returns without raising;
+    together they cover every construct in FEATURES."""
+    seen = Counter()
+    stats = Counter()
+
+    @settings(max_examples=N_PROGRAMS)
+    @given(programs())
+    def check(program):
+        module = load(program, program_dir)
+        try:
+            try:
+                kind, value = run_cpython(module.main, program.args, module.__file__)
+            except OutOfRange:
+                stats["out of range"] += 1
+                return
+            if kind == "raise":
+                stats[f"raises {type(value).__name__}"] += 1
+                # Only a math function on an overflowed float may raise (math.sin(inf)).
+                assert isinstance(value, ValueError), (
+                    f"{program!r} raised:\n"
+                    + "".join(traceback.format_exception(value)))
+            else:
+                stats["ok"] += 1
+            seen.update(features(program.source))
+        finally:
+            unload(module)
+
+    check()
+    total = sum(stats.values())
+    assert stats["ok"] >= 0.9 * total, stats
+    missing = FEATURES - seen.keys()
+    assert not missing, f"constructs never generated in {total} programs: {sorted(missing)}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Differential test
+
+
+def _compiler():
+    myir = pytest.importorskip("myir")
+    if not hasattr(myir, "compile"):
+        pytest.skip("myir.compile does not exist yet")
+    return myir
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _run_compiled(cf, args):
+    def alarm(signum, frame):
+        raise _Timeout(f"compiled code ran longer than {COMPILED_TIMEOUT_S} s")
+
+    use_alarm = hasattr(signal, "SIGALRM")
+    if use_alarm:
+        previous = signal.signal(signal.SIGALRM, alarm)
+        signal.alarm(COMPILED_TIMEOUT_S)
+    try:
+        return ("value", cf(*args))
+    except _Timeout:
+        raise
+    except Exception as exc:
+        return ("raise", exc)
+    finally:
+        if use_alarm:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize("backend", [None, "python"], ids=["default", "python"])
+def test_compiled_matches_cpython(backend, program_dir):
+    myir = _compiler()
+    kwargs = {} if backend is None else {"backend": backend}
+
+    @settings(max_examples=N_PROGRAMS)
+    @given(programs())
+    def check(program):
+        module = load(program, program_dir)
+        try:
+            try:
+                expected = run_cpython(module.main, program.args, module.__file__)
+            except OutOfRange:
+                assume(False)
+            note(f"CPython: {show(expected)}")
+            cf = myir.compile(module.main, **kwargs)
+            got = _run_compiled(cf, program.args)
+            note(f"compiled: {show(got)}")
+            report = (f"{program.call}\n{program.source}\n"
+                      f"CPython:  {show(expected)}\ncompiled: {show(got)}")
+            if expected[0] == "raise":
+                ok = got[0] == "raise" and type(got[1]) is type(expected[1])
+            else:
+                ok = got[0] == "value" and same(expected[1], got[1])
+            if not ok:
+                if got[0] == "raise":
+                    # Re-raise the compiler's own exception: hypothesis then tells distinct
+                    # failures apart by where they were raised, and shrinks each of them.
+                    got[1].add_note(report)
+                    raise got[1]
+                raise AssertionError(report)
+        finally:
+            unload(module)
+
+    check()
