@@ -1,5 +1,5 @@
 """The frontend: Python functions (their source) → graph IR."""
 
-from frontend.parser import parse
+from frontend.parser import parse, wrap_macros
 
-__all__ = ["parse"]
+__all__ = ["parse", "wrap_macros"]

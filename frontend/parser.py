@@ -25,6 +25,7 @@ import builtins
 import inspect
 import textwrap
 import threading
+import types
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,6 +34,7 @@ from frontend import resolve
 from myir.errors import Location, MyirSyntaxError
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
+from myir.ir.values import GradMacro
 
 P = PRIMITIVES
 
@@ -44,6 +46,13 @@ class MaybeUnbound:
 
     def __init__(self, node: Node):
         self.node = node
+
+
+@dataclass(frozen=True)
+class Macro:
+    """A function of myir's API that compiled code expands instead of calling (`grad`)."""
+
+    name: str
 
 
 @dataclass
@@ -128,6 +137,20 @@ def _parse_new(fn) -> Graph:
         del _parsed[fn]
         raise
     return graph
+
+
+def wrap_macros(graph: Graph, specs) -> Graph:
+    """A graph calling `spec_n(...spec_1(graph))` on graph's parameters: what
+    `myir.grad(f)` means as a function, expanded later like `grad` in compiled code."""
+    kind = "_".join("value_and_grad" if s.with_value else "grad" for s in reversed(specs))
+    w = Graph(f"{kind}_{graph.name}", None, graph.location)
+    params = [w.add_parameter(p.debug.name, p.location) for p in graph.parameters]
+    w.defaults = dict(graph.defaults)
+    fn: Node = Constant(graph)
+    for spec in specs:
+        fn = w.apply(Constant(spec), fn, location=graph.location)
+    w.output = w.apply(fn, *params, location=graph.location)
+    return w
 
 
 def _find_definition(tree: ast.Module, fn) -> ast.AST:
@@ -342,6 +365,12 @@ class FunctionParser:
         return self.global_value(value, name, node)
 
     def global_value(self, value, name: str, node: ast.AST) -> Node:
+        macro = getattr(value, "__myir_macro__", None)
+        if macro is not None:
+            return Constant(Macro(macro))
+        transforms = getattr(value, "__myir_transforms__", ())
+        if transforms:  # e.g. a module-level `df = myir.grad(f)`
+            return Constant(wrap_macros(parse(value.__myir_function__), transforms))
         value = resolve.unwrap_function(value)
         if isinstance(value, Primitive):
             return Constant(value)
@@ -890,6 +919,10 @@ class FunctionParser:
                 return Constant(base.functions[e.attr])
             self.error(e, f"`{base.name}.{e.attr}` is not supported in compiled code",
                        f"supported: {', '.join(sorted(base.functions))}")
+        if isinstance(base, types.ModuleType):  # another module: its globals
+            if not hasattr(base, e.attr):
+                self.error(e, f"module '{base.__name__}' has no attribute '{e.attr}'")
+            return self.global_value(getattr(base, e.attr), e.attr, e)
         value = self.expr(e.value, block)
         prim = resolve.ATTRIBUTES.get(e.attr)
         if prim is None:
@@ -899,14 +932,23 @@ class FunctionParser:
         return block.graph.apply(prim, value, location=self.loc(e))
 
     def static_value(self, e: ast.expr, block: Block):
-        """The namespace `e` names (np, math), or None."""
+        """The module a global name or dotted name refers to (np, math, myir, a user's
+        module), as a Namespace for np/math; None for anything else."""
         if isinstance(e, ast.Name) and e.id not in self.locals and not self.enclosing_has(e.id):
             try:
                 value = resolve.lookup_global(e.id, self.source.globals)
             except KeyError:
                 return None
-            return resolve.namespace_of(value)
-        return None
+        elif isinstance(e, ast.Attribute):
+            base = self.static_value(e.value, block)
+            if not isinstance(base, types.ModuleType):
+                return None
+            value = getattr(base, e.attr, None)
+        else:
+            return None
+        if not isinstance(value, types.ModuleType):
+            return None
+        return resolve.namespace_of(value) or value
 
     def expr_Call(self, e, block):
         loc = self.loc(e)
@@ -931,6 +973,8 @@ class FunctionParser:
             return block.graph.apply(prim, *self.bind_primitive(prim, [obj] + args, kwargs, e),
                                      location=loc)
         fn = self.expr(e.func, block)
+        if isinstance(fn, Constant) and isinstance(fn.value, Macro):
+            return self.macro_call(fn.value, e, block)
         args = [self.expr(a, block) for a in e.args]
         kwargs = {k.arg: self.expr(k.value, block) for k in e.keywords}
         if isinstance(fn, Constant):
@@ -956,6 +1000,22 @@ class FunctionParser:
                        "pass the arguments positionally when calling a function held in a "
                        "variable")
         return block.graph.apply(fn, *args, location=loc)
+
+    def macro_call(self, macro: "Macro", e: ast.Call, block: Block) -> Node:
+        """`grad(f, 'x', ...)`: the function, then parameter names or positions (constants)."""
+        if not e.args or e.keywords:
+            self.error(e, f"{macro.name}() takes the function, then the parameters to "
+                       "differentiate with respect to", f"write `{macro.name}(f, 'x')`")
+        wrt = []
+        for a in e.args[1:]:
+            if not (isinstance(a, ast.Constant) and isinstance(a.value, (str, int))):
+                self.error(a, f"{macro.name}() needs parameter names or positions written as "
+                           "constants", f"write `{macro.name}(f, 'x', 'y')` or "
+                           f"`{macro.name}(f, 0, 1)`")
+            wrt.append(a.value)
+        fn = self.expr(e.args[0], block)
+        spec = GradMacro(tuple(wrt), macro.name == "value_and_grad")
+        return block.graph.apply(Constant(spec), fn, location=self.loc(e))
 
     def _call_type(self, cls, args, kwargs, e, block):
         # np.float32(x) and friends: a cast

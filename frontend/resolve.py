@@ -24,7 +24,7 @@ NUMPY = {name: P[name] for name in (
     "ceil square negative reciprocal maximum minimum arctan2 power where clip sum mean prod max "
     "min argmax argmin dot reshape transpose broadcast_to expand_dims squeeze concatenate "
     "stack zeros ones empty full zeros_like ones_like array asarray arange eye shape ndim size "
-    "matmul"
+    "matmul swapaxes argsort"
 ).split()}
 NUMPY.update({"absolute": P["abs"], "amax": P["max"], "amin": P["min"],
               "add": P["add"], "subtract": P["sub"], "multiply": P["mul"],

@@ -15,6 +15,7 @@ import numpy as np
 
 from myir.errors import MyirError
 from myir.ir.graph import Graph
+from myir.ir.values import GradMacro
 
 BACKENDS = ("python",)
 DEFAULT_BACKEND = "python"
@@ -62,13 +63,14 @@ class CompiledFunction:
     """A Python function compiled by myir.  Call it like the original; `.lower(*args)` shows
     the pipeline's stages for those arguments."""
 
-    def __init__(self, fn, backend: str | None = None, **options):
+    def __init__(self, fn, backend: str | None = None, transforms: tuple = (), **options):
         if not callable(fn):
             raise MyirError(f"compile() needs a function, got {type(fn).__name__}")
         backend = backend or DEFAULT_BACKEND
         if backend not in BACKENDS:
             raise MyirError(f"unknown backend {backend!r}", hint=f"backends: {', '.join(BACKENDS)}")
         self.__myir_function__ = fn
+        self.__myir_transforms__ = tuple(transforms)
         self.fn = fn
         self.backend = backend
         self.options = options
@@ -128,12 +130,16 @@ class CompiledFunction:
         from myir.pipeline import run_pipeline
 
         try:
-            return run_pipeline(self.fn, args, self.backend, self.options)
+            return run_pipeline(self.fn, args, self.backend, self.options,
+                                self.__myir_transforms__)
         except MyirError as e:
             raise e.with_traceback(None) from None
 
     def __repr__(self) -> str:
-        return f"<myir.compile {self.fn.__qualname__} backend={self.backend}>"
+        name = self.fn.__qualname__
+        for spec in self.__myir_transforms__:
+            name = f"{spec!r}({name})"
+        return f"<myir.compile {name} backend={self.backend}>"
 
 
 def compile(fn=None, *, backend: str | None = None, **options):
@@ -141,3 +147,29 @@ def compile(fn=None, *, backend: str | None = None, **options):
     if fn is None:
         return lambda f: CompiledFunction(f, backend, **options)
     return CompiledFunction(fn, backend, **options)
+
+
+def _differentiated(fn, wrt: tuple, with_value: bool, backend: str | None):
+    spec = GradMacro(tuple(wrt) or (0,), with_value)
+    if isinstance(fn, CompiledFunction):
+        return CompiledFunction(fn.fn, backend or fn.backend,
+                                fn.__myir_transforms__ + (spec,), **fn.options)
+    return CompiledFunction(fn, backend, (spec,))
+
+
+def grad(fn, *wrt, backend: str | None = None):
+    """The gradient of `fn`'s scalar output with respect to the parameters `wrt` (names or
+    positions; the first parameter by default): one gradient, or a tuple for several.
+
+    Outside compiled code this returns a compiled function; inside compiled code it is a
+    macro the compiler expands, so `grad(grad(f))` and `grad` in a loop body work."""
+    return _differentiated(fn, wrt, False, backend)
+
+
+def value_and_grad(fn, *wrt, backend: str | None = None):
+    """Like `grad`, but returns `(value, gradient)`."""
+    return _differentiated(fn, wrt, True, backend)
+
+
+grad.__myir_macro__ = "grad"
+value_and_grad.__myir_macro__ = "value_and_grad"

@@ -1,6 +1,6 @@
 """The compilation pipeline for one function and argument signature:
 
-    parse (frontend) → [expand (AD) → infer → optimize: later issues] → backend
+    parse (frontend) → expand (grad macros, AD) → [infer → optimize: later issues] → backend
 
 Each stage's graph is kept so `lower(...)` can show it.  Stages never mutate the graph of
 an earlier stage (the parsed graph is shared by every signature).
@@ -8,17 +8,29 @@ an earlier stage (the parsed graph is shared by every signature).
 
 from __future__ import annotations
 
+import sys
+
 from backends.python import compile_module, generate
-from frontend import parse
+from frontend import parse, wrap_macros
 from myir.api import Lowered
+from passes.expand import expand
+
+# A gradient runs a chain of backpropagators as deep as the loop or recursion it
+# differentiates (100,000 iterations: a few hundred thousand frames).  Since CPython 3.11,
+# Python-to-Python calls do not use the C stack, so a high limit is safe.
+_RECURSION_LIMIT = 1_000_000
 
 
-def run_pipeline(fn, args, backend: str, options: dict) -> Lowered:
-    stages = {"parsed": parse(fn)}
-    final = stages["parsed"]
-    generated = generate(final)
-    filename = fn.__code__.co_filename
-    entry = compile_module(generated, filename)
+def run_pipeline(fn, args, backend: str, options: dict, transforms=()) -> Lowered:
+    parsed = parse(fn)
+    stages = {"parsed": parsed}
+    root = wrap_macros(parsed, transforms) if transforms else parsed
+    expanded = expand(root)
+    if expanded is not parsed:
+        stages["expanded"] = expanded
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), _RECURSION_LIMIT))
+    generated = generate(expanded)
+    entry = compile_module(generated, fn.__code__.co_filename)
     # No stage looks at the argument types yet (inference is a later issue): the generated
     # Python is the same for every signature, so calls can go to it directly.
     return Lowered(fn, stages, generated.source, entry, generic=True)

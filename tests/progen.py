@@ -277,6 +277,8 @@ class Gen:
         self.sigs: list[Sig] = []
         self.consts: list[tuple[str, object, object]] = []  # (name, type, value)
         self.called: set[str] = set()
+        self.globals_read: set[str] = set()
+        self.shadowed: set[str] = set()
 
     # -- drawing helpers -----------------------------------------------------------------
 
@@ -376,15 +378,19 @@ class Gen:
 
     def leaf_options(self, cx, scope, ty):
         vs = self.readable(cx, scope, lambda t: t == ty)
-        consts = [c for c in self.consts if c[1] == ty]
+        consts = [c for c in self.consts if c[1] == ty and c[0] not in self.shadowed]
         tuple_vs = self.readable(cx, scope, lambda t: isinstance(t, TupleT) and ty in t.elts)
         opts = [(1 if vs else 3, lambda: self.literal(ty)),
                 (6 if vs else 0, lambda: self.use(cx, self.choice(vs))),
-                (1 if consts else 0, lambda: load(self.choice(consts)[0])),
+                (1 if consts else 0, lambda: self.read_const(self.choice(consts)[0])),
                 (1 if tuple_vs else 0, lambda: self.tuple_index(cx, self.choice(tuple_vs), ty))]
         if ty is FLOAT:
             opts.append((1, lambda: ast.Attribute(load("math"), "pi", ast.Load())))
         return opts
+
+    def read_const(self, name):
+        self.globals_read.add(name)
+        return load(name)
 
     def tuple_index(self, cx, v, ty):
         positions = [i for i, t in enumerate(v.ty.elts) if t == ty]
@@ -402,6 +408,7 @@ class Gen:
             opts += [
                 (5, lambda: self.arith(cx, scope, ty, d)),
                 (2, lambda: self.divmod_(cx, scope, ty, d)),
+                (1, lambda: self.divmod_by_ternary(cx, scope, ty, d)),
                 (1, lambda: ast.UnaryOp(ast.USub(), self.numeric(cx, scope, ty, d))),
                 (1, lambda: self.power(cx, scope, ty, d)),
                 (1, lambda: abs_(self.numeric(cx, scope, ty, d))),
@@ -458,6 +465,45 @@ class Gen:
         else:
             ta, tb = self.operand_types(FLOAT)
         return binop(self.numeric(cx, scope, ta, d), op, self.guard(cx, scope, tb, d))
+
+    def unguarded_divisor(self, cx, scope, ty):
+        """A variable of type `ty` (or a literal 0 when there is none) to divide by, with
+        its `is zero` test: the division must only run where the test is false."""
+        vs = self.readable(cx, scope, lambda t: t == ty)
+        v = self.use(cx, self.choice(vs)) if vs else lit(0 if ty is INT else 0.0)
+        zero = lit(0 if ty is INT else 0.0)
+        if self.flip(50):
+            return v, compare(v, [ast.Eq()], [zero]), compare(v, [ast.NotEq()], [zero])
+        return v, ast.UnaryOp(ast.Not(), v), v  # truthiness of a number
+
+    def unguarded_division(self, cx, scope, ty, d):
+        """(a / v, v is zero, v is not zero) for a result of type `ty`."""
+        if ty is INT:
+            tb, op = INT, self.choice([ast.FloorDiv(), ast.Mod()])
+            ta = INT
+        else:
+            op = self.pick([(2, ast.Div()), (1, ast.FloorDiv()), (1, ast.Mod())])
+            ta, tb = self.operand_types(FLOAT) if not isinstance(op, ast.Div) else (
+                self.choice([FLOAT, INT]), self.choice([FLOAT, INT]))
+        v, is_zero, not_zero = self.unguarded_divisor(cx, scope, tb)
+        return binop(self.numeric(cx, scope, ta, d), op, v), is_zero, not_zero
+
+    def divmod_by_ternary(self, cx, scope, ty, d):
+        """`a // v if v != 0 else b`: only the ternary keeps this from dividing by zero."""
+        division, is_zero, not_zero = self.unguarded_division(cx, scope, ty, d)
+        other = self.numeric(cx, scope, ty, d)
+        if self.flip(50):
+            return ast.IfExp(not_zero, division, other)
+        return ast.IfExp(is_zero, other, division)
+
+    def divmod_by_shortcircuit(self, cx, scope, d):
+        """`v != 0 and a % v == 1` / `v == 0 or a / v > 2.0`: short-circuit as a guard."""
+        ty = self.choice([INT, FLOAT])
+        division, is_zero, not_zero = self.unguarded_division(cx, scope, ty, d)
+        test = compare(division, [self.choice(CMP_OPS)()], [self.numeric(cx, scope, ty, d)])
+        if self.flip(50):
+            return ast.BoolOp(ast.And(), [not_zero, test])
+        return ast.BoolOp(ast.Or(), [is_zero, test])
 
     def power(self, cx, scope, ty, d):
         if ty is INT:
@@ -529,6 +575,7 @@ class Gen:
             d = depth - 1
             opts += [
                 (2, lambda: self.chained(cx, scope, d)),
+                (1, lambda: self.divmod_by_shortcircuit(cx, scope, d)),
                 (2, lambda: ast.UnaryOp(ast.Not(), self.condition(cx, scope, d))),
                 (2, lambda: ast.BoolOp(self.choice([ast.And(), ast.Or()]),
                                        [self.boolean(cx, scope, d), self.boolean(cx, scope, d)])),
@@ -678,11 +725,13 @@ class Gen:
                 by_keyword = True  # leave it out: the default is used
                 continue
             value = self.expr(cx, scope, pty, d)
-            if by_keyword or (i > 0 and self.flip(20)):
+            if by_keyword or self.flip(15):
                 by_keyword = True
                 keywords.append(ast.keyword(pname, value))
             else:
                 args.append(value)
+        if len(keywords) > 1 and self.flip(50):
+            keywords = [keywords[i] for i in self.draw(st.permutations(range(len(keywords))))]
         return call(s.name, args, keywords)
 
     # -- statements ------------------------------------------------------------------------
@@ -744,6 +793,15 @@ class Gen:
     def new_var(self, cx, scope):
         ty = self.draw_scalar()
         value = self.expr(cx, scope, ty, 2)
+        # A local that shadows a module constant (the name is local in the whole function,
+        # so only where the function has not read the constant before).
+        shadow = [n for n, t, _ in self.consts if t == ty and n not in self.globals_read
+                  and n not in self.shadowed]
+        if shadow and cx.nested == 0 and cx.control == 0 and self.flip(30):
+            name = self.choice(shadow)
+            self.shadowed.add(name)
+            self.define(cx, scope, name, ty)
+            return [ast.Assign([store(name)], value)]
         name = self.fresh_var(ty)
         self.define(cx, scope, name, ty)
         return [ast.Assign([store(name)], value)]
@@ -895,12 +953,26 @@ class Gen:
         return [ast.For(target, call("zip", [a_it, b_it]), body, [])]
 
     def for_enumerate(self, cx, scope):
+        if self.flip(40):
+            return self.for_enumerate_zip(cx, scope)
         it, item = self.iterable_tuple(cx, scope)
         i = self.loop_var(cx, "loop", INT, bound=(0, 3))
         v = self.loop_var(cx, "item", item)
         body = self.loop_body(cx, scope, [i, v])
         target = ast.Tuple([store(i.name), store(v.name)], ast.Store())
         return [ast.For(target, call("enumerate", [it]), body, [])]
+
+    def for_enumerate_zip(self, cx, scope):
+        """`for i, (a, b) in enumerate(zip(s, t)):` (a nested target)."""
+        a_it, a_ty = self.iterable_tuple(cx, scope)
+        b_it, b_ty = self.iterable_tuple(cx, scope)
+        i = self.loop_var(cx, "loop", INT, bound=(0, 3))
+        a = self.loop_var(cx, "item", a_ty)
+        b = self.loop_var(cx, "item", b_ty)
+        body = self.loop_body(cx, scope, [i, a, b])
+        pair = ast.Tuple([store(a.name), store(b.name)], ast.Store())
+        target = ast.Tuple([store(i.name), pair], ast.Store())
+        return [ast.For(target, call("enumerate", [call("zip", [a_it, b_it])]), body, [])]
 
     def while_counter(self, cx, scope):
         counter = self.loop_var(cx, "counter", INT, bound=(0, 6))
@@ -1076,6 +1148,8 @@ class Gen:
         scope = {}
         for pname, pty, _ in s.params:
             scope[pname] = Var(pname, pty, cx)
+        self.globals_read = set()  # module constants this function has read so far
+        self.shadowed = set()  # module constants a local of this function shadows
         body = []
         if s.group is not None:
             scope["depth"].assignable = False
@@ -1160,10 +1234,16 @@ def _calls_named(node, name):
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
 
 
+def _divides_by_name(node):
+    return any(isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Div, ast.FloorDiv, ast.Mod))
+               and isinstance(n.right, ast.Name) for n in ast.walk(node))
+
+
 def features(source: str) -> set[str]:
     """The constructs a generated module uses, by name (see FEATURES)."""
     tree = ast.parse(source)
     found = set()
+    constants = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets}
     module_fns = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     order = list(module_fns)
 
@@ -1185,8 +1265,12 @@ def features(source: str) -> set[str]:
                 found.add("chained comparison" if len(node.ops) > 1 else "comparison")
             elif isinstance(node, ast.BoolOp):
                 found.add("and" if isinstance(node.op, ast.And) else "or")
+                if any(_divides_by_name(v) for v in node.values[1:]):
+                    found.add("division guarded by short-circuit")
             elif isinstance(node, ast.IfExp):
                 found.add("ternary")
+                if _divides_by_name(node.body) or _divides_by_name(node.orelse):
+                    found.add("division guarded by ternary")
             elif isinstance(node, ast.If):
                 found.add("if")
                 if node.orelse and isinstance(node.orelse[0], ast.If) and len(node.orelse) == 1:
@@ -1205,6 +1289,9 @@ def features(source: str) -> set[str]:
                     found.add("for zip")
                 elif _calls_named(it, "enumerate"):
                     found.add("for enumerate")
+                    if isinstance(node.target, ast.Tuple) and any(
+                            isinstance(e, ast.Tuple) for e in node.target.elts):
+                        found.add("nested for target")
                 else:
                     found.add("for tuple")
                 for sub in ast.walk(node):
@@ -1218,6 +1305,9 @@ def features(source: str) -> set[str]:
                 found.add("augmented assignment")
             elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple):
                 found.add("tuple unpacking")
+            elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+                if node.targets[0].id in constants:
+                    found.add("local shadows module constant")
             elif isinstance(node, ast.Subscript):
                 found.add("tuple index")
             elif isinstance(node, ast.Tuple) and isinstance(node.ctx, ast.Load):
@@ -1274,5 +1364,6 @@ FEATURES = frozenset([
     "closure returned", "call of returned closure", "function passed as argument", "recursion",
     "mutual recursion", "call to module function", "call to function defined later",
     "default argument", "keyword argument", "math.sin", "math.cos", "math.exp", "math.sqrt",
-    "abs()",
+    "abs()", "division guarded by ternary", "division guarded by short-circuit",
+    "nested for target", "local shadows module constant",
 ])

@@ -17,6 +17,7 @@ import numpy as np
 
 from myir.errors import Location, MyirTypeError
 from myir.ir.primitives import UNBOUND
+from myir.ir.values import NEWENV, Env
 
 SYNTAX = {
     "add": "{} + {}", "sub": "{} - {}", "mul": "{} * {}", "truediv": "{} / {}",
@@ -85,6 +86,126 @@ def _augmented(op, symbol):
     return aug
 
 
+def grad_zeros(x):
+    if isinstance(x, np.ndarray):
+        return np.zeros_like(x)
+    if isinstance(x, (bool, int)) and not isinstance(x, np.generic):
+        return 0
+    if isinstance(x, float):
+        return type(x)(0.0) if isinstance(x, np.generic) else 0.0
+    if isinstance(x, np.generic):
+        return type(x)(0)
+    if isinstance(x, tuple):
+        return tuple(grad_zeros(v) for v in x)
+    if isinstance(x, Env) or callable(x):
+        return NEWENV
+    return None
+
+
+def gadd(x, y):
+    if isinstance(x, tuple):
+        return tuple(gadd(a, b) for a, b in zip(x, y))
+    if isinstance(x, Env):
+        items = dict(x.items)
+        for key, value in y.items.items():
+            items[key] = gadd(items[key], value) if key in items else value
+        return Env(items)
+    if x is None:
+        return y
+    if y is None:
+        return x
+    return x + y
+
+
+def _env_getitem(env, key, default):
+    return env.items.get(key, default)
+
+
+def _env_setitem(env, key, value):
+    items = dict(env.items)
+    items[key] = value
+    return Env(items)
+
+
+def sum_to_like(d, x):
+    if not isinstance(x, np.ndarray):
+        return d.sum() if isinstance(d, np.ndarray) else d
+    if np.shape(d) == x.shape:
+        return d
+    d = np.asarray(d)
+    lead = d.ndim - x.ndim
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, n in enumerate(x.shape) if n == 1 and d.shape[lead + i] != 1)
+    return d.sum(axis=axes, keepdims=True).reshape(x.shape)
+
+
+def broadcast_to_like(d, x):
+    return np.broadcast_to(d, x.shape) if isinstance(x, np.ndarray) else d
+
+
+def reduce_grad(dout, x, axis, keepdims):
+    if not isinstance(x, np.ndarray):
+        return dout
+    if axis is not None and not keepdims:
+        dout = np.expand_dims(dout, axis)
+    return np.broadcast_to(dout, x.shape)
+
+
+def getitem_grad(x, index, dout):
+    if isinstance(x, tuple):
+        grads = list(grad_zeros(x))
+        if isinstance(index, slice):
+            for i, g in zip(range(*index.indices(len(x))), dout):
+                grads[i] = g
+        else:
+            grads[index] = dout
+        return tuple(grads)
+    if isinstance(x, np.ndarray):
+        d = np.zeros_like(x)
+        np.add.at(d, index, dout)
+        return d
+    return grad_zeros(x)
+
+
+def grad_seed(out):
+    """The gradient of the output with respect to itself: 1, for a float scalar output."""
+    if isinstance(out, (float, np.floating)):
+        return type(out)(1.0)
+    if isinstance(out, np.ndarray) and out.size == 1 and out.dtype.kind == "f":
+        return np.ones_like(out)
+    if isinstance(out, np.ndarray):
+        raise MyirTypeError(
+            f"grad() needs a function returning a scalar; this one returned an array of shape "
+            f"{out.shape}", _caller_location(),
+            hint="reduce the output to a scalar (e.g. np.sum), or take a vector-Jacobian "
+                 "product: value_and_grad of `np.sum(f(x) * v)`")
+    raise MyirTypeError(f"grad() needs a function returning a float; this one returned "
+                        f"{type(out).__name__}", _caller_location(),
+                        hint="return a float (an integer or boolean output has no gradient)")
+
+
+def grad_check_input(x, name):
+    kind = type(x).__name__
+    bad = isinstance(x, (bool, int, np.integer, np.bool_)) or (
+        isinstance(x, np.ndarray) and x.dtype.kind in "biu")
+    if bad:
+        raise MyirTypeError(
+            f"cannot differentiate with respect to '{name}': it is {kind}"
+            + (f" of dtype {x.dtype}" if isinstance(x, np.ndarray) else ""),
+            _caller_location(),
+            hint=f"pass a float for '{name}', or differentiate with respect to other parameters")
+    return x
+
+
+def select_grad(out, x, dout, count):
+    return dout / count if x == out else grad_zeros(dout)
+
+
+def concat_grad(arrays, axis, dout):
+    ends = np.cumsum([np.shape(a)[axis] for a in arrays])[:-1]
+    return tuple(np.split(dout, ends, axis=axis))
+
+
 def _make_exception(cls, *args):
     return cls(*args)
 
@@ -119,7 +240,7 @@ IMPLS = {
         "exp log log1p expm1 sqrt sin cos tan arcsin arccos arctan sinh cosh tanh abs sign "
         "floor ceil square negative reciprocal maximum minimum arctan2 power where clip "
         "argmax argmin dot broadcast_to expand_dims squeeze concatenate stack zeros ones empty "
-        "full zeros_like ones_like array asarray arange eye").split()},
+        "full zeros_like ones_like array asarray arange eye swapaxes argsort").split()},
     **{name: _sum_like(getattr(np, name)) for name in ("sum", "mean", "prod", "max", "min")},
     **{"math_" + name: getattr(math, name) for name in (
         "exp log log1p expm1 sqrt sin cos tan asin acos atan sinh cosh tanh fabs floor ceil "
@@ -133,6 +254,19 @@ IMPLS = {
         ("add", "+"), ("sub", "-"), ("mul", "*"), ("truediv", "/"), ("floordiv", "//"),
         ("mod", "%"), ("pow", "**"), ("matmul", "@"))},
     "make_exception": _make_exception,
+    "grad_zeros": grad_zeros,
+    "gadd": gadd,
+    "env_getitem": _env_getitem,
+    "env_setitem": _env_setitem,
+    "sum_to_like": sum_to_like,
+    "broadcast_to_like": broadcast_to_like,
+    "reduce_grad": reduce_grad,
+    "getitem_grad": getitem_grad,
+    "grad_seed": grad_seed,
+    "grad_check_input": grad_check_input,
+    "select_grad": select_grad,
+    "concat_grad": concat_grad,
+    "unstack": lambda x, axis: tuple(np.moveaxis(x, axis, 0)),
     "check_bound": _check_bound,
     "depend": lambda x, effect: x,
     "format": _format,

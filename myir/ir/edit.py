@@ -41,7 +41,14 @@ class Cloner:
     def graph(self, graph: Graph, into: Graph | None = None) -> Graph:
         """Clone `graph`'s scope.  With `into`, the root's nodes go into that existing graph
         (its parameters must already be in `mapping`)."""
-        graphs = scope(graph)
+        self.scopes([graph], into)
+        return self.mapping[graph]
+
+    def scopes(self, roots: list[Graph], into: Graph | None = None):
+        """Clone the scopes of several graphs at once, so references between them (calls,
+        recursion) point at the copies."""
+        graphs = [g for root in roots for g in scope(root)]
+        graph = roots[0]
         for g in graphs:
             if g in self.mapping:
                 continue
@@ -67,7 +74,6 @@ class Cloner:
             if self.mapping[g] is not into:
                 self.mapping[g].output = self.node(g.output)
         bump_version()
-        return self.mapping[graph]
 
     def node(self, node: Node) -> Node:
         hit = self.mapping.get(node)
@@ -88,6 +94,15 @@ class Cloner:
 def clone(graph: Graph) -> Graph:
     """A copy of `graph` and the graphs nested in it, with the same parent."""
     return Cloner().graph(graph)
+
+
+def clone_program(root: Graph) -> Graph:
+    """A copy of `root` and of every top-level graph it reaches, calling each other."""
+    from myir.ir.analysis import reachable_graphs
+
+    cloner = Cloner()
+    cloner.scopes([g for g in reachable_graphs(root) if g.parent is None])
+    return cloner.mapping[root]
 
 
 def inline(graph: Graph, args: list[Node], into: Graph) -> Node:

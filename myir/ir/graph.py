@@ -141,10 +141,16 @@ class Graph:
 
         return graph_stats(self)
 
-    def _repr_svg_(self) -> str:
+    def _repr_svg_(self) -> str | None:
+        """Jupyter's picture of the graph; None (Jupyter then shows the text) without
+        Graphviz."""
+        from myir.errors import MyirError
         from myir.viz import to_svg
 
-        return to_svg(self)
+        try:
+            return to_svg(self)
+        except MyirError:
+            return None
 
 
 def as_node(x: Any) -> Node:

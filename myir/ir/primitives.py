@@ -114,6 +114,8 @@ _family("argmax argmin", "x, axis=None")
 primitive("dot", "x, y")
 primitive("reshape", "x, shape")
 primitive("transpose", "x, axes=None")
+primitive("swapaxes", "x, axis1, axis2")
+primitive("argsort", "x, axis=-1")
 primitive("broadcast_to", "x, shape")
 primitive("expand_dims", "x, axis")
 primitive("squeeze", "x, axis=None")
@@ -150,6 +152,23 @@ primitive("make_tuple", varargs=True)
 primitive("getitem", "x, index")
 primitive("unpack", "x, n")                 # x, checked to have n elements (tuple unpacking)
 primitive("make_slice", "start, stop, step")
+
+# Differentiation (passes.ad): generic zeros and addition of gradients (numbers, arrays,
+# tuples, envs), envs mapping a closure's free variables to their gradients, and the adjoints
+# of broadcasting, reductions and indexing.
+primitive("grad_zeros", "x")                # the zero gradient shaped like x
+primitive("gadd", "x, y")                   # gradient addition
+primitive("env_getitem", "env, key, default")
+primitive("env_setitem", "env, key, value")
+primitive("sum_to_like", "d, x")            # d summed down to x's shape (undo broadcasting)
+primitive("broadcast_to_like", "d, x")      # d broadcast up to x's shape
+primitive("reduce_grad", "dout, x, axis, keepdims")   # dout of a reduction spread over x
+primitive("getitem_grad", "x, index, dout")           # scatter-add dout into zeros like x
+primitive("grad_seed", "out")               # 1 like a scalar output (errors otherwise)
+primitive("grad_check_input", "x, name")    # x, if it can be differentiated with respect to
+primitive("select_grad", "out, x, dout, count")       # min()/max(): dout/count where x == out
+primitive("concat_grad", "arrays, axis, dout")        # dout split like the concatenated arrays
+primitive("unstack", "x, axis")                       # the tuple of x's slices along axis
 
 # Control flow and effects.
 primitive("switch", "cond, if_true, if_false")

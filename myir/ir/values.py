@@ -1,0 +1,48 @@
+"""Values that graph constants hold besides Python and numpy ones: the environments that
+carry a closure's gradient, and the keys that name free variables in them."""
+
+from __future__ import annotations
+
+
+class Env:
+    """An immutable map from free variables (their `GradKey`s) to gradients: the gradient
+    of a closure is the env of its free variables."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items=()):
+        self.items = dict(items)
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k!r}: {v!r}" for k, v in self.items.items())
+        return f"Env({inner})"
+
+
+NEWENV = Env()
+
+
+class GradKey:
+    """Names one free variable (a node of an enclosing graph) in gradient envs."""
+
+    __slots__ = ("node",)
+
+    def __init__(self, node):
+        self.node = node
+
+    def __repr__(self) -> str:
+        return f"key:{self.node.debug.name or 'fv'}"
+
+
+class GradMacro:
+    """`grad(f, ...)` / `value_and_grad(f, ...)` written inside compiled code: applied to the
+    function, it stands for that function's gradient until `passes.expand` replaces it."""
+
+    __slots__ = ("wrt", "with_value")
+
+    def __init__(self, wrt: tuple, with_value: bool):
+        self.wrt = wrt
+        self.with_value = with_value
+
+    def __repr__(self) -> str:
+        kind = "value_and_grad" if self.with_value else "grad"
+        return f"{kind}[{', '.join(map(repr, self.wrt))}]"
