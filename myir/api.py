@@ -92,8 +92,11 @@ class CompiledFunction:
     def _bind(self, args, kwargs) -> tuple:
         try:
             bound = self._signature.bind(*args, **kwargs)
-        except TypeError as e:
-            raise TypeError(f"{self.fn.__name__}(): {e}") from None
+        except TypeError:
+            # CPython checks the arguments before running any of the body: let it say what
+            # is wrong, in its own words.
+            self.fn(*args, **kwargs)
+            raise
         bound.apply_defaults()
         return bound.args
 

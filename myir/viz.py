@@ -18,11 +18,17 @@ from myir.ir.graph import Apply, Constant, Graph, is_graph_constant
 from myir.ir.printer import Namer, constant_text, node_label
 
 
-def to_networkx(root: Graph) -> nx.MultiDiGraph:
+def _constant_kind(node: Constant) -> str:
+    if is_graph_constant(node):
+        return "closure" if free_variables(node.value) else "graph"
+    return "constant"
+
+
+def to_networkx(root: Graph, namer: Namer | None = None) -> nx.MultiDiGraph:
     """Every graph reachable from `root` as one networkx MultiDiGraph.  Nodes carry `kind`,
     `label` and `graph` (the owning graph's name); edges carry `kind` and, for arguments,
     `index`.  Constants get one node per use, so a primitive used twice is drawn twice."""
-    namer = Namer()
+    namer = namer or Namer()
     g = nx.MultiDiGraph(name=root.name)
     for graph in reachable_graphs(root):
         gname = namer(graph, graph.name)
@@ -36,10 +42,8 @@ def to_networkx(root: Graph) -> nx.MultiDiGraph:
                 edge = "fn" if i == 0 else "arg"
                 if isinstance(inp, Constant):
                     key = ("const", id(node), i)
-                    kind = "graph" if is_graph_constant(inp) else "constant"
-                    if kind == "graph" and free_variables(inp.value):
-                        kind = "closure"
-                    g.add_node(key, kind=kind, label=constant_text(inp.value, namer), graph=gname)
+                    g.add_node(key, kind=_constant_kind(inp), label=constant_text(inp.value, namer),
+                               graph=gname)
                     g.add_edge(key, id(node), kind=edge, index=i)
                 else:
                     cross = inp.graph is not graph
@@ -48,7 +52,8 @@ def to_networkx(root: Graph) -> nx.MultiDiGraph:
         g.add_node(("return", id(graph)), kind="return", label="return", graph=gname)
         if isinstance(out, Constant):
             key = ("const", id(graph), -1)
-            g.add_node(key, kind="constant", label=constant_text(out.value, namer), graph=gname)
+            g.add_node(key, kind=_constant_kind(out), label=constant_text(out.value, namer),
+                       graph=gname)
             g.add_edge(key, ("return", id(graph)), kind="arg", index=0)
         else:
             kind = "fv" if out.graph is not graph else "arg"
@@ -70,9 +75,9 @@ _EDGE = {"fn": 'style=bold color="#9ca3af"', "arg": "", "fv": 'style=dashed colo
 def to_dot(root: Graph, nested: bool = True) -> str:
     """Graphviz source: each graph a cluster drawn inside its parent's cluster, free-variable
     edges dashed red, function edges bold grey.  `nested=False` draws `root` alone."""
-    g = to_networkx(root)
-    graphs = reachable_graphs(root) if nested else [root]
     namer = Namer()
+    g = to_networkx(root, namer)
+    graphs = reachable_graphs(root) if nested else [root]
     names = {id(x): namer(x, x.name) for x in reachable_graphs(root)}
     wanted = {names[id(x)] for x in graphs}
     by_graph: dict[str, list] = {}

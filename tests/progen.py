@@ -1068,7 +1068,31 @@ class Gen:
             other, inner = self.sub_block(cx, scope, 0, 1)
             other.append(ast.Return(self.expr(cx, inner, cx.ret, 2)))
             return [ast.If(test, then, other)]
+        if self.flip(40):
+            return [ast.Return(self.observe(cx, scope, cx.ret))]
         return [ast.Return(self.expr(cx, scope, cx.ret, 3))]
+
+    def observe(self, cx, scope, ty):
+        """A value of type `ty` that depends on every local of a matching type, so that
+        what the function computed along the way shows in its result."""
+        if isinstance(ty, TupleT):
+            return ast.Tuple([self.observe(cx, scope, t) for t in ty.elts], ast.Load())
+        if ty is BOOL:
+            vs = self.readable(cx, scope, lambda t: t in SCALARS)
+            parts = [self.use(cx, v) if v.ty is BOOL else
+                     compare(self.use(cx, v), [self.choice(CMP_OPS)()], [self.literal(v.ty)])
+                     for v in vs]
+            op = self.choice([ast.And(), ast.Or()])
+            return ast.BoolOp(op, parts) if len(parts) > 1 else (
+                parts[0] if parts else self.boolean(cx, scope, 2))
+        if not isinstance(ty, Scalar):
+            return self.expr(cx, scope, ty, 2)
+        accepted = (INT, BOOL) if ty is INT else SCALARS
+        vs = self.readable(cx, scope, lambda t: t in accepted)
+        total = self.numeric(cx, scope, ty, 1)
+        for v in vs:
+            total = binop(total, self.choice([ast.Add(), ast.Sub()]), self.use(cx, v))
+        return total
 
     # -- module ----------------------------------------------------------------------------
 

@@ -217,11 +217,7 @@ def test_wrong_arguments_raise_type_error(args, kwargs, warm):
 
 
 @pytest.mark.parametrize("warm", [
-    pytest.param(False, id="first-call", marks=pytest.mark.xfail(strict=True, reason=(
-        "bug: before the first successful call, a bad call goes through "
-        "inspect.Signature.bind and the message differs from CPython's (e.g. \"defaults(): "
-        "missing a required argument: 'a'\"); after it, calls go to the generated function "
-        "and the messages are CPython's"))),
+    pytest.param(False, id="first-call"),
     pytest.param(True, id="warm"),
 ])
 @pytest.mark.parametrize("args, kwargs", BAD_CALLS)

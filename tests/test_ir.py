@@ -340,9 +340,6 @@ def test_reachable_graphs():
     assert [h.name for h in analysis.reachable_graphs(g)] == ["calls_helper", "helper"]
 
 
-@pytest.mark.xfail(strict=True, reason="bug: reachable_graphs(nested graph) includes the "
-                   "enclosing graph that owns its free variables, so str(), stats() and "
-                   "to_dot() of a nested graph show the whole enclosing function")
 def test_reachable_graphs_of_nested_graph_is_its_own_scope():
     outer, inner, _ = build_nested()
     assert analysis.reachable_graphs(inner) == [inner]
@@ -631,8 +628,6 @@ def test_inline_compiles_to_the_same_function(fn, args):
     assert run(main, *args) == (fn(*args), 1)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: inline() of a self-recursive graph redirects the "
-                   "recursive call to the graph inlined into (Cloner maps root -> into)")
 def test_inline_recursive_graph_keeps_recursion_on_callee():
     g = parse(fact)
     main = Graph("main")

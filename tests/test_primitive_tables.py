@@ -123,18 +123,12 @@ def pass_math_sqrt(x):
     return apply_to(math.sqrt, x)
 
 
-SYNTAX_AS_VALUE = pytest.mark.xfail(strict=True, raises=KeyError, reason=(
-    "bug: a primitive the python backend writes as syntax (SYNTAX/VARIADIC_SYNTAX) has no "
-    "callable, and backends/python/codegen.py Emitter.constant looks it up in IMPLS: "
-    "KeyError when the primitive is used as a value"))
-
-
 @pytest.mark.parametrize("fn, arg", [
-    pytest.param(pass_len, (1, 2, 3), marks=SYNTAX_AS_VALUE),
-    pytest.param(pass_abs, -3, marks=SYNTAX_AS_VALUE),
-    pytest.param(pass_float, 2, marks=SYNTAX_AS_VALUE),
-    pytest.param(pass_max, (3, 9, 4), marks=SYNTAX_AS_VALUE),
-    pytest.param(pass_np_shape, np.zeros((2, 3)), marks=SYNTAX_AS_VALUE),
+    pytest.param(pass_len, (1, 2, 3)),
+    pytest.param(pass_abs, -3),
+    pytest.param(pass_float, 2),
+    pytest.param(pass_max, (3, 9, 4)),
+    pytest.param(pass_np_shape, np.zeros((2, 3))),
     (pass_np_exp, 0.5),
     (pass_math_sqrt, 2.0),
 ], ids=lambda v: getattr(v, "__name__", None))

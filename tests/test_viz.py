@@ -132,8 +132,6 @@ def test_networkx_apply_count_matches_stats(fn):
     assert len(kinds(g, "return")) == graph.stats()["graphs"]
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a graph constant that is a graph's output is "
-                   "drawn as kind 'constant', not 'closure'/'graph'")
 def test_networkx_returned_closure_is_a_closure_node():
     g = to_networkx(parse(compose))
     assert [g.nodes[n]["label"] for n in kinds(g, "closure")] == ["@lambda"]
@@ -222,14 +220,7 @@ def test_dot_unnested_draws_root_alone():
 
 @pytest.mark.parametrize("fn", [
     straight, scale,
-    pytest.param(nested, marks=pytest.mark.xfail(strict=True, reason=(
-        "bug: to_dot names graphs with its own Namer while to_networkx shares one Namer "
-        "between nodes and graphs; when a node is named like a graph first (`inner(y)` "
-        "makes %inner), the graph's nodes get a different `graph` name and to_dot drops "
-        "them and their edges"))),
-    pytest.param(fact, marks=pytest.mark.xfail(strict=True, reason="same to_dot naming bug")),
-    pytest.param(counting_loop, marks=pytest.mark.xfail(strict=True,
-                                                        reason="same to_dot naming bug")),
+    nested, fact, counting_loop,
 ], ids=lambda f: getattr(f, "__name__", str(f)))
 def test_dot_declares_every_node_and_edge(fn):
     graph = parse(fn)

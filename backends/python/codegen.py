@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from backends.python.impls import IMPLS, SYNTAX, VARIADIC_SYNTAX
+from backends.python.impls import SYNTAX, VARIADIC_SYNTAX, callable_of
 from myir.errors import Location
 from myir.ir.analysis import OUTPUT, free_variables, graph_uses, reachable_graphs, toposort, users
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
@@ -150,13 +150,16 @@ class Names:
 
 
 ATOM = 20
-COMPARE = 9
-PRECEDENCE = {
-    "pow": 16, "neg": 15, "pos": 15, "invert": 15,
-    "mul": 14, "truediv": 14, "floordiv": 14, "mod": 14, "matmul": 14,
-    "add": 13, "sub": 13,
+COMPARE = 6
+PRECEDENCE = {  # Python's operator precedence, loosest first
+    "not_": 5,
     "lt": COMPARE, "le": COMPARE, "gt": COMPARE, "ge": COMPARE, "eq": COMPARE, "ne": COMPARE,
-    "is_": COMPARE, "is_not": COMPARE, "not_": 8,
+    "is_": COMPARE, "is_not": COMPARE,
+    "bitor": 7, "bitxor": 8, "bitand": 9, "lshift": 10, "rshift": 10,
+    "add": 11, "sub": 11,
+    "mul": 12, "truediv": 12, "floordiv": 12, "mod": 12, "matmul": 12,
+    "neg": 13, "pos": 13, "invert": 13,
+    "pow": 14,
 }
 
 
@@ -264,7 +267,7 @@ class Emitter:
         if isinstance(value, tuple) and all(isinstance(v, (int, bool, str, type(None))) for v in value):
             return repr(value)
         if isinstance(value, Primitive):
-            return self.global_ref(IMPLS[value.name], value.name)
+            return self.global_ref(callable_of(value.name), value.name)
         base = getattr(value, "__name__", type(value).__name__)
         return self.global_ref(value, str(base))
 
@@ -313,7 +316,7 @@ class Emitter:
         elif prec == ATOM:
             texts = [a.text for a in args]   # builtins like len(x): any expression inside
         else:
-            texts = [a.wrap(prec if prim != "not_" else prec) for a in args]
+            texts = [a.wrap(prec) for a in args]
         return Expr(SYNTAX[prim].format(*texts), prec)
 
     def _operands(self, node: Apply) -> list[Node]:

@@ -23,7 +23,8 @@ SYNTAX = {
     "add": "{} + {}", "sub": "{} - {}", "mul": "{} * {}", "truediv": "{} / {}",
     "floordiv": "{} // {}", "mod": "{} % {}", "pow": "{} ** {}", "matmul": "{} @ {}",
     "lt": "{} < {}", "le": "{} <= {}", "gt": "{} > {}", "ge": "{} >= {}", "eq": "{} == {}",
-    "ne": "{} != {}", "is_": "{} is {}", "is_not": "{} is not {}",
+    "ne": "{} != {}", "bitand": "{} & {}", "bitor": "{} | {}", "bitxor": "{} ^ {}",
+    "lshift": "{} << {}", "rshift": "{} >> {}", "is_": "{} is {}", "is_not": "{} is not {}",
     "neg": "-{}", "pos": "+{}", "invert": "~{}", "not_": "not {}", "truth": "bool({})",
     "getitem": "{}[{}]", "len": "len({})", "builtin_abs": "abs({})",
     "to_float": "float({})", "to_int": "int({})", "to_bool": "bool({})",
@@ -273,3 +274,25 @@ IMPLS = {
     "concat_str": lambda *parts: "".join(parts),
     "switch": _switch,
 }
+
+
+def callable_of(name: str):
+    """A Python callable for any primitive, also those the generated code writes as syntax
+    (needed when a primitive is passed around as a value, e.g. `apply(len, x)`)."""
+    if name in IMPLS:
+        return IMPLS[name]
+    if name in VARIADIC_SYNTAX:
+        open_, close = VARIADIC_SYNTAX[name]
+        if name == "make_tuple":
+            return lambda *xs: xs
+        return eval(f"lambda *xs: {open_}*xs{close}")
+    template = SYNTAX[name]
+    params = [f"x{i}" for i in range(template.count("{}"))]
+    body = template.format(*params)
+    if name == "raise_":
+        return _raise
+    return eval(f"lambda {', '.join(params)}: {body}")
+
+
+def _raise(exception):
+    raise exception

@@ -44,31 +44,27 @@ def cached(fn):
 
 
 @cached
-def live_nodes(root: Graph) -> dict[Graph, list[Node]]:
-    """Every node the output of `root` depends on, across graph boundaries (a graph constant
-    leads to that graph's output), grouped by owning graph; graphs in discovery order with
-    `root` first.  Constants are listed under None."""
-    result: dict = {root: []}
+def reachable_graphs(root: Graph) -> list[Graph]:
+    """`root` and every graph reachable from it through graph constants, in discovery order.
+    Values that `root` or its nested graphs capture from enclosing graphs are computed there:
+    graphs used only to compute them are not reached from `root`."""
+    result = [root]
+    found = {id(root)}
+    enclosing = set(map(id, ancestors(root)))
     seen: set[int] = set()
-    stack: list[Node] = [root.output]
+    stack = [root.output]
     while stack:
         node = stack.pop()
         if id(node) in seen:
             continue
         seen.add(id(node))
-        result.setdefault(node.graph, []).append(node)
-        if isinstance(node, Apply):
+        if isinstance(node, Apply) and id(node.graph) not in enclosing:
             stack.extend(reversed(node.inputs))
-        elif is_graph_constant(node):
-            result.setdefault(node.value, [])
+        elif is_graph_constant(node) and id(node.value) not in found:
+            found.add(id(node.value))
+            result.append(node.value)
             stack.append(node.value.output)
     return result
-
-
-@cached
-def reachable_graphs(root: Graph) -> list[Graph]:
-    """All graphs reachable from `root` through graph constants, `root` first."""
-    return [g for g in live_nodes(root) if g is not None]
 
 
 @cached

@@ -37,6 +37,7 @@ class Cloner:
     def __init__(self, mapping: dict | None = None, relation: str = "copy of"):
         self.mapping: dict[Node | Graph, Node | Graph] = dict(mapping or {})
         self.relation = relation
+        self.into: Graph | None = None
 
     def graph(self, graph: Graph, into: Graph | None = None) -> Graph:
         """Clone `graph`'s scope.  With `into`, the root's nodes go into that existing graph
@@ -49,6 +50,7 @@ class Cloner:
         recursion) point at the copies."""
         graphs = [g for root in roots for g in scope(root)]
         graph = roots[0]
+        self.into = into
         for g in graphs:
             if g in self.mapping:
                 continue
@@ -84,7 +86,8 @@ class Cloner:
                         node.debug.derive(self.relation))
             self.mapping[node] = new
             return new
-        if is_graph_constant(node) and node.value in self.mapping:
+        if is_graph_constant(node) and node.value in self.mapping \
+                and self.mapping[node.value] is not self.into:  # inlined: calls stay calls
             new = Constant(self.mapping[node.value], node.debug)
             self.mapping[node] = new
             return new

@@ -87,6 +87,7 @@ def _family(names: str, params: str) -> None:
 
 # Python operators (the python backend emits them as operators: exact CPython semantics).
 _family("add sub mul truediv floordiv mod pow matmul lt le gt ge eq ne is_ is_not", "x, y")
+_family("bitand bitor bitxor lshift rshift", "x, y")
 _family("neg pos invert not_ truth", "x")
 # `x op= y` where the old x may be shared: like `op`, but refuses to act on an array (where
 # Python would update the shared array in place).

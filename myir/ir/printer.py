@@ -97,10 +97,11 @@ def format_graph(graph: Graph, namer: Namer | None = None, indent: str = "",
 
 
 def format_program(root: Graph) -> str:
-    """`root` and every top-level graph it reaches (callees, recursion), nested ones inside."""
+    """`root` and every top-level graph it reaches (callees, recursion), each with the graphs
+    nested in it."""
     from myir.ir.analysis import reachable_graphs
 
     namer = Namer()
-    tops = [g for g in reachable_graphs(root) if g.parent is None]
+    tops = [root] + [g for g in reachable_graphs(root)[1:] if g.parent is None]
     return "\n\n".join(format_graph(g, namer) for g in tops)
 
