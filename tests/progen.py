@@ -521,11 +521,15 @@ class Gen:
                               ast.Pow(), lit(self.draw(st.integers(0, 3))))),
             (1, lambda: binop(abs_(self.numeric(cx, scope, FLOAT, d)), ast.Pow(),
                               lit(self.choice([0.5, 1.5, 2.0])))),
-            (1 if vs else 0, lambda: binop(self.use(cx, self.choice(vs)), ast.Pow(),
-                                           lit(self.choice([2.0, 2, 3])))),
+            (1 if vs else 0, lambda: self.square(cx, self.choice(vs))),
             (1, lambda: binop(lit(self.choice([0.5, 2.0])), ast.Pow(),
                               binop(self.numeric(cx, scope, INT, d), ast.Mod(), lit(5)))),
         ])()
+
+    def square(self, cx, v):
+        """`x ** 2` / `x ** 3` of a variable (a float exponent if x is an int: float result)."""
+        exponent = self.choice([2, 3, 2.0]) if v.ty is FLOAT else self.choice([2.0, 3.0])
+        return binop(self.use(cx, v), ast.Pow(), lit(exponent))
 
     def math_fn(self, cx, scope, d):
         def arg():
@@ -797,7 +801,7 @@ class Gen:
         # so only where the function has not read the constant before).
         shadow = [n for n, t, _ in self.consts if t == ty and n not in self.globals_read
                   and n not in self.shadowed]
-        if shadow and cx.nested == 0 and cx.control == 0 and self.flip(30):
+        if shadow and cx.nested == 0 and cx.control == 0 and self.flip(50):
             name = self.choice(shadow)
             self.shadowed.add(name)
             self.define(cx, scope, name, ty)
@@ -911,13 +915,13 @@ class Gen:
         return Var(self.fresh(kind), ty, cx, assignable=False, capturable=False, bound=bound)
 
     def for_range(self, cx, scope):
-        form = self.pick([(2, 1), (2, 2), (2, 3)])
+        form = self.pick([(2, 1), (2, 2), (3, 3)])
         if form == 1:
             args = [self.bounded_int(cx, scope, 0, 6)]
         elif form == 2:
             args = [self.bounded_int(cx, scope, -3, 4), self.bounded_int(cx, scope, 0, 7)]
         else:
-            step = self.choice([-1, 2, -2, 3, 1, -3])
+            step = self.choice([-1, 2, -2, 3, 1, -3, -1])
             lo_hi = [self.bounded_int(cx, scope, -3, 4), self.bounded_int(cx, scope, -3, 7)]
             if step < 0:
                 lo_hi.reverse()
@@ -974,12 +978,20 @@ class Gen:
         target = ast.Tuple([store(i.name), pair], ast.Store())
         return [ast.For(target, call("enumerate", [call("zip", [a_it, b_it])]), body, [])]
 
+    def loop_test(self, cx, scope, depth):
+        """A condition evaluated on every iteration (so no recursive calls in it)."""
+        cx.loops += 1
+        try:
+            return self.condition(cx, scope, depth)
+        finally:
+            cx.loops -= 1
+
     def while_counter(self, cx, scope):
         counter = self.loop_var(cx, "counter", INT, bound=(0, 6))
         limit = self.draw(st.integers(1, 6))
         test = compare(load(counter.name), [ast.Lt()], [lit(limit)])
         if self.flip(60):
-            test = ast.BoolOp(ast.And(), [test, self.condition(cx, scope, 2)])
+            test = ast.BoolOp(ast.And(), [test, self.loop_test(cx, scope, 2)])
         init = ast.Assign([store(counter.name)], lit(0))
         scope[counter.name] = counter  # readable after the loop, never assigned
         bump = ast.AugAssign(store(counter.name), ast.Add(), lit(1))
@@ -1008,7 +1020,7 @@ class Gen:
                 (1, lambda: ast.AugAssign(store(rest.name), ast.Sub(), lit(7.5))),
             ])()
         if self.flip(40):
-            test = ast.BoolOp(ast.And(), [test, self.condition(cx, scope, 1)])
+            test = ast.BoolOp(ast.And(), [test, self.loop_test(cx, scope, 1)])
         init = ast.Assign([store(rest.name)], start)
         scope[rest.name] = rest
         body = self.loop_body(cx, scope, [], first=[shrink])
@@ -1016,7 +1028,7 @@ class Gen:
 
     def loop_exit(self, cx, scope):
         """`if cond: [stmt] break|continue` (or a bare one)."""
-        exit_ = self.pick([(2, ast.Break()), (1, ast.Continue())])
+        exit_ = self.pick([(1, ast.Break()), (1, ast.Continue())])
         if self.flip(15):
             return [exit_]
         test = self.condition(cx, scope, 2)
@@ -1100,7 +1112,7 @@ class Gen:
         n = self.pick([(3, 0), (4, 1), (3, 2), (2, 3)])
         group = 0
         while len(self.sigs) < n:
-            kind = self.pick([(4, "plain"), (2, "recursive"), (1, "mutual"), (2, "hof"),
+            kind = self.pick([(4, "plain"), (2, "recursive"), (2, "mutual"), (2, "hof"),
                               (2, "factory")])
             index = len(self.sigs)
             if kind in ("recursive", "mutual"):
@@ -1191,7 +1203,7 @@ class Gen:
             # a higher-order function calls its function parameter
             fn = next(scope[p] for p, t, _ in s.params if isinstance(t, FuncT))
             body.append(ast.Return(self.value_call(cx, scope, fn, 2)))
-        elif s.group is not None and cx.group_calls > 0 and self.flip(70):
+        elif s.group is not None and cx.group_calls > 0 and self.flip(85):
             # recurse: into the other member of a mutually recursive pair if there is one
             members = [o for o in self.sigs if o.group == s.group]
             callee = self.choice([o for o in members if o is not s] or members)
