@@ -16,6 +16,7 @@ from __future__ import annotations
 from frontend import parse
 from myir.errors import MyirError
 from myir.ir.analysis import free_variables, toposort
+from myir.ir.edit import clone_program
 from myir.ir.graph import Apply, Constant, Graph, Node, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, Primitive
 from myir.ir.values import NEWENV, GradKey
@@ -107,6 +108,14 @@ class JTransform:
         self.graphs: dict[Graph, Graph] = {}
         self.nodes: dict[Node, Node] = {}
         self.keys: dict[Node, GradKey] = {}
+        self.primitives: dict[tuple[str, int], Graph] = {}
+
+    def primitive(self, prim: Primitive, arity: int, location) -> Graph:
+        """A private copy of the primitive's J graph: later passes may edit it in place."""
+        key = (prim.name, arity)
+        if key not in self.primitives:
+            self.primitives[key] = clone_program(primitive_j(prim, arity, location))
+        return self.primitives[key]
 
     def key(self, node: Node) -> Constant:
         if node not in self.keys:
@@ -121,7 +130,7 @@ class JTransform:
                 return Constant(self.graph(v))
             if isinstance(v, Primitive):
                 n = arity if arity is not None else len(v.params)
-                return Constant(primitive_j(v, n, where.location if where else None))
+                return Constant(self.primitive(v, n, where.location if where else None))
             return node
         mapped = self.nodes.get(node)
         if mapped is not None:

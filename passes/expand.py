@@ -1,7 +1,8 @@
 """Macro expansion: `grad(f, ...)` written inside compiled code becomes the gradient graph.
 
 A `GradMacro` applied to a function known at compile time (a graph constant) is replaced by
-the constant `grad_graph(f)`.  Macros inside `f` are expanded first, so `grad(grad(f))` and
+the constant `grad_graph(f)`, after `lift` has made f's branches and loops take their free
+variables as parameters.  Macros inside `f` are expanded first, so `grad(grad(f))` and
 the gradient of a function that itself takes gradients work: the inner gradient is an
 ordinary graph by the time the outer J transform sees it.
 """
@@ -14,6 +15,7 @@ from myir.ir.edit import clone_program, replace
 from myir.ir.graph import Apply, Constant, Graph, is_graph_constant
 from myir.ir.values import GradMacro
 from passes.ad import grad_graph
+from passes.lift import lift
 
 
 def _macro_nodes(root: Graph) -> list[Apply]:
@@ -41,5 +43,7 @@ def expand(root: Graph) -> Graph:
                             "a value computed at run time")
         for node in ready:
             spec = node.fn.value
-            graph = grad_graph(node.inputs[1].value, spec.wrt, spec.with_value, node.location)
+            target = node.inputs[1].value
+            lift(target)
+            graph = grad_graph(target, spec.wrt, spec.with_value, node.location)
             replace(root, node, Constant(graph))

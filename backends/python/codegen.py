@@ -30,7 +30,8 @@ import numpy as np
 
 from backends.python.impls import SYNTAX, VARIADIC_SYNTAX, callable_of
 from myir.errors import Location
-from myir.ir.analysis import OUTPUT, free_variables, graph_uses, reachable_graphs, toposort, users
+from myir.ir.analysis import OUTPUT, free_variables, graph_uses, reachable_graphs, \
+    switch_call, toposort, users
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
 from myir.ir.primitives import Primitive
 
@@ -48,14 +49,9 @@ RETURN = Tail()
 
 
 def _switch_call(node: Node):
-    """(cond, then_graph, else_graph) if node is `switch(c, G1, G2)()`, else None."""
-    if isinstance(node, Apply) and len(node.inputs) == 1 and isinstance(node.fn, Apply):
-        sw = node.fn
-        if (isinstance(sw.fn, Constant) and isinstance(sw.fn.value, Primitive)
-                and sw.fn.value.name == "switch" and is_graph_constant(sw.inputs[2])
-                and is_graph_constant(sw.inputs[3])):
-            return sw.inputs[1], sw.inputs[2].value, sw.inputs[3].value
-    return None
+    """(cond, then_graph, else_graph, args) of `switch(c, G1, G2)(*args)`, or None."""
+    sc = switch_call(node)
+    return None if sc is None else sc[1:]
 
 
 def _is_truth(node: Node) -> bool:
@@ -82,9 +78,10 @@ class Layout:
                 sw = _switch_call(node) if node.graph is g else None
                 if sw is None or len(node_users.get(node.fn, ())) != 1:
                     continue
-                branches = sw[1:]
-                if all(len(uses[b]) == 1 and not b.parameters and b.parent is not None
-                       for b in branches) and branches[0] is not branches[1]:
+                branches = sw[1:3]
+                if all(len(uses[b]) == 1 and len(b.parameters) == len(sw[3])
+                       and b.parent is not None for b in branches) \
+                        and branches[0] is not branches[1]:
                     self.switch_apps.add(id(node.fn))
                     for b in branches:
                         self.kind[b] = "branch"
@@ -406,8 +403,7 @@ class Emitter:
         var = self.name(node)
         sw = _switch_call(node)
         if sw is not None and self._is_branch_pair(sw):
-            cond, then, else_ = sw
-            self.if_statement(cond, then, else_, Tail(var), node.location, indent, pending)
+            self.if_statement(*sw, Tail(var), node.location, indent, pending)
         elif self._callee_kind(node) in ("loop", "block"):
             self.inline_call(node, Tail(var), indent, pending)
         else:
@@ -425,7 +421,7 @@ class Emitter:
         return None
 
     def _is_branch_pair(self, sw) -> bool:
-        return self.layout.kind.get(sw[1]) == "branch" and self.layout.kind.get(sw[2]) == "branch"
+        return self.layout.kind.get(sw[1]) == "branch" == self.layout.kind.get(sw[2])
 
     def bind_parameters(self, g: Graph, args: list[Node], location, indent: int,
                         pending: Pending):
@@ -454,23 +450,27 @@ class Emitter:
         self.loop_stack.pop()
         return tail.var is not None
 
-    def if_statement(self, cond: Node, then: Graph, else_: Graph, tail: Tail, location,
-                     indent: int, pending: Pending) -> bool:
+    def if_statement(self, cond: Node, then: Graph, else_: Graph, args: list[Node], tail: Tail,
+                     location, indent: int, pending: Pending) -> bool:
         test = cond.inputs[1] if id(cond) in self.layout.switch_apps else cond
         if not pending.takes(None, [test]):
             self.flush(pending, indent)
         text = self.operand(test, pending).text
         self.flush(pending, indent)
         self.line(indent, f"if {text}:", location)
-        then_falls = self.block(then, tail, indent + 1)
+        then_falls = self.branch(then, args, tail, location, indent + 1)
         if not then_falls:
-            return self.block(else_, tail, indent)
+            return self.branch(else_, args, tail, location, indent)
         start = len(self.lines)
         self.line(indent, "else:", location)
-        else_falls = self.block(else_, tail, indent + 1)
+        else_falls = self.branch(else_, args, tail, location, indent + 1)
         if len(self.lines) == start + 1:
             self.lines.pop()   # empty else
         return then_falls or else_falls
+
+    def branch(self, g: Graph, args: list[Node], tail: Tail, location, indent: int) -> bool:
+        self.bind_parameters(g, args, location, indent, Pending())
+        return self.block(g, tail, indent)
 
     def tail(self, g: Graph, tail: Tail, indent: int, pending: Pending) -> bool:
         out = g.output

@@ -10,11 +10,34 @@ from __future__ import annotations
 import functools
 import heapq
 from collections import Counter
+from typing import NamedTuple
 
 import networkx as nx
 
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
 from myir.ir.primitives import Primitive
+
+class SwitchCall(NamedTuple):
+    """`switch(cond, then, else_)(*args)`: an `if` whose branches are graphs."""
+
+    switch: Apply
+    cond: Node
+    then: Graph
+    else_: Graph
+    args: list
+
+
+def switch_call(node: Node) -> SwitchCall | None:
+    """The parts of `node` if it calls `switch(c, G1, G2)` with graph constants, else None."""
+    if isinstance(node, Apply) and isinstance(node.fn, Apply):
+        sw = node.fn
+        if (isinstance(sw.fn, Constant) and isinstance(sw.fn.value, Primitive)
+                and sw.fn.value.name == "switch" and is_graph_constant(sw.inputs[2])
+                and is_graph_constant(sw.inputs[3])):
+            return SwitchCall(sw, sw.inputs[1], sw.inputs[2].value, sw.inputs[3].value,
+                              node.args)
+    return None
+
 
 _version = [0]
 

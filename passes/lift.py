@@ -1,0 +1,94 @@
+"""Lambda lifting of control-flow graphs, before differentiation.
+
+The frontend makes `if` branches and loop bodies graphs that read the enclosing function's
+variables as free variables.  Differentiated as closures, every branch taken and every loop
+iteration would return its gradients in an env (a dictionary built and read at run time).
+Passing those variables as explicit parameters instead makes J return their gradients in
+the backpropagator's tuple, which the optimizer then reduces to plain arithmetic.
+
+Lifted: the two branches of `switch(c, then, else)()` when used nowhere else (the call passes
+the free variables of both), and loop graphs (called once from outside, then only by
+themselves: the outside call passes the free variables, the self calls pass them on).
+Closures used as values (lambdas passed around or returned) keep their free variables.
+"""
+
+from __future__ import annotations
+
+from myir.ir.analysis import bump_version, free_variables, graph_uses, reachable_graphs, scope, \
+    switch_call, toposort
+from myir.ir.graph import Apply, Graph, Node
+
+
+def _add_parameters(g: Graph, fvs: list[Node]) -> list[Node]:
+    """New parameters of g standing for `fvs`, which g's scope now reads instead."""
+    params = [g.add_parameter(fv.debug.name, fv.location) for fv in fvs]
+    mapping = dict(zip(fvs, params))
+    for h in scope(g):
+        for node in toposort(h):
+            if isinstance(node, Apply) and node.graph is h:
+                node.inputs = [mapping.get(i, i) for i in node.inputs]
+        h.output = mapping.get(h.output, h.output)
+    bump_version()
+    return params
+
+
+def lift(root: Graph) -> None:
+    """Lift the branches and loops of every graph reachable from `root`, in place."""
+    done: set[Graph] = set()
+    progress = True
+    while progress:
+        progress = False
+        uses = graph_uses(root)
+        for g in reachable_graphs(root):
+            if g in done:
+                continue
+            # a loop first: its self calls then pass on the values its branches receive
+            progress = g.parent is not None and _lift_loop(g, uses.get(g, []))
+            for node in toposort(g):
+                sc = switch_call(node) if node.graph is g else None
+                if sc is not None:
+                    progress |= _lift_branches(node, sc, uses)
+            if progress:
+                break  # analyses are stale: start over
+            done.add(g)
+
+
+def _lift_branches(call: Apply, sc, uses) -> bool:
+    branches = [sc.then, sc.else_]
+    if branches[0] is branches[1] or any(len(uses.get(b, ())) != 1 for b in branches) \
+            or any(b.parameters for b in branches) or call.args:
+        return False
+    fvs = list(dict.fromkeys(fv for b in branches for fv in free_variables(b)))
+    if not fvs:
+        return False
+    for b in branches:
+        _add_parameters(b, fvs)
+    call.inputs = call.inputs + fvs
+    bump_version()
+    return True
+
+
+def _lift_loop(g: Graph, uses) -> bool:
+    if not uses or any(i != 0 for _, i in uses):
+        return False
+    inner = [a for a, _ in uses if _within(a.graph, g)]
+    outer = [a for a, _ in uses if not _within(a.graph, g)]
+    if not inner or len(outer) != 1 or any(a.graph.output is not a for a in inner):
+        return False
+    fvs = free_variables(g)
+    if not fvs:
+        return False
+    params = _add_parameters(g, fvs)
+    for a in inner:
+        a.inputs = a.inputs + params
+    outer[0].inputs = outer[0].inputs + fvs
+    bump_version()
+    return True
+
+
+def _within(g: Graph | None, outer: Graph) -> bool:
+    while g is not None:
+        if g is outer:
+            return True
+        g = g.parent
+    return False
