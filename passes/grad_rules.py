@@ -133,24 +133,21 @@ def bprop_abs(x, out, dout):
     return (dout * np.sign(x),)
 
 
-def bprop_builtin_abs(x, out, dout):
-    return (dout * np.sign(x),)
+bprop_builtin_abs = bprop_abs
 
 
 def bprop_square(x, out, dout):
     return (dout * 2.0 * x,)
 
 
-def bprop_negative(x, out, dout):
-    return (-dout,)
+bprop_negative = bprop_neg
 
 
 def bprop_reciprocal(x, out, dout):
     return (-dout * out * out,)
 
 
-def bprop_power(x, y, out, dout):
-    return bprop_pow(x, y, out, dout)
+bprop_power = bprop_pow
 
 
 def bprop_maximum(x, y, out, dout):
@@ -191,25 +188,20 @@ def bprop_astype(x, dtype, out, dout):
 
 
 # ------------------------------------------------------------------ math module
+# Same derivatives; those that call a function call math's, so second derivatives keep
+# math's semantics.
 
-def bprop_math_exp(x, out, dout):
-    return (dout * out,)
-
-
-def bprop_math_expm1(x, out, dout):
-    return (dout * (out + 1.0),)
-
-
-def bprop_math_log(x, out, dout):
-    return (dout / x,)
-
-
-def bprop_math_log1p(x, out, dout):
-    return (dout / (1.0 + x),)
-
-
-def bprop_math_sqrt(x, out, dout):
-    return (dout / (2.0 * out),)
+bprop_math_exp = bprop_exp
+bprop_math_expm1 = bprop_expm1
+bprop_math_log = bprop_log
+bprop_math_log1p = bprop_log1p
+bprop_math_sqrt = bprop_sqrt
+bprop_math_tan = bprop_tan
+bprop_math_tanh = bprop_tanh
+bprop_math_atan = bprop_arctan
+bprop_math_fabs = bprop_abs
+bprop_math_pow = bprop_pow
+bprop_math_atan2 = bprop_arctan2
 
 
 def bprop_math_sin(x, out, dout):
@@ -218,14 +210,6 @@ def bprop_math_sin(x, out, dout):
 
 def bprop_math_cos(x, out, dout):
     return (-dout * math.sin(x),)
-
-
-def bprop_math_tan(x, out, dout):
-    return (dout * (1.0 + out * out),)
-
-
-def bprop_math_tanh(x, out, dout):
-    return (dout * (1.0 - out * out),)
 
 
 def bprop_math_sinh(x, out, dout):
@@ -242,22 +226,6 @@ def bprop_math_asin(x, out, dout):
 
 def bprop_math_acos(x, out, dout):
     return (-dout / math.sqrt(1.0 - x * x),)
-
-
-def bprop_math_atan(x, out, dout):
-    return (dout / (1.0 + x * x),)
-
-
-def bprop_math_fabs(x, out, dout):
-    return (dout * np.sign(x),)
-
-
-def bprop_math_pow(x, y, out, dout):
-    return bprop_pow(x, y, out, dout)
-
-
-def bprop_math_atan2(x, y, out, dout):
-    return bprop_arctan2(x, y, out, dout)
 
 
 def bprop_math_hypot(x, y, out, dout):
@@ -312,8 +280,7 @@ def bprop_matmul(x, y, out, dout):
     return _matmul_grads(x, y, dout)
 
 
-def bprop_dot(x, y, out, dout):
-    return _matmul_grads(x, y, dout)
+bprop_dot = bprop_matmul
 
 
 def bprop_transpose(x, axes, out, dout):

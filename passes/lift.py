@@ -14,8 +14,8 @@ Closures used as values (lambdas passed around or returned) keep their free vari
 
 from __future__ import annotations
 
-from myir.ir.analysis import bump_version, free_variables, graph_uses, reachable_graphs, scope, \
-    switch_call, toposort
+from myir.ir.analysis import bump_version, free_variables, graph_uses, is_nested_in, \
+    reachable_graphs, scope, switch_call, toposort
 from myir.ir.graph import Apply, Graph, Node
 
 
@@ -71,8 +71,8 @@ def _lift_branches(call: Apply, sc, uses) -> bool:
 def _lift_loop(g: Graph, uses) -> bool:
     if not uses or any(i != 0 for _, i in uses):
         return False
-    inner = [a for a, _ in uses if _within(a.graph, g)]
-    outer = [a for a, _ in uses if not _within(a.graph, g)]
+    inner = [a for a, _ in uses if is_nested_in(a.graph, g)]
+    outer = [a for a, _ in uses if not is_nested_in(a.graph, g)]
     if not inner or len(outer) != 1 or any(a.graph.output is not a for a in inner):
         return False
     fvs = free_variables(g)
@@ -85,10 +85,3 @@ def _lift_loop(g: Graph, uses) -> bool:
     bump_version()
     return True
 
-
-def _within(g: Graph | None, outer: Graph) -> bool:
-    while g is not None:
-        if g is outer:
-            return True
-        g = g.parent
-    return False

@@ -17,8 +17,8 @@ from __future__ import annotations
 import math
 import operator
 
-from myir.ir.analysis import bump_version, graph_uses, reachable_graphs, recursive_graphs, \
-    scope, toposort
+from myir.ir.analysis import bump_version, graph_uses, is_nested_in, reachable_graphs, \
+    recursive_graphs, scope, toposort
 from myir.ir.edit import clone_program, inline
 from myir.ir.graph import Apply, Constant, Graph, Node, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, Primitive
@@ -51,6 +51,14 @@ def getitem_of_tuple(node: Apply, ctx) -> Node | None:
         i = node.args[1].value
         if -len(elements) <= i < len(elements):
             return elements[i]
+    return None
+
+
+def unpack_of_tuple(node: Apply, ctx) -> Node | None:
+    """unpack(make_tuple(a, b), 2) -> make_tuple(a, b): the length is right by construction."""
+    if _prim(node) == "unpack" and _prim(node.args[0]) == "make_tuple" \
+            and _const(node.args[1], int) and len(node.args[0].args) == node.args[1].value:
+        return node.args[0]
     return None
 
 
@@ -135,22 +143,15 @@ def call_inline(node: Apply, ctx) -> Node | None:
     g = node.fn.value
     if g in ctx.recursive or len(node.args) != len(g.parameters):
         return None
-    if g.parent is not None and not _inside(node.graph, g.parent):
+    if g.parent is not None and not is_nested_in(node.graph, g.parent):
         return None  # its free variables are not visible here
     if not (ctx.calls.get(g, 0) == 1 or ctx.size(g) <= INLINE_SIZE):
         return None
-    return inline(g, list(node.args), node.graph)
+    return inline(g, list(node.args), node.graph, at=node)
 
 
-def _inside(g: Graph | None, outer: Graph) -> bool:
-    while g is not None:
-        if g is outer:
-            return True
-        g = g.parent
-    return False
 
-
-REWRITES = [getitem_of_tuple, env_get_after_set, gadd_zero, switch_on_constant, constant_fold,
+REWRITES = [getitem_of_tuple, unpack_of_tuple, env_get_after_set, gadd_zero, switch_on_constant, constant_fold,
             call_inline]
 
 
@@ -186,7 +187,7 @@ def _cse_key(node: Apply):
         if isinstance(inp, Constant):
             v = inp.value
             if type(v) in (int, float, bool, str, type(None)):
-                parts.append(("c", type(v), v))
+                parts.append(("c", type(v), repr(v)))  # repr: 0.0 and -0.0 differ
             elif isinstance(v, (Graph, Primitive, Env)) or v is None:
                 parts.append(("o", id(v)))
             else:

@@ -30,8 +30,8 @@ import numpy as np
 
 from backends.python.impls import SYNTAX, VARIADIC_SYNTAX, callable_of
 from myir.errors import Location
-from myir.ir.analysis import OUTPUT, free_variables, graph_uses, reachable_graphs, \
-    switch_call, toposort, users
+from myir.ir.analysis import OUTPUT, free_variables, graph_uses, is_nested_in, \
+    reachable_graphs, switch_call, toposort, users
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
 from myir.ir.primitives import Primitive
 
@@ -95,27 +95,19 @@ class Layout:
     def _classify(self, g: Graph, uses) -> str:
         if not all(i == 0 for _, i in uses):
             return "closure"   # used as a value
-        if len(uses) == 1 and not self._inside(uses[0][0].graph, g):
+        if len(uses) == 1 and not is_nested_in(uses[0][0].graph, g):
             return "block"
-        inner = [a for a, _ in uses if self._inside(a.graph, g)]
-        outer = [a for a, _ in uses if not self._inside(a.graph, g)]
+        inner = [a for a, _ in uses if is_nested_in(a.graph, g)]
+        outer = [a for a, _ in uses if not is_nested_in(a.graph, g)]
         if inner and len(outer) == 1 and all(_is_tail(a) for a in inner):
             return "loop"
         if all(_is_tail(a) for a, _ in uses):
             if not inner and len(outer) >= 2 and _switch_call(g.parent.output) is not None \
                     and g.parent not in self.join_of \
-                    and all(self._inside(a.graph, g.parent) for a in outer):
+                    and all(is_nested_in(a.graph, g.parent) for a in outer):
                 self.join_of[g.parent] = g
                 return "join"
         return "closure"
-
-    @staticmethod
-    def _inside(g: Graph, outer: Graph) -> bool:
-        while g is not None:
-            if g is outer:
-                return True
-            g = g.parent
-        return False
 
 
 _IDENT = re.compile(r"[^0-9a-zA-Z_]")

@@ -112,6 +112,15 @@ def scope(graph: Graph) -> list[Graph]:
     return result
 
 
+def is_nested_in(g: Graph | None, outer: Graph) -> bool:
+    """Whether g is `outer` or a graph nested in it (so it may read outer's nodes)."""
+    while g is not None:
+        if g is outer:
+            return True
+        g = g.parent
+    return False
+
+
 def ancestors(graph: Graph) -> list[Graph]:
     """The graphs `graph` is nested in, innermost first."""
     result = []

@@ -32,7 +32,7 @@ class Debug:
     location: Location | None = None
     origin: Any = None
     relation: str | None = None
-    id: int = field(default_factory=lambda: next(_ids))
+    id: float = field(default_factory=lambda: next(_ids))  # orders nodes (see toposort)
 
     def derive(self, relation: str) -> "Debug":
         return Debug(self.name, self.location, self, relation)

@@ -1,0 +1,324 @@
+"""Subjects for tests/test_opt.py (the optimizer, passes/opt.py).
+
+They live in a real file because myir reads source with `inspect.getsource`.
+
+* Before/after pairs, one group per rewrite of `passes.opt.REWRITES`: `<rewrite>_before`
+  optimizes to the same graph (up to isomorphism) as `<rewrite>_after`.
+* Programs in which each rewrite fires, run with and without the optimizer.
+* Golden collapse programs (straight-line code whose optimized gradient should look
+  hand-written) and, for each, `hand_<name>`: the gradient as one would write it by hand, in
+  the compiled subset, returning what `myir.grad(f, *wrt)` returns (one gradient, or a tuple).
+"""
+
+import math
+
+import numpy as np
+
+from bench.workloads import programs as W
+
+# --------------------------------------------------------------------------------------------
+# getitem_of_tuple
+
+
+def getitem_before(a, b, c):
+    t = (a, b, c)
+    return t[1] * t[-1] - t[0]
+
+
+def getitem_after(a, b, c):
+    return b * c - a
+
+
+def getitem_nested_before(a, b):
+    t = ((a, b), (b, a))
+    return t[1][0] / t[0][0]
+
+
+def getitem_nested_after(a, b):
+    return b / a
+
+
+def getitem_out_of_range(a, b):
+    t = (a, b)
+    return t[2]  # IndexError at run time: the getitem must stay
+
+
+def _pair(a, b):
+    return a, b
+
+
+def unpack_before(a, b):
+    p, q = _pair(a, b)
+    r, s = b, a
+    return p * s - q * r
+
+
+def unpack_after(a, b):
+    return a * a - b * b
+
+
+# --------------------------------------------------------------------------------------------
+# switch_on_constant
+
+
+def switch_before(x):
+    if True:
+        y = x + 1.0
+    else:
+        y = x - 1.0
+    return y
+
+
+def switch_after(x):
+    return x + 1.0
+
+
+def switch_ifexp_before(x):
+    return x * 2.0 if 0 else x - 3.0
+
+
+def switch_ifexp_after(x):
+    return x - 3.0
+
+
+def _scaled(x, flag):
+    if flag:
+        return x * 2.0
+    return -x
+
+
+def switch_specialised_before(x):
+    return _scaled(x, True) + _scaled(x, False)
+
+
+def switch_specialised_after(x):
+    return x * 2.0 + -x
+
+
+# --------------------------------------------------------------------------------------------
+# constant_fold
+
+
+def fold_before(x):
+    return x * (2 + 3) + math.sqrt(4.0) - (7 // 2) * (1.5 < 2)
+
+
+def fold_after(x):
+    return x * 5 + 2.0 - 3
+
+
+def fold_raises(x):
+    return x + 1 / 0  # ZeroDivisionError at run time: not folded
+
+
+def fold_math_domain(x):
+    return x + math.log(0.0)  # ValueError at run time: not folded
+
+
+# --------------------------------------------------------------------------------------------
+# call_inline
+
+
+def _double(a):
+    return a * 2.0
+
+
+def inline_before(x):
+    return _double(x) + _double(x + 1.0)
+
+
+def inline_after(x):
+    return x * 2.0 + (x + 1.0) * 2.0
+
+
+def inline_lambda_before(x):
+    return (lambda y: y * y)(x + 1.0)
+
+
+def inline_lambda_after(x):
+    z = x + 1.0
+    return z * z
+
+
+def _fact(n):
+    if n <= 1:
+        return 1
+    return n * _fact(n - 1)
+
+
+def inline_recursive(x):
+    return _fact(3) * x  # recursion is never inlined
+
+
+def _reciprocal(a):
+    return 1.0 / a
+
+
+def inline_keeps_order(x):
+    # CPython raises ZeroDivisionError for x = 0.0 (the call comes first), never ValueError
+    y = _reciprocal(x)
+    z = math.sqrt(x - 10.0)
+    return y + z
+
+
+# --------------------------------------------------------------------------------------------
+# Common subexpression elimination
+
+
+def cse_signed_zeros(x):
+    return x * 0.0, x * -0.0  # (0.0, -0.0) for x = 1.0
+
+
+def cse_before(x, y):
+    a = np.sin(x) * y
+    b = np.sin(x) * y
+    return a + b
+
+
+def cse_after(x, y):
+    a = np.sin(x) * y
+    return a + a
+
+
+# --------------------------------------------------------------------------------------------
+# Programs whose optimization fires each rewrite (run with and without the optimizer)
+
+
+def env_closure(x, y):
+    def inner(z):
+        return z * x + y
+
+    return inner(x * y)
+
+
+def gadd_compare(x):
+    return x * x + (x > 0.0)
+
+
+def fold_and_switch(x, n):
+    if 2 > 1:
+        return x * (n + (3 - 1))
+    return x
+
+
+# --------------------------------------------------------------------------------------------
+# Golden collapse programs (subjects) and their hand-written gradients
+
+
+def poly_xy(x, y):
+    return x ** 3 * y ** 4
+
+
+def hand_poly_xy(x, y):
+    return 3.0 * x ** 2 * y ** 4
+
+
+def hand_sincos(x):
+    return -np.cos(np.cos(x)) * np.sin(x)
+
+
+def hand_logsumexp(x):
+    e = np.exp(x - np.max(x))
+    return e / np.sum(e)
+
+
+def hand_logreg(X, y, w, b):
+    z = X @ w + b
+    dz = -y / (1.0 + np.exp(y * z)) / z.shape[0]
+    return X.T @ dz, np.sum(dz)
+
+
+def hand_mlp(x, W1, b1, W2, b2, onehot):
+    h = np.tanh(x @ W1 + b1)
+    logits = h @ W2 + b2
+    e = np.exp(logits - np.max(logits, axis=1, keepdims=True))
+    p = e / np.sum(e, axis=1, keepdims=True)
+    # rows of onehot need not sum to 1: d loss / d logits in general
+    dlogits = (p * np.sum(onehot, axis=1, keepdims=True) - onehot) / x.shape[0]
+    da = (dlogits @ W2.T) * (1.0 - h * h)
+    return x.T @ da, np.sum(da, axis=0), h.T @ dlogits, np.sum(dlogits, axis=0)
+
+
+_C = 0.7978845608028654  # sqrt(2 / pi), as in norm_cdf
+_K = 0.044715
+
+
+def _cdf_and_pdf(x):
+    t = np.tanh(_C * (x + _K * x * x * x))
+    return 0.5 * (1.0 + t), 0.5 * (1.0 - t * t) * _C * (1.0 + 3.0 * _K * x * x)
+
+
+def hand_blackscholes(S, K, T, r, sigma):
+    sqT = np.sqrt(T)
+    vs = sigma * sqT
+    d1 = (np.log(S / K) + (r + 0.5 * sigma * sigma) * T) / vs
+    # (indexing, not `P1, p1 = ...`: the optimizer does not simplify unpacking yet, and
+    # the baseline should be the best a hand-written gradient can be)
+    c1 = _cdf_and_pdf(d1)
+    P1 = c1[0]
+    p1 = c1[1]
+    p2 = _cdf_and_pdf(d1 - vs)[1]
+    disc = K * np.exp(-r * T)
+    u = d1 / sigma
+    return P1 + (S * p1 - disc * p2) / (S * vs), S * p1 * (sqT - u) + disc * p2 * u
+
+
+def compose(f, g):
+    return lambda x: f(g(x))
+
+
+def compose_sincos(x):
+    return compose(np.sin, np.cos)(x)
+
+
+def hand_compose_sincos(x):
+    return -np.cos(np.cos(x)) * np.sin(x)
+
+
+def sigmoid_xent(z, t):
+    s = W.sigmoid(z)
+    return np.mean(-(t * np.log(s) + (1.0 - t) * np.log(1.0 - s)))
+
+
+def hand_sigmoid_xent(z, t):
+    return (W.sigmoid(z) - t) / z.size
+
+
+def _sq(a):
+    return a * a
+
+
+def _cube(a):
+    return _sq(a) * a
+
+
+def nested_poly(x):
+    return 3.0 * _cube(x) + 2.0 * _sq(x) + x
+
+
+def hand_nested_poly(x):
+    return 9.0 * _sq(x) + 4.0 * x + 1.0
+
+
+def tanh_layer(w, b, x):
+    return np.sum(np.tanh(w * x + b))
+
+
+def hand_tanh_layer(w, b, x):
+    t = np.tanh(w * x + b)
+    d = 1.0 - t * t
+    return d * x, d
+
+
+def hand_hmlstm(c_prev, f, i, g, z1, z2):
+    sf = W.sigmoid(f)
+    si = W.sigmoid(i)
+    tg = np.tanh(g)
+    flush = z1 == 1.0
+    update = (~flush) & (z2 == 1.0)
+    live = flush | update
+    dc_prev = np.where(update, sf, np.where(live, 0.0, 1.0))
+    df = np.where(update, c_prev * sf * (1.0 - sf), 0.0)
+    di = np.where(live, tg * si * (1.0 - si), 0.0)
+    dg = np.where(live, si * (1.0 - tg * tg), 0.0)
+    return dc_prev, df, di, dg
