@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import collections
 import inspect
 import textwrap
 import threading
@@ -126,7 +127,11 @@ def _parse_new(fn) -> Graph:
     text = "".join(lines)
     dedented = textwrap.dedent(text)
     col = len(lines[0]) - len(lines[0].lstrip()) if dedented != text else 0
-    source = Source(filename, first_line - 1, col, fn.__globals__)
+    names = fn.__globals__
+    if fn.__closure__:  # a closure made in plain Python: its captured values are constants
+        captured = dict(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__)))
+        names = collections.ChainMap(captured, fn.__globals__)
+    source = Source(filename, first_line - 1, col, names)
     tree = ast.parse(dedented)
     target = _find_definition(tree, fn)
     graph = Graph(fn.__name__, None, source.loc(target))
@@ -929,7 +934,8 @@ class FunctionParser:
             self.error(e, f"unknown attribute `.{e.attr}`",
                        f"supported attributes: {', '.join(sorted(resolve.ATTRIBUTES))}; "
                        f"methods: {', '.join(sorted(resolve.METHODS))}")
-        return block.graph.apply(prim, value, location=self.loc(e))
+        return block.graph.apply(prim, *self.bind_primitive(prim, [value], {}, e),
+                                 location=self.loc(e))
 
     def static_value(self, e: ast.expr, block: Block):
         """The module a global name or dotted name refers to (np, math, myir, a user's

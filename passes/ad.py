@@ -230,9 +230,11 @@ def grad_graph(g: Graph, wrt: tuple, with_value: bool, location=None) -> Graph:
     pair = gg.apply(Constant(JTransform().graph(g)), *args, location=location)
     out = gg.apply(P["getitem"], pair, 0, name="value")
     bprop = gg.apply(P["getitem"], pair, 1, name="bprop")
-    grads = gg.apply(bprop, gg.apply(P["grad_seed"], out, location=location), name="grads")
+    seed = gg.apply(P["grad_seed"], out, location=location)
+    grads = gg.apply(bprop, seed, name="grads")
     picked = [gg.apply(P["getitem"], grads, 1 + i, name=f"d{names[i]}") for i in positions]
     result = picked[0] if len(picked) == 1 else gg.apply(P["make_tuple"], *picked)
+    result = gg.apply(P["depend"], result, seed)  # the seed checks the output: keep it
     gg.output = gg.apply(P["make_tuple"], out, result) if with_value else result
     return gg
 

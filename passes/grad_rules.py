@@ -150,14 +150,17 @@ def bprop_reciprocal(x, out, dout):
 bprop_power = bprop_pow
 
 
+def _share(first, tie, dout):
+    """dout where `first`, half of it on ties, else 0 (in dout's dtype)."""
+    return np.where(first, dout, np.where(tie, dout * 0.5, zeros(dout)))
+
+
 def bprop_maximum(x, y, out, dout):
-    wx = np.where(x > y, 1.0, np.where(x == y, 0.5, 0.0))
-    return (sum_to(dout * wx, x), sum_to(dout * (1.0 - wx), y))
+    return (sum_to(_share(x > y, x == y, dout), x), sum_to(_share(y > x, x == y, dout), y))
 
 
 def bprop_minimum(x, y, out, dout):
-    wx = np.where(x < y, 1.0, np.where(x == y, 0.5, 0.0))
-    return (sum_to(dout * wx, x), sum_to(dout * (1.0 - wx), y))
+    return (sum_to(_share(x < y, x == y, dout), x), sum_to(_share(y < x, x == y, dout), y))
 
 
 def bprop_arctan2(x, y, out, dout):
@@ -171,8 +174,8 @@ def bprop_where(cond, x, y, out, dout):
 
 
 def bprop_clip(x, lo, hi, out, dout):
-    inside = np.where(x < lo, 0.0, np.where(x > hi, 0.0, 1.0))
-    return (dout * inside, zeros(lo), zeros(hi))
+    outside = np.where(x < lo, True, x > hi)
+    return (np.where(outside, zeros(dout), dout), zeros(lo), zeros(hi))
 
 
 def bprop_to_float(x, out, dout):
@@ -248,7 +251,8 @@ def bprop_prod(x, axis, keepdims, out, dout):
 
 
 def _extremum_grad(x, axis, keepdims, out, dout):
-    hit = np.where(x == reduce_grad(out, x, axis, keepdims), 1.0, 0.0)
+    one = zeros(x) + 1.0
+    hit = np.where(x == reduce_grad(out, x, axis, keepdims), one, zeros(x))
     ties = reduce_grad(np.sum(hit, axis=axis, keepdims=keepdims), x, axis, keepdims)
     return reduce_grad(dout, x, axis, keepdims) * hit / ties
 
@@ -280,7 +284,10 @@ def bprop_matmul(x, y, out, dout):
     return _matmul_grads(x, y, dout)
 
 
-bprop_dot = bprop_matmul
+def bprop_dot(x, y, out, dout):
+    if np.ndim(x) == 0 or np.ndim(y) == 0:  # np.dot with a scalar multiplies
+        return bprop_mul(x, y, out, dout)
+    return _matmul_grads(x, y, dout)
 
 
 def bprop_transpose(x, axes, out, dout):

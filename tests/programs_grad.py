@@ -877,14 +877,6 @@ def dd_poly_dydy(x, y):
     return grad(grad(poly_xy, 'y'), 'y')(x, y)
 
 
-def ddd_poly_dxdxdx(x, y):
-    return grad(grad(grad(poly_xy)))(x, y)
-
-
-def ddd_poly_dxdxdy(x, y):
-    return grad(grad(grad(poly_xy)), 1)(x, y)
-
-
 def d_sin_cos(x):
     return grad(sin_cos)(x)
 
@@ -897,12 +889,28 @@ def ddd_sin_cos(x):
     return grad(grad(grad(sin_cos)))(x)
 
 
+def two_branches(x):
+    if x > 0.0:
+        y = x * x * x
+    else:
+        y = -x * x * x * x
+    return y
+
+
+def ddd_two_branches(x):
+    return grad(grad(grad(two_branches)))(x)
+
+
+def cube_pow(x):
+    return x ** 3
+
+
+def ddd_cube_pow(x):
+    return grad(grad(grad(cube_pow)))(x)
+
+
 def dd_piecewise(x):
     return grad(grad(piecewise))(x)
-
-
-def ddd_piecewise(x):
-    return grad(grad(grad(piecewise)))(x)
 
 
 def dd_power_while(x, n):
@@ -1016,3 +1024,17 @@ def grad_of_branch_fn(c, x):
     else:
         f = square_fn
     return grad(f)(x)
+
+
+def returns_int(x):
+    return 3
+
+
+def grad_wrt_int_inside(x, n):
+    return grad(plain_scalar, 'n')(x, n)
+
+
+def make_closure_loss(a):
+    def loss(x):
+        return a * x * x
+    return loss

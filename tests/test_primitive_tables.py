@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import myir
+import passes.ad
 from backends.python import impls
 from myir.ir.primitives import PRIMITIVES
 
@@ -21,6 +22,8 @@ from myir.ir.primitives import PRIMITIVES
 #             {primitive: why the table does not need it})
 TABLES: dict[str, tuple[set, dict[str, str]]] = {
     "python impl": (set(impls.SYNTAX) | set(impls.VARIADIC_SYNTAX) | set(impls.IMPLS), {}),
+    "gradient rule": ({p for p in PRIMITIVES if passes.ad.has_gradient_rule(p)},
+                      dict(passes.ad.NO_RULE)),
 }
 
 

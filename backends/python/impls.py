@@ -224,8 +224,9 @@ def _reshape(x, shape):
 
 
 def _astype(x, dtype):
-    if not isinstance(x, np.ndarray):
-        raise MyirTypeError(f"`.astype` needs an array, got {type(x).__name__}")
+    if not isinstance(x, (np.ndarray, np.generic)):
+        raise MyirTypeError(f"`.astype` needs a numpy array or scalar, got {type(x).__name__}",
+                            _caller_location())
     return x.astype(dtype)
 
 
