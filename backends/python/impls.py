@@ -141,7 +141,7 @@ def sum_to_like(d, x):
 
 
 def broadcast_to_like(d, x):
-    return np.broadcast_to(d, x.shape) if isinstance(x, np.ndarray) else d
+    return np.ascontiguousarray(np.broadcast_to(d, x.shape)) if isinstance(x, np.ndarray) else d
 
 
 def reduce_grad(dout, x, axis, keepdims):
@@ -149,7 +149,8 @@ def reduce_grad(dout, x, axis, keepdims):
         return dout
     if axis is not None and not keepdims:
         dout = np.expand_dims(dout, axis)
-    return np.broadcast_to(dout, x.shape)
+    # A real array, not a stride-0 view: BLAS (matmul) would not take a view of a row.
+    return np.ascontiguousarray(np.broadcast_to(dout, x.shape))
 
 
 def getitem_grad(x, index, dout):
