@@ -62,6 +62,23 @@ def unpack_of_tuple(node: Apply, ctx) -> Node | None:
     return None
 
 
+def depend_satisfied(node: Apply, ctx) -> Node | None:
+    """depend(x, e) -> x when computing x evaluates e anyway."""
+    if _prim(node) != "depend":
+        return None
+    x, effect = node.args
+    stack, seen = [x], set()
+    while stack:
+        n = stack.pop()
+        if n is effect:
+            return x
+        if id(n) in seen or not isinstance(n, Apply):
+            continue
+        seen.add(id(n))
+        stack.extend(n.inputs)
+    return None
+
+
 def env_get_after_set(node: Apply, ctx) -> Node | None:
     """env_getitem(env_setitem(e, k, v), k, d) -> v; with another key, look in e; in an
     empty env, the default."""
@@ -151,7 +168,7 @@ def call_inline(node: Apply, ctx) -> Node | None:
 
 
 
-REWRITES = [getitem_of_tuple, unpack_of_tuple, env_get_after_set, gadd_zero, switch_on_constant, constant_fold,
+REWRITES = [getitem_of_tuple, unpack_of_tuple, depend_satisfied, env_get_after_set, gadd_zero, switch_on_constant, constant_fold,
             call_inline]
 
 
