@@ -14,7 +14,10 @@ Every generated program terminates and, for the arguments drawn, does not raise 
   loops and calls never mix int with float (``x or y`` and ternaries have operands of one
   type; only conditions mix types, where only truthiness matters).
 * Division and modulo have a divisor that cannot be zero: a non-zero literal,
-  ``(d or 3)``, ``(abs(d) + 1)`` or ``(d if d != 0 else -2)``.
+  ``(d or 3)``, ``(abs(d) + 1)`` or ``(d if d != 0 else -2)``; or they divide by a variable
+  only where control flow has ruled out zero: ``a // d if d != 0 else b``,
+  ``d != 0 and a % d == 1``, ``not d or a / d > 2.0`` (so a compiler that evaluates both
+  sides of a ternary or of ``and``/``or`` raises ZeroDivisionError).
 * ``**`` has a bounded base or exponent: ``(x % 5) ** 3``, ``2 ** (n % 4)``,
   ``abs(x) ** 0.5``, ``x ** 2`` of a variable.  Integer powers never have a negative exponent
   (``2 ** -1`` is a float, which would make the type depend on a value).
@@ -23,7 +26,8 @@ Every generated program terminates and, for the arguments drawn, does not raise 
 * Loops are bounded: ``range`` with small bounds (literals, ``n % 5``, enclosing loop
   indices), ``for`` over tuples, ``while`` with a counter incremented first thing in the body
   (``while steps < 4 and total > 1.0:``), or a count-down variable that shrinks first thing in
-  the body (``while rest > 0: rest = rest // 2``).  Loop variables are never assigned.
+  the body (``while rest > 0: rest = rest // 2``).  Loop variables are never assigned, and a
+  ``while`` test never calls a recursive function.
 * Recursion is bounded: a recursive function (or a pair of mutually recursive ones) takes a
   ``depth`` first, returns at ``depth <= 0`` and calls its group only with ``depth - 1`` (at
   most twice per body, not inside loops); other calls only go to functions lower in the
@@ -31,17 +35,23 @@ Every generated program terminates and, for the arguments drawn, does not raise 
 * Closures (``lambda`` and nested ``def``) only capture variables that are assigned once, at
   the top level of their function, before the closure; such a variable is never assigned
   again afterwards (myir captures values, CPython cells: they agree only then).
+* A local may shadow a module constant (``SCALE = x * 2``) only in a function that has not
+  read the constant before: the name is local to the whole function.
 
 Values can still grow (``total *= scale`` in a loop); the tests reject the rare program
 whose intermediate values leave a bounded range (they trace the CPython run).
+
+`features(source)` names the constructs a program uses; the generator's own test checks that
+every name in `FEATURES` turns up.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
@@ -269,6 +279,11 @@ NONZERO_FLOATS = [2.0, 0.5, -1.5, 3.0, 4.0, -0.25]
 CMP_OPS = [ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq]
 
 
+@functools.lru_cache(maxsize=None)
+def _ints(lo, hi):
+    return st.integers(lo, hi)  # strategies are cached: building one costs more than a draw
+
+
 class Gen:
     def __init__(self, draw):
         self.draw = draw
@@ -286,7 +301,7 @@ class Gen:
         """Weighted choice among (weight, value); shrinks towards the first option."""
         options = [(w, v) for w, v in options if w > 0]
         total = sum(w for w, _ in options)
-        k = self.draw(st.integers(0, total - 1))
+        k = self.draw(_ints(0, total - 1))
         for w, v in options:
             if k < w:
                 return v
@@ -295,11 +310,11 @@ class Gen:
 
     def choice(self, seq):
         seq = list(seq)
-        return seq[self.draw(st.integers(0, len(seq) - 1))]
+        return seq[self.draw(_ints(0, len(seq) - 1))]
 
     def flip(self, p_percent=50):
         """True with roughly the given probability; shrinks towards False."""
-        return self.draw(st.integers(0, 99)) >= 100 - p_percent
+        return self.draw(_ints(0, 99)) >= 100 - p_percent
 
     def fresh(self, kind):
         pool = NAME_POOLS[kind]
@@ -340,8 +355,8 @@ class Gen:
 
     def literal(self, ty):
         if ty is INT:
-            return lit(self.draw(st.integers(-4, 12)) if self.flip(95) else
-                       self.draw(st.integers(-1000, 1000)))
+            return lit(self.draw(_ints(-4, 12)) if self.flip(95) else
+                       self.draw(_ints(-1000, 1000)))
         if ty is FLOAT:
             return lit(self.choice(FLOAT_LITERALS))
         if ty is BOOL:
@@ -509,8 +524,8 @@ class Gen:
         if ty is INT:
             return self.pick([
                 (2, lambda: binop(binop(self.numeric(cx, scope, INT, d), ast.Mod(),
-                                        lit(self.draw(st.integers(2, 6)))),
-                                  ast.Pow(), lit(self.draw(st.integers(0, 3))))),
+                                        lit(self.draw(_ints(2, 6)))),
+                                  ast.Pow(), lit(self.draw(_ints(0, 3))))),
                 (1, lambda: binop(lit(self.choice([2, 3, -2])), ast.Pow(),
                                   binop(self.numeric(cx, scope, INT, d), ast.Mod(), lit(4)))),
             ])()
@@ -518,7 +533,7 @@ class Gen:
         return self.pick([
             (2, lambda: binop(binop(self.numeric(cx, scope, self.pick([(2, FLOAT), (1, INT)]), d),
                                     ast.Mod(), lit(self.choice([2.0, 3.0, 1.5]))),
-                              ast.Pow(), lit(self.draw(st.integers(0, 3))))),
+                              ast.Pow(), lit(self.draw(_ints(0, 3))))),
             (1, lambda: binop(abs_(self.numeric(cx, scope, FLOAT, d)), ast.Pow(),
                               lit(self.choice([0.5, 1.5, 2.0])))),
             (1 if vs else 0, lambda: self.square(cx, self.choice(vs))),
@@ -703,12 +718,12 @@ class Gen:
         bounded = [v for v in self.readable(cx, scope, lambda t: t is INT)
                    if v.bound is not None and lo <= v.bound[0] and v.bound[1] <= hi]
         return self.pick([
-            (3, lambda: lit(self.draw(st.integers(max(lo, -3), hi)))),
+            (3, lambda: lit(self.draw(_ints(max(lo, -3), hi)))),
             (2, lambda: binop(self.numeric(cx, scope, INT, d), ast.Mod(),
-                              lit(self.draw(st.integers(2, hi + 1))))),
+                              lit(self.draw(_ints(2, hi + 1))))),
             (1 if lo < 0 else 0,
              lambda: ast.UnaryOp(ast.USub(), binop(self.numeric(cx, scope, INT, d), ast.Mod(),
-                                                   lit(self.draw(st.integers(2, 1 - lo)))))),
+                                                   lit(self.draw(_ints(2, 1 - lo)))))),
             (2 if bounded else 0, lambda: self.use(cx, self.choice(bounded))),
         ])()
 
@@ -741,7 +756,7 @@ class Gen:
     # -- statements ------------------------------------------------------------------------
 
     def block(self, cx, scope, lo, hi):
-        count = self.draw(st.integers(lo, hi))
+        count = self.draw(_ints(lo, hi))
         out = []
         for _ in range(count):
             if cx.budget <= 0:
@@ -988,7 +1003,7 @@ class Gen:
 
     def while_counter(self, cx, scope):
         counter = self.loop_var(cx, "counter", INT, bound=(0, 6))
-        limit = self.draw(st.integers(1, 6))
+        limit = self.draw(_ints(1, 6))
         test = compare(load(counter.name), [ast.Lt()], [lit(limit)])
         if self.flip(60):
             test = ast.BoolOp(ast.And(), [test, self.loop_test(cx, scope, 2)])
@@ -1007,7 +1022,7 @@ class Gen:
                 (1, lambda: ast.Assign([store(rest.name)],
                                        binop(load(rest.name), ast.FloorDiv(), lit(2)))),
                 (1, lambda: ast.AugAssign(store(rest.name), ast.Sub(),
-                                          lit(self.draw(st.integers(1, 4))))),
+                                          lit(self.draw(_ints(1, 4))))),
             ])()
         else:
             rest = self.loop_var(cx, "countdown", FLOAT)
@@ -1052,7 +1067,7 @@ class Gen:
     def nested_def(self, cx, scope, ft=None, name=None):
         ft = ft or self.draw_functype()
         name = name or self.fresh("nested_fn")
-        inner = self.inner_ctx(cx, ft.ret, budget=self.draw(st.integers(0, 3)))
+        inner = self.inner_ctx(cx, ft.ret, budget=self.draw(_ints(0, 3)))
         iscope = self.inner_scope(scope)
         params = [self.fresh_var(t) for t in ft.params]
         for p, t in zip(params, ft.params):
@@ -1155,9 +1170,9 @@ class Gen:
                 s.index = min(o.index for o in self.sigs if o.group == s.group)
 
     def draw_params(self, lo, hi, *, defaults, tuples=False):
-        n = self.draw(st.integers(lo, hi))
+        n = self.draw(_ints(lo, hi))
         out = []
-        n_defaults = self.draw(st.integers(0, n - 1)) if defaults and n > 1 else 0
+        n_defaults = self.draw(_ints(0, n - 1)) if defaults and n > 1 else 0
         for k in range(n):
             if tuples and self.flip(15):
                 ty = self.draw_tuple_type()
@@ -1367,7 +1382,6 @@ def features(source: str) -> set[str]:
                         if order.index(callee) > order.index(fn.name):
                             found.add("call to function defined later")
                         found.add("call to module function")
-                        target = module_fns[callee]
                         if any(isinstance(a, ast.Lambda) or (isinstance(a, ast.Name)
                                                              and a.id in module_fns)
                                for a in node.args):

@@ -17,13 +17,14 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import math
+import os
 import signal
 import sys
 import traceback
 from collections import Counter
 
 import pytest
-from hypothesis import assume, given, note, settings
+from hypothesis import assume, given, settings
 
 from .progen import FEATURES, Program, features, programs
 
@@ -212,6 +213,37 @@ def _run_compiled(cf, args):
             signal.signal(signal.SIGALRM, previous)
 
 
+_COMPILER_DIRS = tuple(f"{os.sep}{d}{os.sep}" for d in ("myir", "frontend", "passes", "backends"))
+_failure_classes: dict = {}
+
+
+def failure_class(expected, got, program_file) -> type:
+    """The exception class a mismatch is reported with: one class per kind of failure (wrong
+    value, wrong type, or the compiled call raising type T at compiler line L / in the
+    generated code).  Hypothesis keeps failures apart by exception class and raising line,
+    and shrinks each separately; raising the compiler's exception itself would not do, since
+    a traceback into the program's file names a different file for every program."""
+    if got[0] == "value":
+        kind = "WrongType" if type(got[1]) is not type(expected[1]) else "WrongValue"
+        key = (kind,)
+    else:
+        exc = got[1]
+        frames = traceback.extract_tb(exc.__traceback__)
+        ours = [f for f in frames if any(d in f.filename for d in _COMPILER_DIRS)
+                and f"{os.sep}tests{os.sep}" not in f.filename]
+        if frames and frames[-1].filename == program_file:
+            where = "InGeneratedCode"  # compiled with the program's file name
+        elif ours:
+            where = f"At{os.path.basename(ours[-1].filename)}:{ours[-1].lineno}"
+        else:
+            where = ""
+        key = ("Raised", type(exc).__name__, where)
+    if key not in _failure_classes:
+        name = "Compiled" + "".join(part.replace(".", "_").replace(":", "_line") for part in key)
+        _failure_classes[key] = type(name, (AssertionError,), {})
+    return _failure_classes[key]
+
+
 @pytest.mark.parametrize("backend", [None, "python"], ids=["default", "python"])
 def test_compiled_matches_cpython(backend, program_dir):
     myir = _compiler()
@@ -226,23 +258,18 @@ def test_compiled_matches_cpython(backend, program_dir):
                 expected = run_cpython(module.main, program.args, module.__file__)
             except OutOfRange:
                 assume(False)
-            note(f"CPython: {show(expected)}")
             cf = myir.compile(module.main, **kwargs)
             got = _run_compiled(cf, program.args)
-            note(f"compiled: {show(got)}")
             report = (f"{program.call}\n{program.source}\n"
                       f"CPython:  {show(expected)}\ncompiled: {show(got)}")
+            if got[0] == "raise":
+                report += "\n" + "".join(traceback.format_exception(got[1]))
             if expected[0] == "raise":
                 ok = got[0] == "raise" and type(got[1]) is type(expected[1])
             else:
                 ok = got[0] == "value" and same(expected[1], got[1])
             if not ok:
-                if got[0] == "raise":
-                    # Re-raise the compiler's own exception: hypothesis then tells distinct
-                    # failures apart by where they were raised, and shrinks each of them.
-                    got[1].add_note(report)
-                    raise got[1]
-                raise AssertionError(report)
+                raise failure_class(expected, got, module.__file__)(report) from None
         finally:
             unload(module)
 

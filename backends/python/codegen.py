@@ -450,7 +450,10 @@ class Emitter:
         text = self.operand(test, pending).text
         self.flush(pending, indent)
         self.line(indent, f"if {text}:", location)
+        start = len(self.lines)
         then_falls = self.branch(then, args, tail, location, indent + 1)
+        if len(self.lines) == start:
+            self.line(indent + 1, "pass", location)  # the branch computes nothing
         if not then_falls:
             return self.branch(else_, args, tail, location, indent)
         start = len(self.lines)

@@ -118,7 +118,7 @@ def inline(graph: Graph, args: list[Node], into: Graph, at: Node | None = None) 
     cloner.graph(graph, into=into)
     if at is not None:
         copies = [cloner.mapping[n] for n in toposort(graph)
-                  if isinstance(n, Apply) and n.graph is graph]
+                  if isinstance(n, Apply) and n.graph is graph and n in cloner.mapping]
         before = [n.debug.id for n in toposort(into) if n.debug.id < at.debug.id]
         low = max(before, default=at.debug.id - 1)
         step = (at.debug.id - low) / (len(copies) + 1)
