@@ -588,9 +588,7 @@ class FunctionParser:
         return self.stmts(rest, ok)
 
     def tail_switch(self, block: Block, cond: Node, t: Graph, f: Graph, s: ast.AST):
-        loc = self.loc(s)
-        sw = block.graph.apply(P["switch"], cond, Constant(t), Constant(f), location=loc)
-        block.graph.output = block.graph.apply(sw, location=loc)
+        block.graph.output = self.value_switch(block, cond, t, f, s)
 
     def value_switch(self, block: Block, cond: Node, t: Graph, f: Graph, s: ast.AST) -> Apply:
         loc = self.loc(s)

@@ -30,8 +30,6 @@ def signature_of(value):
     return type(value)
 
 
-_SIMPLE = (int, float, bool, complex, type(None), str)
-
 
 @dataclass
 class Lowered:
@@ -74,7 +72,6 @@ class CompiledFunction:
         self.fn = fn
         self.backend = backend
         self.options = options
-        self._by_types: dict = {}      # tuple of arg types -> entry, or None: look deeper
         self._by_signature: dict = {}  # full signature -> Lowered
         self._lock = threading.Lock()
         self._signature = inspect.signature(fn)
@@ -84,10 +81,7 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         if kwargs or len(args) != self._nparams:
             args = self._bind(args, kwargs)
-        entry = self._by_types.get(tuple(map(type, args)))
-        if entry is None:
-            entry = self._lookup(args).entry
-        return entry(*args)
+        return self._lookup(args).entry(*args)
 
     def _bind(self, args, kwargs) -> tuple:
         try:
@@ -111,8 +105,6 @@ class CompiledFunction:
                     self._by_signature[key] = lowered
                     if lowered.generic:
                         self._call_entry_directly(lowered.entry)
-                    elif all(type(a) in _SIMPLE for a in args):
-                        self._by_types[tuple(map(type, args))] = lowered.entry
         return lowered
 
     def _call_entry_directly(self, entry):

@@ -17,24 +17,16 @@ from __future__ import annotations
 import math
 import operator
 
-from myir.ir.analysis import bump_version, graph_uses, is_nested_in, reachable_graphs, \
-    recursive_graphs, scope, toposort
+from myir.ir.analysis import bump_version, graph_uses, is_nested_in, primitive_name, \
+    reachable_graphs, recursive_graphs, scope, toposort
 from myir.ir.edit import clone_program, inline
 from myir.ir.graph import Apply, Constant, Graph, Node, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, Primitive
-from myir.ir.values import NEWENV, Env
+from myir.ir.values import Env
 
 P = PRIMITIVES
 INLINE_SIZE = 24      # graphs with at most this many applies are inlined wherever called
 MAX_SWEEPS = 40
-
-
-def _prim(node: Node) -> str | None:
-    """The primitive an apply calls, by name, or None."""
-    if isinstance(node, Apply) and isinstance(node.fn, Constant) \
-            and isinstance(node.fn.value, Primitive):
-        return node.fn.value.name
-    return None
 
 
 def _const(node: Node, cls=object) -> bool:
@@ -45,7 +37,7 @@ def _const(node: Node, cls=object) -> bool:
 
 def getitem_of_tuple(node: Apply, ctx) -> Node | None:
     """getitem(make_tuple(a, b, ...), i) -> the i-th element."""
-    if _prim(node) == "getitem" and _prim(node.args[0]) == "make_tuple" \
+    if primitive_name(node) == "getitem" and primitive_name(node.args[0]) == "make_tuple" \
             and _const(node.args[1], int) and not isinstance(node.args[1].value, bool):
         elements = node.args[0].args
         i = node.args[1].value
@@ -56,7 +48,7 @@ def getitem_of_tuple(node: Apply, ctx) -> Node | None:
 
 def unpack_of_tuple(node: Apply, ctx) -> Node | None:
     """unpack(make_tuple(a, b), 2) -> make_tuple(a, b): the length is right by construction."""
-    if _prim(node) == "unpack" and _prim(node.args[0]) == "make_tuple" \
+    if primitive_name(node) == "unpack" and primitive_name(node.args[0]) == "make_tuple" \
             and _const(node.args[1], int) and len(node.args[0].args) == node.args[1].value:
         return node.args[0]
     return None
@@ -64,7 +56,7 @@ def unpack_of_tuple(node: Apply, ctx) -> Node | None:
 
 def depend_satisfied(node: Apply, ctx) -> Node | None:
     """depend(x, e) -> x when computing x evaluates e anyway."""
-    if _prim(node) != "depend":
+    if primitive_name(node) != "depend":
         return None
     x, effect = node.args
     stack, seen = [x], set()
@@ -82,12 +74,12 @@ def depend_satisfied(node: Apply, ctx) -> Node | None:
 def env_get_after_set(node: Apply, ctx) -> Node | None:
     """env_getitem(env_setitem(e, k, v), k, d) -> v; with another key, look in e; in an
     empty env, the default."""
-    if _prim(node) != "env_getitem":
+    if primitive_name(node) != "env_getitem":
         return None
     env, key, default = node.args
     if _const(env, Env) and not env.value.items:
         return default
-    if _prim(env) == "env_setitem":
+    if primitive_name(env) == "env_setitem":
         inner, set_key, value = env.args
         if _const(key) and _const(set_key):
             if key.value is set_key.value:
@@ -101,7 +93,7 @@ def gadd_zero(node: Apply, ctx) -> Node | None:
     """gadd(x, zeros) -> x and gadd(zeros, x) -> x, for the zeros the AD makes (grad_zeros,
     empty envs): adding them changes nothing (not even -0.0: AD zeros are +0.0 and
     x + 0.0 == x except for x = -0.0, where gradients' signs carry no meaning)."""
-    if _prim(node) != "gadd":
+    if primitive_name(node) != "gadd":
         return None
     x, y = node.args
     if _is_zero(y):
@@ -112,12 +104,12 @@ def gadd_zero(node: Apply, ctx) -> Node | None:
 
 
 def _is_zero(node: Node) -> bool:
-    return _prim(node) == "grad_zeros" or (_const(node, Env) and not node.value.items)
+    return primitive_name(node) == "grad_zeros" or (_const(node, Env) and not node.value.items)
 
 
 def switch_on_constant(node: Apply, ctx) -> Node | None:
     """switch(True, a, b) -> a; switch(c, a, a) -> a."""
-    if _prim(node) != "switch":
+    if primitive_name(node) != "switch":
         return None
     cond, a, b = node.args
     if _const(cond, (bool, int)) and type(cond.value) in (bool, int):
@@ -139,7 +131,7 @@ _FOLDABLE = {
 def constant_fold(node: Apply, ctx) -> Node | None:
     """A scalar primitive of Python number constants -> its value (exactly as Python computes
     it; operations that raise are left to raise at run time)."""
-    fold = _FOLDABLE.get(_prim(node))
+    fold = _FOLDABLE.get(primitive_name(node))
     if fold is None or not all(_const(a) and type(a.value) in (int, float, bool, tuple)
                                for a in node.args):
         return None
@@ -197,7 +189,7 @@ def _resolve(node: Node, subst: dict) -> Node:
 
 
 def _cse_key(node: Apply):
-    if _prim(node) in ("raise_", "make_exception"):
+    if primitive_name(node) in ("raise_", "make_exception"):
         return None
     parts = []
     for inp in node.inputs:

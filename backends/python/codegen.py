@@ -30,8 +30,8 @@ import numpy as np
 
 from backends.python.impls import SYNTAX, VARIADIC_SYNTAX, callable_of
 from myir.errors import Location
-from myir.ir.analysis import OUTPUT, free_variables, graph_uses, is_nested_in, \
-    reachable_graphs, switch_call, toposort, users
+from myir.ir.analysis import OUTPUT, SwitchCall, free_variables, graph_uses, is_nested_in, \
+    primitive_name, reachable_graphs, switch_call, toposort, users
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
 from myir.ir.primitives import Primitive
 
@@ -46,17 +46,6 @@ class Tail:
 
 
 RETURN = Tail()
-
-
-def _switch_call(node: Node):
-    """(cond, then_graph, else_graph, args) of `switch(c, G1, G2)(*args)`, or None."""
-    sc = switch_call(node)
-    return None if sc is None else sc[1:]
-
-
-def _is_truth(node: Node) -> bool:
-    return (isinstance(node, Apply) and isinstance(node.fn, Constant)
-            and isinstance(node.fn.value, Primitive) and node.fn.value.name == "truth")
 
 
 def _is_tail(app: Apply) -> bool:
@@ -75,19 +64,19 @@ class Layout:
         self.join_of: dict[Graph, Graph] = {}     # graph P -> the join emitted after P's if
         for g in self.graphs:
             for node in toposort(g):
-                sw = _switch_call(node) if node.graph is g else None
-                if sw is None or len(node_users.get(node.fn, ())) != 1:
+                sc = switch_call(node) if node.graph is g else None
+                if sc is None or len(node_users.get(node.fn, ())) != 1:
                     continue
-                branches = sw[1:3]
-                if all(len(uses[b]) == 1 and len(b.parameters) == len(sw[3])
+                branches = (sc.then, sc.else_)
+                if all(len(uses[b]) == 1 and len(b.parameters) == len(sc.args)
                        and b.parent is not None for b in branches) \
-                        and branches[0] is not branches[1]:
-                    self.switch_apps.add(id(node.fn))
+                        and sc.then is not sc.else_:
+                    self.switch_apps.add(id(sc.switch))
                     for b in branches:
                         self.kind[b] = "branch"
-                    cond = node.fn.inputs[1]
-                    if _is_truth(cond) and len(node_users.get(cond, ())) == 1:
-                        self.switch_apps.add(id(cond))  # `if x:` tests truth itself
+                    if primitive_name(sc.cond) == "truth" \
+                            and len(node_users.get(sc.cond, ())) == 1:
+                        self.switch_apps.add(id(sc.cond))  # `if x:` tests truth itself
         for g in self.graphs:
             if g not in self.kind:
                 self.kind[g] = "top" if g.parent is None else self._classify(g, uses[g])
@@ -102,7 +91,7 @@ class Layout:
         if inner and len(outer) == 1 and all(_is_tail(a) for a in inner):
             return "loop"
         if all(_is_tail(a) for a, _ in uses):
-            if not inner and len(outer) >= 2 and _switch_call(g.parent.output) is not None \
+            if not inner and len(outer) >= 2 and switch_call(g.parent.output) is not None \
                     and g.parent not in self.join_of \
                     and all(is_nested_in(a.graph, g.parent) for a in outer):
                 self.join_of[g.parent] = g
@@ -274,7 +263,7 @@ class Emitter:
         """The Python expression computing `node`; operands waiting in `pending` are
         substituted (innermost last, so evaluation order is unchanged)."""
         fn = node.fn
-        prim = fn.value.name if isinstance(fn, Constant) and isinstance(fn.value, Primitive) else None
+        prim = primitive_name(node)
         if pending is not None and not pending.takes(node, self._operands(node)):
             pending = None
         if prim is None or prim not in SYNTAX and prim not in VARIADIC_SYNTAX:
@@ -389,13 +378,13 @@ class Emitter:
             return False  # keep one statement per source line: tracebacks name the right one
         if id(user) in self.layout.switch_apps:       # the test of an `if`
             return True
-        return _switch_call(user) is None
+        return switch_call(user) is None
 
     def statement(self, node: Apply, indent: int, pending: Pending):
         var = self.name(node)
-        sw = _switch_call(node)
-        if sw is not None and self._is_branch_pair(sw):
-            self.if_statement(*sw, Tail(var), node.location, indent, pending)
+        sc = switch_call(node)
+        if sc is not None and self._is_branch_pair(sc):
+            self.if_statement(sc, Tail(var), node.location, indent, pending)
         elif self._callee_kind(node) in ("loop", "block"):
             self.inline_call(node, Tail(var), indent, pending)
         else:
@@ -412,8 +401,8 @@ class Emitter:
             return self.layout.kind.get(node.fn.value)
         return None
 
-    def _is_branch_pair(self, sw) -> bool:
-        return self.layout.kind.get(sw[1]) == "branch" == self.layout.kind.get(sw[2])
+    def _is_branch_pair(self, sc) -> bool:
+        return self.layout.kind.get(sc.then) == "branch" == self.layout.kind.get(sc.else_)
 
     def bind_parameters(self, g: Graph, args: list[Node], location, indent: int,
                         pending: Pending):
@@ -442,8 +431,9 @@ class Emitter:
         self.loop_stack.pop()
         return tail.var is not None
 
-    def if_statement(self, cond: Node, then: Graph, else_: Graph, args: list[Node], tail: Tail,
-                     location, indent: int, pending: Pending) -> bool:
+    def if_statement(self, sc: SwitchCall, tail: Tail, location, indent: int,
+                     pending: Pending) -> bool:
+        cond, then, else_, args = sc.cond, sc.then, sc.else_, sc.args
         test = cond.inputs[1] if id(cond) in self.layout.switch_apps else cond
         if not pending.takes(None, [test]):
             self.flush(pending, indent)
@@ -471,9 +461,9 @@ class Emitter:
         out = g.output
         loc = out.location or g.location
         if isinstance(out, Apply) and out.graph is g:
-            sw = _switch_call(out)
-            if sw is not None and self._is_branch_pair(sw):
-                falls = self.if_statement(*sw, tail, loc, indent, pending)
+            sc = switch_call(out)
+            if sc is not None and self._is_branch_pair(sc):
+                falls = self.if_statement(sc, tail, loc, indent, pending)
                 join = self.layout.join_of.get(g)
                 if join is not None:
                     return self.block(join, tail, indent)
@@ -492,7 +482,7 @@ class Emitter:
                     return self.inline_call(out, tail, indent, pending)
             expr = self.render(out, pending)
             self.flush(pending, indent)
-            if isinstance(out.fn, Constant) and getattr(out.fn.value, "name", None) == "raise_":
+            if primitive_name(out) == "raise_":
                 self.line(indent, expr.text, loc)
                 return False
             value = expr.text

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import networkx as nx
 
-from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
+from myir.ir.graph import Apply, Constant, Graph, Node, is_graph_constant
 from myir.ir.primitives import Primitive
 
 class SwitchCall(NamedTuple):
@@ -27,13 +27,19 @@ class SwitchCall(NamedTuple):
     args: list
 
 
+def primitive_name(node: Node) -> str | None:
+    """The name of the primitive an apply calls, or None."""
+    if isinstance(node, Apply) and isinstance(node.fn, Constant) \
+            and isinstance(node.fn.value, Primitive):
+        return node.fn.value.name
+    return None
+
+
 def switch_call(node: Node) -> SwitchCall | None:
     """The parts of `node` if it calls `switch(c, G1, G2)` with graph constants, else None."""
-    if isinstance(node, Apply) and isinstance(node.fn, Apply):
+    if isinstance(node, Apply) and primitive_name(node.fn) == "switch":
         sw = node.fn
-        if (isinstance(sw.fn, Constant) and isinstance(sw.fn.value, Primitive)
-                and sw.fn.value.name == "switch" and is_graph_constant(sw.inputs[2])
-                and is_graph_constant(sw.inputs[3])):
+        if is_graph_constant(sw.inputs[2]) and is_graph_constant(sw.inputs[3]):
             return SwitchCall(sw, sw.inputs[1], sw.inputs[2].value, sw.inputs[3].value,
                               node.args)
     return None
