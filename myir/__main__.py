@@ -1,17 +1,8 @@
-"""`python -m myir demo`: compile and run a few functions, and show what the compiler made."""
+"""`python -m myir show|run|demo` (see `myir.cli`)."""
 
 import sys
 
-
-def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] != ["demo"]:
-        print("usage: python -m myir demo", file=sys.stderr)
-        return 2
-    from myir.demo import main as demo
-
-    return demo(argv[1:])
-
+from myir.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -56,6 +56,13 @@ class Lowered:
         name = getattr(self.function, "__name__", "?")
         return f"<Lowered {name}: stages {', '.join(self.stages)}>"
 
+    def _repr_html_(self) -> str:
+        """Jupyter's view: every stage's graph side by side, the generated source, and the
+        TVM regions (see `myir.viz.lowered_html`)."""
+        from myir.viz import lowered_html
+
+        return lowered_html(self)
+
 
 class CompiledFunction:
     """A Python function compiled by myir.  Call it like the original; `.lower(*args)` shows

@@ -1,15 +1,18 @@
 """Pictures of graphs: `myir.viz.to_networkx`, `to_dot` and `to_svg`."""
 
+import dataclasses
 import re
-import shutil
 import xml.etree.ElementTree as ET
+from types import SimpleNamespace
 
 import pytest
 
 import myir
 from frontend import parse
+from myir import viz
 from myir.ir import PRIMITIVES as P
-from myir.ir import Graph
+from myir.ir import Apply, Graph
+from myir.ir.analysis import scope, toposort
 from myir.viz import to_dot, to_networkx, to_svg
 
 
@@ -170,7 +173,7 @@ def clusters(dot):
 
 
 def test_dot_nested_cluster_inside_parent_cluster():
-    dot = to_dot(parse(scale))
+    dot = to_dot(parse(scale), fold=False)
     assert dot.startswith("digraph")
     found = clusters(dot)
     by_label = {label: (depth, nodes) for _, depth, label, nodes in found}
@@ -225,27 +228,145 @@ def test_dot_unnested_draws_root_alone():
 def test_dot_declares_every_node_and_edge(fn):
     graph = parse(fn)
     g = to_networkx(graph)
-    dot = to_dot(graph)
+    dot = to_dot(graph, fold=False)
     declared = re.findall(r"^\s*(n\d+) \[label=", dot, re.M)
     assert len(declared) == len(set(declared)) == g.number_of_nodes()
     assert len(re.findall(r"^\s*n\d+ -> n\d+", dot, re.M)) == g.number_of_edges()
     assert sum(len(c[3]) for c in clusters(dot)) == g.number_of_nodes()
 
 
-# --------------------------------------------------------------------------------------------
-# to_svg and Jupyter
+def declared(dot):
+    """{dot node id: label} for every node statement."""
+    return {m.group(1): m.group(2) for m in re.finditer(r'^\s*(\w+) \[label="([^"]*)"', dot, re.M)}
 
 
-def test_svg_or_clear_error():
+def test_dot_folds_constants_into_their_apply():
+    dot = to_dot(parse(scale))
+    labels = set(declared(dot).values())
+    assert "add(·, 1.0)" in labels                     # z + 1.0
+    assert "%z = @helper" in labels                    # a call named by its callee
+    assert "1.0" not in labels and "mul" in labels     # no separate constant nodes
+
+
+@pytest.mark.parametrize("fn", [straight, scale, nested, fact, counting_loop, compose],
+                         ids=lambda f: f.__name__)
+def test_dot_folded_draws_one_box_per_apply(fn):
+    graph = parse(fn)
+    dot = to_dot(graph)
+    applies = re.findall(r'^\s*n\d+ \[label="[^"]*" shape=box style="rounded,filled" '
+                         r'fillcolor="#f3f4f6"', dot, re.M)
+    assert len(applies) == graph.stats()["applies"]
+    assert len(re.findall(r"^\s*subgraph cluster_", dot, re.M)) == graph.stats()["graphs"]
+
+
+def test_dot_returned_closure_is_drawn_and_feeds_the_return():
+    dot = to_dot(parse(compose))
+    ids = {label: key for key, label in declared(dot).items()}
+    assert re.search(rf"^\s*{ids['@lambda']} -> n\d+", dot, re.M)
+
+
+def test_dot_names_from_the_source():
+    dot = to_dot(parse(scale))
+    labels = set(declared(dot).values())
+    assert "%y = @lambda" in labels                    # y = f(k), f the lambda
+    assert "%z = @helper" in labels
+    assert {"%x", "%k", "%t"} <= labels
+
+
+def test_dot_argument_positions_only_where_order_matters():
+    dot = to_dot(parse(straight))                      # gamma = alpha * beta; gamma - alpha
+    edges = re.findall(r"-> n\d+ \[[^\]]*\]", dot)
+    labelled = [e for e in edges if "label=" in e]
+    assert len(labelled) == 2                          # sub's two arguments; mul commutes
+
+
+def test_dot_collapse_draws_nested_graph_as_a_box():
+    dot = to_dot(parse(scale), collapse=True)
+    labels = [c[2] for c in clusters(dot)]
+    assert "lambda(t)" not in labels and "scale(x, k)" in labels
+    (box,) = re.findall(r'^\s*(box\d+) \[label="lambda\(t\)\\n1 applies \(collapsed\)"', dot,
+                        re.M)
+    dashed = [l for l in dot.splitlines() if "style=dashed" in l]
+    assert len(dashed) == 1 and f"-> {box} " in dashed[0]
+
+
+def test_dot_collapse_by_name_counts_the_whole_scope():
+    graph = parse(counting_loop)
+    (loop,) = [x for x in scope(graph) if x.parent is graph]
+    total = sum(1 for x in scope(loop) for n in toposort(x)
+                if isinstance(n, Apply) and n.graph is x)
+    dot = to_dot(graph, collapse=[loop.name])
+    assert f"\\n{total} applies (collapsed)" in dot
+    assert len(clusters(dot)) == 1
+
+
+def test_dot_one_graph_and_no_callees():
     graph = parse(scale)
-    if shutil.which("dot"):
-        svg = to_svg(graph)
-        root = ET.fromstring(svg)
-        assert root.tag.endswith("svg")
-        assert "scale" in svg
-        assert graph._repr_svg_() == svg
-    else:
-        with pytest.raises(myir.MyirError, match="Graphviz"):
-            to_svg(graph)
-        # Jupyter falls back to the text form when there is no picture
-        assert graph._repr_svg_() is None
+    assert [c[2] for c in clusters(to_dot(graph, callees=False))] == ["scale(x, k)", "lambda(t)"]
+    lam = to_dot(graph, graph="lambda")
+    assert [c[2] for c in clusters(lam)] == ["lambda(t)"]
+    # what the lambda captures from scale is drawn outside its cluster, with the dashed edge
+    (x,) = [key for key, label in declared(lam).items() if label == "%x"]
+    assert x not in clusters(lam)[0][3]
+    assert re.search(rf"^\s*{x} -> n\d+ \[style=dashed", lam, re.M)
+    assert [c[2] for c in clusters(to_dot(graph, graph="helper"))] == ["helper(t)"]
+    with pytest.raises(myir.MyirError, match="no graph named 'nope'") as e:
+        to_dot(graph, graph="nope")
+    assert "helper" in str(e.value)
+
+
+# --------------------------------------------------------------------------------------------
+# SVG and Jupyter
+
+needs_renderer = pytest.mark.skipif(
+    viz.renderer() is None, reason="neither Graphviz's dot nor graphviz-pure is installed "
+                                   "(pip install -e '.[notebooks]')")
+
+
+@needs_renderer
+def test_svg_parses_and_names_the_functions():
+    graph = parse(scale)
+    svg = to_svg(graph)
+    root = ET.fromstring(svg)
+    assert root.tag.endswith("svg")
+    texts = {t.text for t in root.iter() if t.tag.endswith("text")}
+    assert {"scale(x, k)", "lambda(t)", "helper(t)", "%z = @helper"} <= texts
+    assert graph._repr_svg_() == svg
+
+
+def test_without_a_renderer_the_error_says_what_to_install(monkeypatch):
+    monkeypatch.setattr(viz, "renderer", lambda: None)
+    graph = parse(scale)
+    with pytest.raises(myir.MyirError, match="graphviz-pure") as e:
+        to_svg(graph)
+    assert "notebooks" in str(e.value)
+    assert graph._repr_svg_() is None                  # Jupyter then shows the text form
+
+
+def lowered_of_grad():
+    return myir.grad(scale, "x").lower(2.0, 3.0)
+
+
+@needs_renderer
+def test_lowered_html_shows_every_stage_side_by_side():
+    page = lowered_of_grad()._repr_html_()
+    stages = list(lowered_of_grad().stages)
+    assert {"parsed", "expanded", "optimized"} <= set(stages)
+    assert page.count('class="myir-col"') == len(stages) + 1     # and the generated code
+    for title in stages + ["generated Python"]:
+        assert f"<h4>{title}</h4>" in page
+    assert page.count('<img src="data:image/svg+xml;base64,') == len(stages)
+    assert "def grad_scale(x, k):" in page
+
+
+def test_lowered_html_without_renderer_shows_text_and_regions(monkeypatch):
+    monkeypatch.setattr(viz, "renderer", lambda: None)
+    lowered = dataclasses.replace(lowered_of_grad(), regions=[
+        SimpleNamespace(inputs=["a", "b"], outputs=["c"], ir="@main(a, b) <ir>",
+                        source="void kernel() {}\n" + "; llvm\n" * 500)])
+    page = lowered._repr_html_()
+    assert "<img" not in page
+    assert "graph scale(%x, %k) {" in page             # the text form instead
+    assert "TVM region 0" in page and "inputs a, b → outputs c" in page
+    assert "@main(a, b) &lt;ir&gt;" in page and "void kernel() {}" in page
+    assert "... 381 more lines" in page                # long LLVM IR is cut
