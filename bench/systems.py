@@ -93,6 +93,11 @@ class Myir(System):
         except Exception as e:  # an ImportError, or a half-written package
             raise Unavailable(f"not available: import myir failed: {short(e)}")
         self.myir = myir
+        if self.backend == "tvm":
+            # imports are outside the first-call clock for every system (jax's too); myir
+            # imports TVM lazily, at the first region it compiles
+            import backends.tvm  # noqa: F401  (sets TVM's thread count before the import)
+            import tvm  # noqa: F401
 
     def version(self):
         return getattr(self.myir, "__version__", "dev")

@@ -1,6 +1,6 @@
 """The compilation pipeline for one function and argument signature:
 
-    parse (frontend) → expand (grad macros, AD) → optimize → [infer: a later issue] → backend
+    parse (frontend) → expand (grad macros, AD) → optimize → infer (types, specialisation) → backend
 
 Each stage's graph is kept so `lower(...)` can show it.  `compile(f, optimize=False)` (or
 MYIR_OPTIMIZE=0 in the environment) skips the optimizer, for debugging.  Stages never mutate the graph of
@@ -16,7 +16,8 @@ from backends.python import compile_module, generate
 from frontend import parse, wrap_macros
 from myir.api import Lowered
 from passes.expand import expand
-from passes.opt import optimize
+from passes.infer import infer
+from passes.opt import optimize, optimize_typed
 
 # A gradient runs a chain of backpropagators as deep as the loop or recursion it
 # differentiates (100,000 iterations: a few hundred thousand frames).  Since CPython 3.11,
@@ -33,10 +34,34 @@ def run_pipeline(fn, args, backend: str, options: dict, transforms=()) -> Lowere
         stages["expanded"] = expanded
         sys.setrecursionlimit(max(sys.getrecursionlimit(), _RECURSION_LIMIT))
     final = expanded
-    if options.get("optimize", os.environ.get("MYIR_OPTIMIZE", "1") != "0"):
+    optimizing = options.get("optimize", os.environ.get("MYIR_OPTIMIZE", "1") != "0")
+    if optimizing:
         final = stages["optimized"] = optimize(expanded)
+    typed = infer(final, args)
+    graph, types = typed.graph, typed.types
+    if optimizing:
+        graph, types = optimize_typed(graph, types)
+        _annotate(types)
+    final = stages["typed"] = graph
+    regions = []
+    if backend == "tvm":
+        final, regions = _tvm_regions(final, types, stages, options.get("target"))
     generated = generate(final)
     entry = compile_module(generated, fn.__code__.co_filename)
-    # No stage looks at the argument types yet (inference is a later issue): the generated
-    # Python is the same for every signature, so calls can go to it directly.
-    return Lowered(fn, stages, generated.source, entry, generic=True)
+    return Lowered(fn, stages, generated.source, entry, regions)
+
+
+def _annotate(types: dict) -> None:
+    """Nodes carry their types (`node.abstract`) so printed and drawn graphs show them."""
+    for node, abstract in types.items():
+        node.abstract = abstract
+
+
+def _tvm_regions(graph, types, stages, target):
+    from backends.tvm import lower_regions
+
+    final, regions, types = lower_regions(graph, types, target)
+    _annotate(types)
+    if regions:
+        stages["regions"] = final
+    return final, regions

@@ -270,9 +270,13 @@ def bprop_min(x, axis, keepdims, out, dout):
 def _matmul_grads(x, y, dout):
     if x.ndim == 1 and y.ndim == 1:
         return (dout * y, dout * x)
+    if x.ndim == 1 and y.ndim == 2:
+        return (np.matmul(y, dout), sum_to(np.expand_dims(x, -1) * np.expand_dims(dout, -2), y))
     if x.ndim == 1:
         dx = np.matmul(y, np.expand_dims(dout, -1))[..., 0]
         return (sum_to(dx, x), sum_to(np.expand_dims(x, -1) * np.expand_dims(dout, -2), y))
+    if x.ndim == 2 and y.ndim == 1:
+        return (np.expand_dims(dout, -1) * y, np.matmul(np.swapaxes(x, -1, -2), dout))
     if y.ndim == 1:
         dy = np.matmul(np.swapaxes(x, -1, -2), np.expand_dims(dout, -1))[..., 0]
         return (sum_to(np.expand_dims(dout, -1) * y, x), sum_to(dy, y))

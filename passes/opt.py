@@ -1,36 +1,86 @@
 """The optimizer: inlining and local simplification until gradients look hand-written.
 
 A rewrite is a function `(node, ctx) -> replacement node or None`.  `optimize` runs every
-rewrite over every apply node of the program, sweep after sweep, until a sweep changes
-nothing.  Within a sweep, replacements are recorded in a substitution map and applied to
-later nodes' inputs as they are visited (inputs come before users), so no sweep pays for a
-global use-def update per rewrite.
+rewrite of `REWRITES` over every apply node of the program, sweep after sweep, then the
+graph-level passes of `PRUNES` (dead parameters and tuple elements), until nothing changes.
+Within a sweep, replacements are recorded in a substitution map and applied to later nodes'
+inputs as they are visited (inputs come before users), so no sweep pays for a global use-def
+update per rewrite.  `optimize_typed` adds the rewrites of `TYPED_REWRITES`, which need the
+types and shapes that `passes.infer` finds for one argument signature.
 
-Rewrites keep floating-point semantics: no reassociation, no `x * 0 -> 0` (NaN and inf
-would change), only identities that are exact (`getitem(make_tuple(a, b), 0) -> a`,
-`gadd(x, zeros) -> x` for the zeros the AD creates, env get-after-set, constant folding of
-scalar primitives evaluated exactly as the python backend would).
+Rewrites keep floating-point results bit for bit: no reassociation, no `x * 0 -> 0` (NaN and
+inf would change), no `x + 0.0 -> x` (-0.0 + 0.0 is 0.0); each rewrite's docstring says why
+it is exact.  The one exception is documented where it is made: `gadd` with the AD's zeros
+may turn a -0.0 gradient into +0.0.  Dead code goes (as the frontend already drops unused
+assignments), but never an effect: `raise_`, the checks (`check_bound`, `grad_check_input`,
+`grad_seed`) and what `depend` waits for, nor a call of a graph (which may raise), are only
+dropped with the code that reads them when something else still evaluates them.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import operator
 
-from myir.ir.analysis import bump_version, graph_uses, is_nested_in, primitive_name, \
-    reachable_graphs, recursive_graphs, scope, toposort
-from myir.ir.edit import clone_program, inline
-from myir.ir.graph import Apply, Constant, Graph, Node, is_graph_constant
+import numpy as np
+
+from myir.ir.analysis import bump_version, free_variables, graph_uses, is_nested_in, \
+    primitive_name, reachable_graphs, recursive_graphs, scope, toposort, users
+from myir.ir.edit import Cloner, clone_program, inline, replace
+from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, Primitive
 from myir.ir.values import Env
+from passes.abstract import AArray, AScalar
 
 P = PRIMITIVES
 INLINE_SIZE = 24      # graphs with at most this many applies are inlined wherever called
+CLOSURE_INLINE_SIZE = 100  # and those returning a closure, with at most this many
 MAX_SWEEPS = 40
+
+# Primitives whose evaluation is an effect (or a check that raises): never dropped unless
+# something else still evaluates them.
+EFFECTS = frozenset({"raise_", "check_bound", "grad_check_input", "grad_seed", "depend"})
+
+# Primitives whose result is a float, a complex or an array of them, or which raise: the
+# operand of `neg(neg(x))` needs no types when it comes from one of these.
+FLOAT_RESULTS = frozenset("""
+    truediv exp log log1p expm1 sqrt sin cos tan arcsin arccos arctan sinh cosh tanh
+    reciprocal arctan2 math_exp math_log math_log1p math_expm1 math_sqrt math_sin math_cos
+    math_tan math_asin math_acos math_atan math_sinh math_cosh math_tanh math_fabs math_pow
+    math_atan2 math_hypot to_float
+""".split())
 
 
 def _const(node: Node, cls=object) -> bool:
     return isinstance(node, Constant) and isinstance(node.value, cls)
+
+
+def _same_constant(a: Node, b: Node) -> bool:
+    """Two constants that hold the same value: the same object, or scalars of one type with
+    one repr (0.0 and -0.0 differ)."""
+    if not (isinstance(a, Constant) and isinstance(b, Constant)):
+        return False
+    if a.value is b.value:
+        return True
+    return type(a.value) is type(b.value) and type(a.value) in (int, float, bool, str) \
+        and repr(a.value) == repr(b.value)
+
+
+def effect_free(node: Node) -> bool:
+    """Whether dropping `node` drops no effect: nothing it computes in its graph is an effect
+    primitive or a call of something other than a primitive (a graph may raise)."""
+    stack, seen = [node], set()
+    while stack:
+        n = stack.pop()
+        if id(n) in seen or not isinstance(n, Apply):
+            continue
+        seen.add(id(n))
+        name = primitive_name(n)
+        if name is None or name in EFFECTS:
+            return False
+        stack.extend(i for i in n.args if i.graph is n.graph)
+    return True
 
 
 # ------------------------------------------------------------------ local rewrites
@@ -55,10 +105,13 @@ def unpack_of_tuple(node: Apply, ctx) -> Node | None:
 
 
 def depend_satisfied(node: Apply, ctx) -> Node | None:
-    """depend(x, e) -> x when computing x evaluates e anyway."""
+    """depend(x, e) -> x when computing x evaluates e anyway, or e is a constant or a
+    parameter (evaluating them does nothing)."""
     if primitive_name(node) != "depend":
         return None
     x, effect = node.args
+    if isinstance(effect, (Constant, Parameter)):
+        return x
     stack, seen = [x], set()
     while stack:
         n = stack.pop()
@@ -108,14 +161,53 @@ def _is_zero(node: Node) -> bool:
 
 
 def switch_on_constant(node: Apply, ctx) -> Node | None:
-    """switch(True, a, b) -> a; switch(c, a, a) -> a."""
+    """switch(True, a, b) -> a; switch(0, a, b) -> b (the truth of a Python bool or int)."""
     if primitive_name(node) != "switch":
         return None
     cond, a, b = node.args
     if _const(cond, (bool, int)) and type(cond.value) in (bool, int):
         return a if cond.value else b
-    if a is b:
+    return None
+
+
+def switch_equal_branches(node: Apply, ctx) -> Node | None:
+    """switch(c, a, a) -> a, also for two constants holding the same value, or two branch
+    graphs that return the same thing (one node, equal constants, or their parameter at one
+    position): either way the result is a's.  Not when computing c has an effect
+    (`if check_bound(x): ...` must still raise for an unbound x)."""
+    if primitive_name(node) != "switch":
+        return None
+    cond, a, b = node.args
+    if _same_branch(a, b) and effect_free(cond):
         return a
+    return None
+
+
+def _same_branch(a: Node, b: Node) -> bool:
+    if a is b or _same_constant(a, b):
+        return True
+    if not (is_graph_constant(a) and is_graph_constant(b)):
+        return False
+    g, h = a.value, b.value
+    x, y = g.output, h.output
+    if len(g.parameters) != len(h.parameters) or isinstance(x, Apply) and x.graph is g:
+        return False
+    if x in g.parameters and y in h.parameters:
+        return g.parameters.index(x) == h.parameters.index(y)
+    return x is y or _same_constant(x, y)
+
+
+def neg_neg(node: Apply, ctx) -> Node | None:
+    """neg(neg(x)) -> x for numbers and arrays of non-bool numbers: negation flips the sign
+    bit, twice gives x back (-0.0, inf and NaN included; integers wrap around the same way).
+    Not for bools (-(-True) is 1) nor values that neg rejects (tuples): without types, only
+    when x comes from an operation that gives floats (or raises itself)."""
+    if primitive_name(node) != "neg" or primitive_name(node.args[0]) != "neg":
+        return None
+    x = node.args[0].args[0]
+    if primitive_name(x) in FLOAT_RESULTS or (_const(x, float) and type(x.value) is float) \
+            or is_number(ctx.type_of(x)):
+        return x
     return None
 
 
@@ -145,41 +237,386 @@ def constant_fold(node: Apply, ctx) -> Node | None:
 
 
 def call_inline(node: Apply, ctx) -> Node | None:
-    """A call of a graph constant -> the graph's body, when the graph is small, called once,
-    or a primitive's J/gradient graph; never for recursive graphs (loops stay loops)."""
+    """A call of a graph constant -> the graph's body (beta reduction), when the graph is
+    small, called once, or returns a closure and is not large (a J graph's backpropagator:
+    only inlining lets the closure and its tuple go; the bound keeps higher derivatives,
+    where J graphs nest J graphs, from growing without end); never for recursive graphs
+    (loops stay loops).  Calls
+    made in this sweep (copies of inlined calls) do not count as the only call: the call
+    they were copied from may remain."""
     if not is_graph_constant(node.fn):
         return None
     g = node.fn.value
-    if g in ctx.recursive or len(node.args) != len(g.parameters):
+    if ctx.is_recursive(g) or len(node.args) != len(g.parameters):
         return None
     if g.parent is not None and not is_nested_in(node.graph, g.parent):
         return None  # its free variables are not visible here
-    if not (ctx.calls.get(g, 0) == 1 or ctx.size(g) <= INLINE_SIZE):
+    once = ctx.calls.get(g, 0) == 1 and node in ctx.present
+    size = ctx.size(g)
+    if not (once or size <= INLINE_SIZE or (size <= CLOSURE_INLINE_SIZE and _returns_closure(g))):
         return None
-    return inline(g, list(node.args), node.graph, at=node)
+    out = inline(g, list(node.args), node.graph, at=node, after=ctx.id_before(node))
+    ctx.inherit_types(out)
+    return out
 
 
+def _returns_closure(g: Graph) -> bool:
+    out = g.output
+    values = out.args if primitive_name(out) == "make_tuple" else [out]
+    return any(is_graph_constant(v) and v.value.parent is not None
+               and free_variables(v.value) for v in values)
 
-REWRITES = [getitem_of_tuple, unpack_of_tuple, depend_satisfied, env_get_after_set, gadd_zero, switch_on_constant, constant_fold,
-            call_inline]
+
+def specialize_call(node: Apply, ctx) -> Node | None:
+    """g(..., f, ...) with f a constant function (a primitive or a top-level graph) -> a call
+    of a copy of g in which that parameter is f, so that calls of it inside g become direct
+    calls, which inlining and the other rewrites then see through (`map(f, xs)`-style
+    recursion, `compose(f, g)` too large to inline).  Recursive calls passing f on call the
+    same copy.  The now unused parameter goes with `drop_unused_parameters`."""
+    if not is_graph_constant(node.fn):
+        return None
+    g = node.fn.value
+    if len(node.args) != len(g.parameters):
+        return None
+    fixed = tuple((i, a.value) for i, a in enumerate(node.args)
+                  if _is_closed_function(a) and users(ctx.root).get(g.parameters[i]))
+    if not fixed:
+        return None
+    copy = ctx.specialised.get((g, fixed))
+    if copy is g:
+        return None
+    if copy is None:
+        copy = Cloner(relation="specialised from").graph(g)
+        for i, value in fixed:
+            replace(copy, copy.parameters[i], Constant(value))
+        ctx.inherit_types(copy.output)
+        ctx.specialised[(g, fixed)] = ctx.specialised[(copy, fixed)] = copy
+    return node.graph.apply(copy, *node.args, location=node.location)
+
+
+def _is_closed_function(node: Node) -> bool:
+    return _const(node, Primitive) or (is_graph_constant(node) and node.value.parent is None)
+
+
+REWRITES = [getitem_of_tuple, unpack_of_tuple, depend_satisfied, env_get_after_set, gadd_zero,
+            switch_on_constant, switch_equal_branches, neg_neg, constant_fold, call_inline,
+            specialize_call]
+
+
+# ------------------------------------------------------------------ typed rewrites
+# Types are what `passes.infer` gives each node for one argument signature (abstract values:
+# AScalar, AArray, ATuple, ...); these rewrites do nothing where a type is missing.
+
+def is_float(t) -> bool:
+    """A float scalar (Python or numpy) or an array of floats or complex numbers."""
+    if isinstance(t, AArray):
+        return t.dtype.kind in "fc"
+    return isinstance(t, AScalar) and issubclass(t.pytype, (float, complex, np.inexact))
+
+
+def is_number(t) -> bool:
+    """A number or array of numbers that is not a bool."""
+    if isinstance(t, AArray):
+        return t.dtype.kind in "iufc"
+    return isinstance(t, AScalar) and issubclass(t.pytype, (int, float, complex, np.number)) \
+        and not issubclass(t.pytype, (bool, np.bool_))
+
+
+def _shape(t) -> tuple | None:
+    """The shape of an array type when every dimension is known."""
+    return t.shape if isinstance(t, AArray) and None not in t.shape else None
+
+
+def grad_check_passes(node: Apply, ctx) -> Node | None:
+    """grad_check_input(x, name) -> x when x is known to be a float or float array: the
+    check cannot fail."""
+    if primitive_name(node) == "grad_check_input" and is_float(ctx.type_of(node.args[0])):
+        return node.args[0]
+    return None
+
+
+def grad_seed_of_float(node: Apply, ctx) -> Node | None:
+    """grad_seed(out) -> the constant type(out)(1.0) for a float scalar out: what grad_seed
+    returns for it, and its check cannot fail."""
+    if primitive_name(node) != "grad_seed":
+        return None
+    t = ctx.type_of(node.args[0])
+    if isinstance(t, AScalar) and is_float(t) and not issubclass(t.pytype, complex):
+        return Constant(t.pytype(1.0), node.debug)
+    return None
+
+
+def shape_facts(node: Apply, ctx) -> Node | None:
+    """ndim(x), size(x), shape(x) -> their value, for an array whose rank (ndim) or shape
+    (size, shape) is known, or a scalar (0, 1, ()): `x.ndim == 1` dispatches in gradient
+    rules and mean's element count then fold."""
+    name = primitive_name(node)
+    if name not in ("ndim", "size", "shape"):
+        return None
+    t = ctx.type_of(node.args[0])
+    if isinstance(t, AScalar) and is_number(t):
+        return Constant({"ndim": 0, "size": 1, "shape": ()}[name], node.debug)
+    if name == "ndim" and isinstance(t, AArray):
+        return Constant(t.ndim, node.debug)
+    shape = _shape(t)
+    if shape is None:
+        return None
+    return Constant(math.prod(shape) if name == "size" else tuple(shape), node.debug)
+
+
+def known_integer(node: Apply, ctx) -> Node | None:
+    """A pure primitive whose value inference knows to be an int or a bool -> that
+    constant (integers are exact: no rounding can differ from the run's)."""
+    t = ctx.type_of(node)
+    name = primitive_name(node)
+    if isinstance(t, AScalar) and t.known and t.pytype in (int, bool) and name is not None \
+            and name not in EFFECTS and P[name].pure:
+        return Constant(t.value, node.debug)
+    return None
+
+
+def mul_one(node: Apply, ctx) -> Node | None:
+    """mul(x, 1) and mul(1, x) -> x when the product has x's type (shape and dtype), also
+    for the ones that `reduce_grad` spreads over an array (the seed of a sum's gradient):
+    x * 1.0 == x exactly in IEEE arithmetic (-0.0, inf and NaN included); the type check
+    excludes int * 1.0 (a float), bool * 1 (an int) and broadcasting."""
+    if primitive_name(node) != "mul":
+        return None
+    for one, x in (node.args, list(reversed(node.args))):
+        if _is_one(one) and _same_type(ctx.type_of(node), ctx.type_of(x)):
+            return x
+    return None
+
+
+def _is_one(node: Node) -> bool:
+    """The number 1 (not True), or ones spread by reduce_grad / broadcast_to_like."""
+    if primitive_name(node) in ("reduce_grad", "broadcast_to_like"):
+        return _is_one(node.args[0])
+    return _const(node, (int, float, np.integer, np.floating)) \
+        and not isinstance(node.value, bool) and node.value == 1
+
+
+def add_zero(node: Apply, ctx) -> Node | None:
+    """add(x, -0.0), add(-0.0, x), sub(x, 0.0) -> x for floats (x + -0.0 == x for every
+    x, -0.0 included; x + 0.0 is not: -0.0 + 0.0 is 0.0), and add(x, 0), sub(x, 0) -> x for
+    integers; when the result has x's type."""
+    name = primitive_name(node)
+    if name not in ("add", "sub"):
+        return None
+    pairs = [node.args] if name == "sub" else [node.args, list(reversed(node.args))]
+    for x, zero in pairs:
+        if not (_const(zero) and type(zero.value) in (int, float) and zero.value == 0):
+            continue
+        negative = math.copysign(1.0, zero.value) < 0
+        exact = (negative if name == "add" else not negative) or not is_float(ctx.type_of(x))
+        if exact and _same_type(ctx.type_of(node), ctx.type_of(x)):
+            return x
+    return None
+
+
+def gadd_of_numbers(node: Apply, ctx) -> Node | None:
+    """gadd(x, y) -> add(x, y) for numbers and arrays: what gadd computes for them."""
+    if primitive_name(node) != "gadd":
+        return None
+    if all(isinstance(ctx.type_of(a), (AScalar, AArray)) for a in node.args):
+        return node.graph.apply(P["add"], *node.args, location=node.location)
+    return None
+
+
+def sum_to_like_same_shape(node: Apply, ctx) -> Node | None:
+    """sum_to_like(d, x) -> d when d already has x's shape, or both are scalars: there is
+    nothing to sum (sum_to_like returns d itself then)."""
+    if primitive_name(node) != "sum_to_like":
+        return None
+    d, x = (ctx.type_of(a) for a in node.args)
+    same = _shape(d) is not None and _shape(d) == _shape(x)
+    if same or (isinstance(d, AScalar) and isinstance(x, AScalar)):
+        return node.args[0]
+    return None
+
+
+SHAPE_ONLY = {"reduce_grad": 1, "sum_to_like": 1, "broadcast_to_like": 1}
+
+
+def shape_from_input(node: Apply, ctx) -> Node | None:
+    """reduce_grad / sum_to_like / broadcast_to_like read only the shape of their argument
+    x (and that it is an array): x = f(y, ...) with y an array of x's shape -> y, so that f
+    (the `log` of a loss whose mean is differentiated, say) may become dead code."""
+    k = SHAPE_ONLY.get(primitive_name(node))
+    if k is None:
+        return None
+    x = node.args[k]
+    shape = _shape(ctx.type_of(x))
+    name = primitive_name(x)
+    if shape is None or name is None or name in EFFECTS or not P[name].pure:
+        return None
+    for y in x.args:
+        t = ctx.type_of(y)
+        if not isinstance(y, Constant) and isinstance(t, AArray) and _shape(t) == shape:
+            args = list(node.args)
+            args[k] = y
+            return node.graph.apply(node.fn, *args, location=node.location)
+    return None
+
+
+def _same_type(a, b) -> bool:
+    return a is not None and b is not None and a == b
+
+
+TYPED_REWRITES = [grad_check_passes, grad_seed_of_float, shape_facts, known_integer, mul_one,
+                  add_zero, gadd_of_numbers, sum_to_like_same_shape, shape_from_input]
+
+
+# ------------------------------------------------------------------ dead code
+
+def drop_unused_parameters(root: Graph) -> bool:
+    """Remove the parameters of graphs whose every use is a direct call (so all callers
+    are known) that nothing reads, or that are only passed on to the same position of the
+    graph's own recursive calls, with the arguments that fed them (when those have no
+    effect).  Returns whether anything changed."""
+    changed = False
+    uses = users(root)
+    for g, calls in graph_uses(root).items():
+        if g is root or not calls or any(i != 0 or len(c.args) != len(g.parameters)
+                                         for c, i in calls):
+            continue
+        dead = [k for k, p in enumerate(g.parameters) if _only_passed_on(p, k, g, uses)]
+        dead = [k for k in dead if all(effect_free(c.inputs[k + 1]) for c, _ in calls)]
+        if not dead:
+            continue
+        for call, _ in calls:
+            call.inputs = [x for j, x in enumerate(call.inputs) if j - 1 not in dead]
+        g.parameters = [p for k, p in enumerate(g.parameters) if k not in dead]
+        changed = True
+    if changed:
+        bump_version()
+    return changed
+
+
+def _only_passed_on(p: Parameter, k: int, g: Graph, uses) -> bool:
+    return all(i == k + 1 and _const(user.fn) and user.fn.value is g
+               for user, i in uses.get(p, ()))
+
+
+def drop_unused_outputs(root: Graph) -> bool:
+    """Remove the elements of the tuple a graph returns that no caller reads, for graphs
+    whose every use is a direct call whose result is only indexed with constants; a tuple
+    left with one element is replaced by it.  Returns whether anything changed."""
+    changed = False
+    uses = users(root)
+    whole: dict[Node, Node] = {}  # getitem(call, 0) -> call, where one element is left
+    for g, calls in graph_uses(root).items():
+        out = g.output
+        if g is root or not calls or primitive_name(out) != "make_tuple" \
+                or any(i != 0 for _, i in calls):
+            continue
+        reads = [r for c, _ in calls for r in uses.get(c, ())]
+        n = len(out.args)
+        if not all(primitive_name(r) == "getitem" and i == 1 and _const(r.args[1], int)
+                   and type(r.args[1].value) is int and -n <= r.args[1].value < n
+                   for r, i in reads):
+            continue
+        kept = sorted({r.args[1].value % n for r, _ in reads})
+        if len(kept) == n or not all(effect_free(x) for k, x in enumerate(out.args)
+                                     if k not in kept):
+            continue
+        elements = [out.args[k] for k in kept]
+        if len(kept) == 1:
+            g.output = elements[0]
+            whole.update((r, r.args[0]) for r, _ in reads)
+        else:
+            g.output = g.apply(P["make_tuple"], *elements, location=out.location)
+            for r, _ in reads:
+                r.inputs[2] = Constant(kept.index(r.args[1].value % n))
+        changed = True
+    if changed:
+        substitute(root, whole)
+    return changed
+
+
+PRUNES = [drop_unused_parameters, drop_unused_outputs]
 
 
 # ------------------------------------------------------------------ driver
 
 class Context:
-    """What rewrites may ask about the program during one sweep."""
+    """What rewrites may ask about the program during one sweep: the call counts, sizes and
+    recursion of graphs and the nodes `present` when it started, node order (for inlining),
+    the types if known, and the graphs already specialised (kept from sweep to sweep)."""
 
-    def __init__(self, root: Graph):
+    def __init__(self, root: Graph, types: dict | None = None,
+                 specialised: dict | None = None):
+        self.root = root
         self.recursive = recursive_graphs(root)
         uses = graph_uses(root)
         self.calls = {g: len(u) for g, u in uses.items()}
+        self.types = types
+        self.specialised = {} if specialised is None else specialised
         self._sizes: dict[Graph, int] = {}
+        self._ids: dict[Graph, list[float]] = {}
+        self.present = {n for g in reachable_graphs(root) for n in toposort(g)}
+        self._graphs = {id(g.debug): g for g in reachable_graphs(root)}
+        self._typed_debug: dict | None = None
+
+    def is_recursive(self, g: Graph) -> bool:
+        """Whether g is on a cycle of calls, or is a copy made in this sweep (by inlining
+        or specialisation) of a graph that is, or of one this sweep did not start with."""
+        debug = g.debug
+        while debug is not None:
+            h = self._graphs.get(id(debug))
+            if h is not None:
+                return h in self.recursive
+            debug = debug.origin
+        return True
 
     def size(self, g: Graph) -> int:
         if g not in self._sizes:
             self._sizes[g] = sum(1 for h in scope(g) for n in toposort(h)
                                  if isinstance(n, Apply) and n.graph is h)
         return self._sizes[g]
+
+    def type_of(self, node: Node):
+        return None if self.types is None else self.types.get(node)
+
+    def inherit_types(self, made: Node) -> None:
+        """Type the nodes that copying a graph's scope made (those `made` depends on, in
+        its graph and the graphs nested in it) as the nodes they were copied from (their
+        debug info's origin): inference specialises a graph where its signatures differ,
+        so one graph has one typing."""
+        if self.types is None:
+            return
+        if self._typed_debug is None:
+            self._typed_debug = {id(n.debug): n for n in self.types}
+        originals = self._typed_debug
+        stack, seen = [made], set()
+        while stack:
+            n = stack.pop()
+            if n in seen or (n in self.types and not is_graph_constant(n)):
+                continue
+            seen.add(n)
+            origin = originals.get(id(n.debug.origin))
+            if origin is not None and origin in self.types:
+                self.types.setdefault(n, self.types[origin])
+                originals[id(n.debug)] = n  # copies of this copy find it
+            if isinstance(n, Apply):
+                stack.extend(n.inputs)
+            elif is_graph_constant(n) and n.value.parent is not None:
+                stack.append(n.value.output)
+
+    def replaced(self, old: Node, new: Node) -> None:
+        """`new` computes what `old` did: it has old's type."""
+        if self.types is not None and old in self.types:
+            self.types.setdefault(new, self.types[old])
+
+    def id_before(self, node: Node) -> float:
+        """The largest id below node's among the nodes of its graph visited in this sweep:
+        inlined copies go between that node and `node`."""
+        ids = self._ids.get(node.graph, [])
+        k = bisect.bisect_left(ids, node.debug.id)
+        return ids[k - 1] if k else node.debug.id - 1
+
+    def visited(self, node: Apply) -> None:
+        bisect.insort(self._ids.setdefault(node.graph, []), node.debug.id)
 
 
 def _resolve(node: Node, subst: dict) -> Node:
@@ -188,7 +625,14 @@ def _resolve(node: Node, subst: dict) -> Node:
     return node
 
 
+COMMUTATIVE = frozenset({"mul"})
+
+
 def _cse_key(node: Apply):
+    """What identifies node's value: its function and inputs (constants by type and repr,
+    so 0.0 and -0.0 differ).  `mul` commutes exactly in IEEE arithmetic (x * y == y * x bit
+    for bit, and for sequences n * s == s * n), so its operands are keyed as a set; `add`
+    does not commute for strings and tuples, and nothing is reassociated."""
     if primitive_name(node) in ("raise_", "make_exception"):
         return None
     parts = []
@@ -203,51 +647,121 @@ def _cse_key(node: Apply):
                 return None
         else:
             parts.append(("n", id(inp)))
+    if primitive_name(node) in COMMUTATIVE:
+        return (parts[0], frozenset(parts[1:]))
     return tuple(parts)
 
 
-def sweep(root: Graph) -> bool:
-    """One pass of every rewrite over every node, then common subexpression elimination.
-    Returns whether anything changed."""
-    ctx = Context(root)
+def sweep(root: Graph, rewrites=None, ctx: Context | None = None) -> bool:
+    """One pass of every rewrite and of common subexpression elimination over every node,
+    then over the graphs that inlining copied (branches nested in an inlined graph).  Nodes
+    that rewrites make (the copies of an inlined graph, say) are simplified as soon as they
+    are made, inputs first, rather than in the next sweep.  Returns whether anything
+    changed."""
+    rewrites = REWRITES if rewrites is None else rewrites
+    ctx = ctx or Context(root)
     subst: dict[Node, Node] = {}  # keyed by node (not id): replaced nodes stay alive
     changed = False
-    for g in list(reachable_graphs(root)):
-        seen: dict = {}
-        for node in list(toposort(g)):
-            if not (isinstance(node, Apply) and node.graph is g):
-                continue
-            node.inputs = [_resolve(i, subst) for i in node.inputs]
-            key = _cse_key(node)
-            if key is not None and key in seen:
-                subst[node] = seen[key]
-                changed = True
-                continue
-            for rewrite in REWRITES:
-                new = rewrite(node, ctx)
-                if new is not None and new is not node:
-                    subst[node] = new
-                    changed = True
-                    break
-            else:
-                if key is not None:
-                    seen[key] = node
-        g.output = _resolve(g.output, subst)
+    swept: set[Graph] = set()
+    pending = list(reachable_graphs(root))
+    while pending:
+        for g in pending:
+            changed |= _sweep_graph(g, rewrites, ctx, subst)
+            swept.add(g)
+        pending = [g for g in reachable_graphs(root) if g not in swept]
     bump_version()
     if changed:  # nodes made by inlining may use nodes replaced later in the sweep
-        for g in reachable_graphs(root):
-            for node in toposort(g):
-                if isinstance(node, Apply) and node.graph is g:
-                    node.inputs = [_resolve(i, subst) for i in node.inputs]
-            g.output = _resolve(g.output, subst)
-        bump_version()
+        substitute(root, subst)
     return changed
+
+
+def _sweep_graph(g: Graph, rewrites: list, ctx: Context, subst: dict) -> bool:
+    """Simplify g's nodes (a sweep's work on one graph); record replacements in subst."""
+    changed = False
+    seen: dict = {}
+    done: set[Node] = set()
+    for start in toposort(g):
+        stack = [start]
+        while stack:
+            node = stack[-1]
+            if not (isinstance(node, Apply) and node.graph is g) or node in done:
+                stack.pop()
+                continue
+            node.inputs = [_resolve(i, subst) for i in node.inputs]
+            fresh = [i for i in node.inputs
+                     if isinstance(i, Apply) and i.graph is g and i not in done]
+            if fresh:
+                stack.extend(fresh)
+                continue
+            stack.pop()
+            done.add(node)
+            ctx.visited(node)
+            new = _simplify(node, rewrites, ctx, seen)
+            if new is not None:
+                subst[node] = new
+                changed = True
+                stack.append(new)
+    g.output = _resolve(g.output, subst)
+    return changed
+
+
+def _simplify(node: Apply, rewrites: list, ctx: Context, seen: dict) -> Node | None:
+    """The node that replaces `node`: an equal one seen before (CSE), or the first
+    rewrite's result; None if none applies."""
+    key = _cse_key(node)
+    if key is not None and key in seen:
+        return seen[key]
+    for rewrite in rewrites:
+        new = rewrite(node, ctx)
+        if new is not None and new is not node:
+            ctx.replaced(node, new)
+            return new
+    if key is not None:
+        seen[key] = node
+    return None
+
+
+def substitute(root: Graph, subst: dict) -> None:
+    """Make every graph reachable from root use subst[n] (resolved) for each node n.  (A
+    walk over inputs, not `toposort`: the order does not matter here, and sorting every
+    graph after each sweep cost as much as the sweep.)"""
+    seen: set[Node] = set()
+    for g in reachable_graphs(root):
+        g.output = _resolve(g.output, subst)
+        stack = [g.output]
+        while stack:  # into other graphs' nodes too: those only closures read
+            node = stack.pop()
+            if node in seen or not isinstance(node, Apply):
+                continue
+            seen.add(node)
+            node.inputs = [_resolve(i, subst) for i in node.inputs]
+            stack.extend(node.inputs)
+    bump_version()
+
+
+def _run(root: Graph, rewrites: list, types: dict | None) -> Graph:
+    specialised: dict = {}
+    for _ in range(MAX_SWEEPS):
+        changed = sweep(root, rewrites, Context(root, types, specialised))
+        if not changed:  # prunes look at the whole program: once the rewrites are done
+            for prune in PRUNES:
+                changed |= prune(root)
+        if not changed:
+            break
+    return root
 
 
 def optimize(root: Graph) -> Graph:
     """An optimized copy of the program rooted at `root`."""
-    root = clone_program(root)
-    for _ in range(MAX_SWEEPS):
-        if not sweep(root):
-            break
-    return root
+    return _run(clone_program(root), REWRITES, None)
+
+
+def optimize_typed(root: Graph, types: dict) -> tuple[Graph, dict]:
+    """An optimized copy of the program rooted at `root`, with the types `passes.infer`
+    found for it (node -> abstract value): the rewrites of `TYPED_REWRITES` as well as the
+    others.  Returns the copy and its types: the nodes rewrites make have the type of the
+    node they replace, copies of inlined graphs that of their original."""
+    cloner = Cloner()
+    cloner.scopes([g for g in reachable_graphs(root) if g.parent is None])
+    copied = {cloner.mapping.get(n, n): t for n, t in types.items()}
+    return _run(cloner.mapping[root], REWRITES + TYPED_REWRITES, copied), copied

@@ -9,7 +9,8 @@ modes a test runs in:
   (`myir-default`: `myir.compile(f)`).  The backends come from the environment variable
   `MYIR_TEST_BACKENDS` (comma separated, default `python`, the reference backend).
 
-"Same result" means exactly what CPython gives: the same type (a Python `float` is not a
+"Same result" means exactly what CPython gives (on the tvm backend, floats within
+`TVM_TOLERANCE`, see below): the same type (a Python `float` is not a
 `numpy.float64`, a `bool` is not an `int`), the same value (floats compared bit for bit,
 NaN equal to NaN, -0.0 distinct from 0.0), arrays of the same dtype, shape and elements, and
 for exceptions the same type and message.  The arguments after the call must be the same too
@@ -35,6 +36,13 @@ def modes() -> list[str]:
 
 _COMPILED: dict = {}
 
+# The tvm backend computes array regions with LLVM's libm (or TVM's fast math for float32)
+# and sums in a different order than numpy's pairwise summation: results may differ from
+# numpy's in the last bits, relative to the largest element (cancellation keeps an error
+# absolute).  Everything else (types, dtypes, shapes, NaN positions) must still be exact.
+TVM_TOLERANCE = {np.dtype(np.float64): 1e-11, np.dtype(np.float32): 2e-5,
+                 np.dtype(np.float16): 2e-3}
+
 
 def make_jit(mode: str, memo: bool = True):
     """A function `jit(f)` that returns `f` compiled in `mode` (memoised per function)."""
@@ -47,6 +55,8 @@ def make_jit(mode: str, memo: bool = True):
     def fresh(f):
         return myir.compile(f) if backend == "default" else myir.compile(f, backend=backend)
 
+    tvm = backend == "tvm" or (backend == "default" and myir.api.DEFAULT_BACKEND == "tvm")
+
     def jit(f):
         if not memo:
             return fresh(f)
@@ -55,6 +65,7 @@ def make_jit(mode: str, memo: bool = True):
             _COMPILED[key] = fresh(f)
         return _COMPILED[key]
 
+    jit.tolerance = TVM_TOLERANCE if tvm else None
     return jit
 
 
@@ -111,8 +122,15 @@ def _float_same(a, e) -> bool:
     return a == e and math.copysign(1.0, a) == math.copysign(1.0, e)
 
 
-def assert_same(actual, expected, where: str = "result") -> None:
-    """Assert `actual` is exactly what CPython produced (`expected`)."""
+def _close(a, e, rtol) -> bool:
+    if math.isnan(e) or math.isinf(e):
+        return _float_same(a, e)
+    return abs(a - e) <= rtol * abs(e) or abs(a - e) <= rtol * 1e-3
+
+
+def assert_same(actual, expected, where: str = "result", tolerance=None) -> None:
+    """Assert `actual` is exactly what CPython produced (`expected`); with `tolerance`
+    (dtype -> relative tolerance), floats may differ that much."""
     if isinstance(expected, Raised) or isinstance(actual, Raised):
         assert isinstance(actual, Raised) and isinstance(expected, Raised), (
             f"{where}: got {actual!r}, CPython gives {expected!r}"
@@ -132,24 +150,34 @@ def assert_same(actual, expected, where: str = "result") -> None:
     if isinstance(expected, tuple):
         assert len(actual) == len(expected), f"{where}: {actual!r} != {expected!r}"
         for i, (a, e) in enumerate(zip(actual, expected)):
-            assert_same(a, e, f"{where}[{i}]")
+            assert_same(a, e, f"{where}[{i}]", tolerance)
     elif isinstance(expected, list):
         assert len(actual) == len(expected), f"{where}: {actual!r} != {expected!r}"
         for i, (a, e) in enumerate(zip(actual, expected)):
-            assert_same(a, e, f"{where}[{i}]")
+            assert_same(a, e, f"{where}[{i}]", tolerance)
     elif isinstance(expected, dict):
         assert actual.keys() == expected.keys(), f"{where}: {actual!r} != {expected!r}"
         for k in expected:
-            assert_same(actual[k], expected[k], f"{where}[{k!r}]")
+            assert_same(actual[k], expected[k], f"{where}[{k!r}]", tolerance)
     elif isinstance(expected, np.ndarray):
         assert actual.dtype == expected.dtype, f"{where}: dtype {actual.dtype} != {expected.dtype}"
         assert actual.shape == expected.shape, f"{where}: shape {actual.shape} != {expected.shape}"
         equal_nan = expected.dtype.kind in "fc"
-        assert np.array_equal(actual, expected, equal_nan=equal_nan), (
-            f"{where}: {actual!r} != {expected!r}"
-        )
+        rtol = (tolerance or {}).get(expected.dtype)
+        if rtol is not None:
+            finite = expected[np.isfinite(expected)]
+            scale = float(np.max(np.abs(finite))) if finite.size else 0.0
+            assert np.array_equal(np.isnan(actual), np.isnan(expected)) and np.allclose(
+                actual, expected, rtol=rtol, atol=rtol * scale, equal_nan=True), (
+                f"{where}: {actual!r} != {expected!r} (relative tolerance {rtol})")
+        else:
+            assert np.array_equal(actual, expected, equal_nan=equal_nan), (
+                f"{where}: {actual!r} != {expected!r}"
+            )
     elif isinstance(expected, (float, np.floating)):
-        assert _float_same(actual, expected), f"{where}: {actual!r} != {expected!r}"
+        rtol = (tolerance or {}).get(np.dtype(type(expected)))
+        same = _float_same(actual, expected) if rtol is None else _close(actual, expected, rtol)
+        assert same, f"{where}: {actual!r} != {expected!r}"
     else:
         assert actual == expected, f"{where}: {actual!r} != {expected!r}"
 
@@ -173,7 +201,7 @@ def check(jit, f, *args, raises=None, **kwargs):
             f"test expects CPython to raise {raises.__name__}, got {expected.result!r}"
         )
     actual = run(jit(f), args, kwargs)
-    assert_same(actual.result, expected.result)
+    assert_same(actual.result, expected.result, tolerance=getattr(jit, "tolerance", None))
     for i, (a, e) in enumerate(zip(actual.args, expected.args)):
         assert_same(a, e, f"argument {i} after the call")
     for k in expected.kwargs:

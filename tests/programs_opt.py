@@ -2,8 +2,9 @@
 
 They live in a real file because myir reads source with `inspect.getsource`.
 
-* Before/after pairs, one group per rewrite of `passes.opt.REWRITES`: `<rewrite>_before`
-  optimizes to the same graph (up to isomorphism) as `<rewrite>_after`.
+* Before/after pairs, one group per rewrite of `passes.opt.REWRITES` (and prune of
+  `PRUNES`): `<rewrite>_before` optimizes to the same graph (up to isomorphism) as
+  `<rewrite>_after`; programs where the rewrite must not fire say why.
 * Programs in which each rewrite fires, run with and without the optimizer.
 * Golden collapse programs (straight-line code whose optimized gradient should look
   hand-written) and, for each, `hand_<name>`: the gradient as one would write it by hand, in
@@ -96,6 +97,111 @@ def switch_specialised_after(x):
 
 
 # --------------------------------------------------------------------------------------------
+# switch_equal_branches
+
+
+def switch_equal_before(x, c):
+    return (np.sin if c > 0.0 else np.sin)(x)
+
+
+def switch_equal_after(x, c):
+    return np.sin(x)
+
+
+def switch_equal_keeps_check(x, c):
+    if c > 0.0:
+        y = 1.0
+    return np.sin if y else np.sin  # UnboundLocalError for c <= 0.0: the switch stays
+
+
+# --------------------------------------------------------------------------------------------
+# neg_neg
+
+
+def neg_neg_before(x):
+    return -(-np.exp(x)) + -(-(x / 2.0))
+
+
+def neg_neg_after(x):
+    return np.exp(x) + x / 2.0
+
+
+def neg_neg_bool(x, y):
+    return -(-(x < y))  # 1 or 0, not True or False: stays
+
+
+# --------------------------------------------------------------------------------------------
+# specialize_call
+
+
+def _apply_n(f, x, n):
+    if n <= 0:
+        return x
+    return _apply_n(f, f(x), n - 1)
+
+
+def specialize_before(x):
+    return _apply_n(np.sin, x, 3) + _apply_n(np.sin, x, 2)
+
+
+def _sin_n(x, n):
+    if n <= 0:
+        return x
+    return _sin_n(np.sin(x), n - 1)
+
+
+def specialize_after(x):
+    return _sin_n(x, 3) + _sin_n(x, 2)
+
+
+def _map_tuple(f, t):
+    if len(t) == 0:
+        return ()
+    return (f(t[0]),) + _map_tuple(f, t[1:])
+
+
+def specialize_map(x, y):
+    a, b = _map_tuple(np.tanh, (x, y))
+    return a * b
+
+
+# --------------------------------------------------------------------------------------------
+# drop_unused_parameters
+
+
+def _count_down(n, unused):
+    if n <= 0:
+        return n
+    return _count_down(n - 1, unused)
+
+
+def unused_parameter_before(x, n):
+    return _count_down(n, x * 2.0)
+
+
+def _count_down_1(n):
+    if n <= 0:
+        return n
+    return _count_down_1(n - 1)
+
+
+def unused_parameter_after(x, n):
+    return _count_down_1(n)
+
+
+def _count_down_checked(n, unused):
+    if n <= 0:
+        return n
+    return _count_down_checked(n - 1, unused)
+
+
+def unused_parameter_effect(x, n):
+    if x > 0.0:
+        y = x
+    return _count_down_checked(n, y)  # UnboundLocalError for x <= 0.0: y stays
+
+
+# --------------------------------------------------------------------------------------------
 # constant_fold
 
 
@@ -178,6 +284,19 @@ def cse_before(x, y):
 def cse_after(x, y):
     a = np.sin(x) * y
     return a + a
+
+
+def cse_commuted_before(x, y):
+    return np.sin(x) * y + y * np.sin(x)
+
+
+def cse_commuted_after(x, y):
+    a = np.sin(x) * y
+    return a + a
+
+
+def cse_add_does_not_commute(s, t):
+    return (s + t, t + s)  # strings and tuples: two different values
 
 
 # --------------------------------------------------------------------------------------------

@@ -15,7 +15,9 @@ import pytest
 
 import myir
 import passes.ad
+import passes.type_rules
 from backends.python import impls
+from backends.tvm import lowering
 from myir.ir.primitives import PRIMITIVES
 
 # concern -> (names of the primitives the table implements,
@@ -24,6 +26,8 @@ TABLES: dict[str, tuple[set, dict[str, str]]] = {
     "python impl": (set(impls.SYNTAX) | set(impls.VARIADIC_SYNTAX) | set(impls.IMPLS), {}),
     "gradient rule": ({p for p in PRIMITIVES if passes.ad.has_gradient_rule(p)},
                       dict(passes.ad.NO_RULE)),
+    "TVM lowering": (set(lowering.LOWERINGS), dict(lowering.KEPT_IN_NUMPY)),
+    "type rule": (set(passes.type_rules.TYPE_RULES), {}),
 }
 
 

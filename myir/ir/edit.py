@@ -108,20 +108,24 @@ def clone_program(root: Graph) -> Graph:
     return cloner.mapping[root]
 
 
-def inline(graph: Graph, args: list[Node], into: Graph, at: Node | None = None) -> Node:
+def inline(graph: Graph, args: list[Node], into: Graph, at: Node | None = None,
+           after: float | None = None) -> Node:
     """Copy `graph`'s body into `into` with its parameters bound to `args`; return the node
     that computes its output.  Graphs nested in `graph` become nested in `into`.  With `at`
     (the call being replaced), the copies are ordered just before it, so code keeps running
-    in the order it did (and raising the exception it did)."""
+    in the order it did (and raising the exception it did).  `after` is the largest node id
+    of `into` below at's, if the caller knows it (finding it sorts `into`: a caller that
+    inlines many calls keeps its own sorted ids)."""
     assert len(args) == len(graph.parameters), (graph, args)
     cloner = Cloner(dict(zip(graph.parameters, args)), "inlined from")
     cloner.graph(graph, into=into)
     if at is not None:
         copies = [cloner.mapping[n] for n in toposort(graph)
                   if isinstance(n, Apply) and n.graph is graph and n in cloner.mapping]
-        before = [n.debug.id for n in toposort(into) if n.debug.id < at.debug.id]
-        low = max(before, default=at.debug.id - 1)
-        step = (at.debug.id - low) / (len(copies) + 1)
+        if after is None:
+            before = [n.debug.id for n in toposort(into) if n.debug.id < at.debug.id]
+            after = max(before, default=at.debug.id - 1)
+        step = (at.debug.id - after) / (len(copies) + 1)
         for k, node in enumerate(copies):  # ids strictly between the call's and the one before
-            node.debug.id = low + (k + 1) * step
+            node.debug.id = after + (k + 1) * step
     return cloner.node(graph.output)

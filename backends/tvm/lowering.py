@@ -1,0 +1,436 @@
+"""The TVM lowering table: how each primitive becomes Relax, and which stay in numpy and why.
+
+`LOWERINGS` maps a primitive name to a `Rule`: which operand positions must be static
+(constants known at compile time: axes, shapes, indices), which are used only for their
+shape, a test of whether the rule applies to these operand types, and the function emitting
+the Relax expression.  `KEPT_IN_NUMPY` names every other primitive with the reason it is not
+lowered; tests/test_primitive_tables.py checks that the two cover every primitive.
+
+numpy semantics are kept exactly where it is cheap (dtype promotion: operands are cast to the
+result dtype the type inference computed with numpy's rules; NaN propagation of maximum,
+minimum, max and min), and documented where TVM differs by rounding only: reductions sum in
+a different order than numpy's pairwise summation, and transcendental functions come from
+LLVM's libm or TVM's fast-math (float32 only).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from backends.tvm.program import Op, Program, Ref, Spec
+
+
+@dataclass(frozen=True)
+class Rule:
+    emit: Callable                      # (ctx, op) -> relax.Expr
+    static: tuple[int, ...] = ()        # operand positions that must be compile-time constants
+    shape_only: tuple[int, ...] = ()    # operand positions only the shape of is needed
+    accepts: Callable = lambda args, out: True   # (operand Specs/consts, out Spec) -> bool
+    gpu_only: bool = False              # lowered only for GPU targets (see KEPT_ON_CPU)
+
+
+def _numeric(spec) -> bool:
+    return isinstance(spec, Spec) and spec.dtype.kind in "biuf"
+
+
+def _all_numeric(args, out) -> bool:
+    return all(_numeric(a) or isinstance(a, (int, float, bool)) for a in args) and _numeric(out)
+
+
+def _float_out(args, out) -> bool:
+    return _all_numeric(args, out) and out.dtype.kind == "f"
+
+
+def _float_in(args, out) -> bool:
+    return _numeric(args[0]) and args[0].dtype.kind == "f"
+
+
+class Context:
+    """What a rule sees while one region is being built: the BlockBuilder, and operands as
+    Relax expressions (cast as asked) or static Python values."""
+
+    def __init__(self, bb, inputs, program: Program):
+        self.bb = bb
+        self.inputs = inputs
+        self.program = program
+        self.values: list = []
+
+    @property
+    def R(self):
+        from tvm import relax
+        return relax.op
+
+    def spec(self, ref: Ref):
+        if ref.kind == "in":
+            return self.program.inputs[ref.index]
+        if ref.kind == "op":
+            return self.program.ops[ref.index].out
+        if ref.kind == "shape":
+            return ref.value
+        return ref.value
+
+    def static(self, ref: Ref):
+        assert ref.kind == "const", ref
+        return ref.value
+
+    def const(self, value, dtype):
+        from tvm import relax
+        return relax.const(np.asarray(value, dtype=dtype), dtype=str(np.dtype(dtype)))
+
+    def tensor(self, ref: Ref, dtype=None):
+        """The operand as a Relax tensor of `dtype` (numpy's `astype` semantics)."""
+        if ref.kind == "const":
+            return self.const(ref.value, dtype if dtype is not None else np.asarray(ref.value).dtype)
+        expr = self.inputs[ref.index] if ref.kind == "in" else self.values[ref.index]
+        have = self.spec(ref).dtype
+        if dtype is not None and np.dtype(dtype) != have:
+            expr = self.bb.emit(self.R.astype(expr, str(np.dtype(dtype))))
+        return expr
+
+    def common_dtype(self, refs) -> np.dtype:
+        """numpy's result dtype for these operands, Python scalars being weak."""
+        samples = []
+        for ref in refs:
+            spec = self.spec(ref)
+            if isinstance(spec, Spec) and not spec.weak:
+                samples.append(spec.dtype)
+            else:
+                samples.append(spec if ref.kind == "const" else spec.scalar(0))
+        return np.result_type(*samples)
+
+
+# -- rule families ------------------------------------------------------------------------
+
+def _elementwise(name: str, accepts=_all_numeric) -> Rule:
+    """Operands cast to the result dtype, then the Relax op: numpy computes in that dtype."""
+    def emit(c: Context, op: Op):
+        return getattr(c.R, name)(*(c.tensor(a, op.out.dtype) for a in op.args))
+    return Rule(emit, accepts=accepts)
+
+
+def _compare(name: str) -> Rule:
+    def emit(c: Context, op: Op):
+        dtype = c.common_dtype(op.args)
+        return getattr(c.R, name)(*(c.tensor(a, dtype) for a in op.args))
+    return Rule(emit)
+
+
+def _nan_aware(pick: str) -> Rule:
+    """np.maximum/np.minimum propagate NaN from either side; a bare select would not."""
+    def emit(c: Context, op: Op):
+        x, y = (c.tensor(a, op.out.dtype) for a in op.args)
+        R = c.R
+        chosen = R.where(getattr(R, pick)(x, y), x, y)
+        if op.out.dtype.kind != "f":
+            return chosen
+        return R.where(R.isnan(x), x, R.where(R.isnan(y), y, chosen))
+    return Rule(emit)
+
+
+def _unary(name: str, accepts=_all_numeric) -> Rule:
+    return _elementwise(name, accepts)
+
+
+def _log1p(c: Context, op: Op):
+    from tvm import te, tirx
+    x = c.tensor(op.args[0], op.out.dtype)
+    return c.bb.emit_te(lambda t: te.compute(t.shape, lambda *i: tirx.log1p(t(*i)), "log1p"), x)
+
+
+def _reduction(name: str) -> Rule:
+    """sum/mean/prod/max/min over static axes; max/min propagate NaN like numpy."""
+    def emit(c: Context, op: Op):
+        x_ref, axis_ref, keep_ref = op.args
+        axis, keepdims = c.static(axis_ref), bool(c.static(keep_ref))
+        axis = list(axis) if isinstance(axis, tuple) else axis
+        x = c.tensor(x_ref, op.out.dtype if name in ("sum", "mean", "prod") else None)
+        R = c.R
+        out = getattr(R, name)(x, axis=axis, keepdims=keepdims)
+        if name in ("max", "min") and op.out.dtype.kind == "f":
+            nans = R.sum(R.astype(R.isnan(x), "int32"), axis=axis, keepdims=keepdims)
+            out = R.where(R.greater(nans, c.const(0, "int32")), c.const(np.nan, op.out.dtype), out)
+        return out
+
+    def accepts(args, out):
+        # numpy raises on max/min of an empty array; an empty sum is fine but pointless here
+        return _numeric(args[0]) and args[0].size > 0 and _numeric(out)
+    return Rule(emit, static=(1, 2), accepts=accepts)
+
+
+def _where(c: Context, op: Op):
+    cond, x, y = op.args
+    spec = c.spec(cond)
+    cond_t = c.tensor(cond)
+    if isinstance(spec, Spec) and spec.dtype != np.bool_:
+        cond_t = c.R.not_equal(cond_t, c.const(0, spec.dtype))
+    return c.R.where(cond_t, c.tensor(x, op.out.dtype), c.tensor(y, op.out.dtype))
+
+
+def _clip(c: Context, op: Op):
+    x, lo, hi = (c.tensor(a, op.out.dtype) for a in op.args)
+    R = c.R
+    clipped = R.minimum(R.maximum(x, lo), hi)
+    return R.where(R.isnan(x), x, clipped) if op.out.dtype.kind == "f" else clipped
+
+
+def _identity(c: Context, op: Op):
+    return c.tensor(op.args[0], op.out.dtype)
+
+
+def _square(c: Context, op: Op):
+    x = c.tensor(op.args[0], op.out.dtype)
+    return c.R.multiply(x, x)
+
+
+def _reciprocal(c: Context, op: Op):
+    return c.R.divide(c.const(1, op.out.dtype), c.tensor(op.args[0], op.out.dtype))
+
+
+def _reshape_to_out(c: Context, op: Op):
+    return c.R.reshape(c.tensor(op.args[0]), op.out.shape)
+
+
+def _broadcast_to_out(c: Context, op: Op):
+    return c.R.broadcast_to(c.tensor(op.args[0], op.out.dtype), op.out.shape)
+
+
+def _transpose(c: Context, op: Op):
+    axes = c.static(op.args[1])
+    return c.R.permute_dims(c.tensor(op.args[0]), None if axes is None else list(axes))
+
+
+def _swapaxes(c: Context, op: Op):
+    x = op.args[0]
+    ndim = len(c.spec(x).shape)
+    a, b = (c.static(r) % ndim for r in op.args[1:])
+    axes = list(range(ndim))
+    axes[a], axes[b] = axes[b], axes[a]
+    return c.R.permute_dims(c.tensor(x), axes)
+
+
+def _zeros_like_out(c: Context, op: Op):
+    return c.R.zeros(op.out.shape, str(op.out.dtype))
+
+
+def _ones_like_out(c: Context, op: Op):
+    return c.R.ones(op.out.shape, str(op.out.dtype))
+
+
+def _sum_to_like(c: Context, op: Op):
+    d = op.args[0]
+    shape = c.spec(d).shape
+    value = c.tensor(d, op.out.dtype)
+    if shape == op.out.shape:
+        return value
+    if op.out.scalar is not None and not op.out.shape:
+        return c.R.sum(value)
+    lead = len(shape) - len(op.out.shape)
+    axes = list(range(lead)) + [lead + i for i, n in enumerate(op.out.shape)
+                                if n == 1 and shape[lead + i] != 1]
+    return c.R.reshape(c.R.sum(value, axis=axes, keepdims=True), op.out.shape)
+
+
+def _reduce_grad(c: Context, op: Op):
+    dout, _, axis_ref, keep_ref = op.args
+    axis, keepdims = c.static(axis_ref), c.static(keep_ref)
+    value = c.tensor(dout, op.out.dtype)
+    if axis is not None and not keepdims:
+        value = c.R.expand_dims(value, list(axis) if isinstance(axis, tuple) else axis)
+    return c.R.broadcast_to(value, op.out.shape)
+
+
+def _basic_index(index, shape):
+    """A static basic index (ints, slices, None, Ellipsis, or a tuple of them) as
+    (begin, end, stride) per axis, the axes ints remove, and where None adds an axis —
+    or None when the index is not basic."""
+    index = index if isinstance(index, tuple) else (index,)
+    if not all(isinstance(i, (int, slice, type(None), type(Ellipsis))) and not isinstance(i, bool)
+               for i in index):
+        return None
+    used = sum(1 for i in index if i is not None and i is not Ellipsis)
+    if used > len(shape) or sum(i is Ellipsis for i in index) > 1:
+        return None
+    expanded = []
+    for i in index:
+        expanded.extend([slice(None)] * (len(shape) - used) if i is Ellipsis else [i])
+    expanded.extend([slice(None)] * (len(shape) - sum(i is not None for i in expanded)))
+    ranges, dropped, new_axes, axis, out_axis = [], [], [], 0, 0
+    for i in expanded:
+        if i is None:
+            new_axes.append(out_axis)
+            out_axis += 1
+            continue
+        n = shape[axis]
+        if isinstance(i, int):
+            if not -n <= i < n:
+                return None   # numpy raises IndexError: leave that to numpy
+            start = i % n
+            ranges.append((start, start + 1, 1))
+            dropped.append(axis)
+        else:
+            start, stop, step = i.indices(n)
+            if step < 0:
+                return None   # reversed slices stay in numpy (rare in array code)
+            ranges.append((start, max(start, stop), step))
+            out_axis += 1
+        axis += 1
+    return ranges, dropped, new_axes
+
+
+def _getitem(c: Context, op: Op):
+    x_ref, index_ref = op.args
+    shape = c.spec(x_ref).shape
+    ranges, dropped, new_axes = _basic_index(c.static(index_ref), shape)
+    R = c.R
+    value = c.tensor(x_ref)
+    if any(r != (0, n, 1) for r, n in zip(ranges, shape)):
+        value = c.bb.emit(R.strided_slice(value, list(range(len(shape))), [r[0] for r in ranges],
+                                          [r[1] for r in ranges], [r[2] for r in ranges]))
+    if dropped:
+        value = c.bb.emit(R.squeeze(value, dropped))
+    if new_axes:
+        value = c.bb.emit(R.reshape(value, op.out.shape))
+    return value
+
+
+def _getitem_accepts(args, out):
+    x, index = args
+    return _numeric(x) and x.shape and _basic_index(index, x.shape) is not None and out.size > 0
+
+
+def _getitem_grad(c: Context, op: Op):
+    """The adjoint of a basic index: dout placed at the indexed positions, zeros elsewhere
+    (a basic index never repeats a position, so no accumulation is needed)."""
+    from tvm import te, tirx
+    x_spec, index_ref, dout_ref = op.args
+    shape = c.spec(x_spec).shape
+    ranges, dropped, _ = _basic_index(c.static(index_ref), shape)
+    dtype = str(op.out.dtype)
+    kept = [a for a in range(len(shape)) if a not in dropped]
+    dout = c.R.reshape(c.tensor(dout_ref, op.out.dtype), [
+        (ranges[a][1] - ranges[a][0] + ranges[a][2] - 1) // ranges[a][2] for a in kept])
+
+    def scatter(d):
+        def at(*i):
+            inside, src = tirx.const(True, "bool"), []
+            for a, (start, stop, step) in enumerate(ranges):
+                off = i[a] - start
+                inside = tirx.all(inside, i[a] >= start, i[a] < stop, tirx.floormod(off, step) == 0)
+                if a in kept:
+                    src.append(tirx.floordiv(off, step))
+            # if_then_else, unlike Select, never evaluates (reads) the branch not taken
+            return tirx.if_then_else(inside, d(*src), tirx.const(0, dtype))
+        return te.compute(shape, at, "getitem_grad")
+    return c.bb.emit_te(scatter, c.bb.emit(dout))
+
+
+def _getitem_grad_accepts(args, out):
+    x, index, dout = args
+    return _numeric(out) and bool(out.shape) and _basic_index(index, out.shape) is not None \
+        and _numeric(dout) and dout.size > 0
+
+
+def _grad_seed(c: Context, op: Op):
+    return c.const(np.ones(op.out.shape), op.out.dtype)
+
+
+def _matmul(c: Context, op: Op):
+    return c.R.matmul(*(c.tensor(a, op.out.dtype) for a in op.args))
+
+
+def _matmul_accepts(args, out):
+    return _all_numeric(args, out) and all(isinstance(a, Spec) and 1 <= len(a.shape) <= 2
+                                           for a in args)
+
+
+_ARITH = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide",
+          "gadd": "add"}
+_MATH = {"exp": "exp", "log": "log", "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tan": "tan",
+         "arcsin": "asin", "arccos": "acos", "arctan": "atan",
+         "tanh": "tanh", "floor": "floor", "ceil": "ceil"}
+_COMPARE = {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal",
+            "eq": "equal", "ne": "not_equal"}
+
+LOWERINGS: dict[str, Rule] = {
+    **{p: _elementwise(op) for p, op in _ARITH.items()},
+    **{p: _unary(op, _float_out) for p, op in _MATH.items()},
+    **{p: _compare(op) for p, op in _COMPARE.items()},
+    "pow": _elementwise("power", _float_out), "power": _elementwise("power", _float_out),
+    "arctan2": _elementwise("atan2", _float_out),
+    "neg": _unary("negative"), "negative": _unary("negative"),
+    "abs": _unary("abs"), "builtin_abs": _unary("abs"), "sign": _unary("sign", _float_out),
+    "pos": Rule(_identity, accepts=lambda a, o: _all_numeric(a, o) and o.dtype != np.bool_),
+    "square": Rule(_square, accepts=_all_numeric),
+    "reciprocal": Rule(_reciprocal, accepts=_float_out),
+    "log1p": Rule(_log1p, accepts=_float_out),
+    "maximum": _nan_aware("greater_equal"), "minimum": _nan_aware("less_equal"),
+    "where": Rule(_where, accepts=_all_numeric),
+    "clip": Rule(_clip, accepts=_all_numeric),
+    **{p: _reduction(p) for p in ("sum", "mean", "prod", "max", "min")},
+    "reshape": Rule(_reshape_to_out, static=(1,)),
+    "transpose": Rule(_transpose, static=(1,)),
+    "swapaxes": Rule(_swapaxes, static=(1, 2)),
+    "expand_dims": Rule(_reshape_to_out, static=(1,)),
+    "squeeze": Rule(_reshape_to_out, static=(1,)),
+    "broadcast_to": Rule(_broadcast_to_out, static=(1,)),
+    "astype": Rule(_identity, static=(1,), accepts=lambda a, o: _numeric(a[0]) and _numeric(o)),
+    "getitem": Rule(_getitem, static=(1,), accepts=_getitem_accepts),
+    "grad_zeros": Rule(_zeros_like_out, shape_only=(0,)),
+    "zeros_like": Rule(_zeros_like_out, shape_only=(0,), static=(1,)),
+    "ones_like": Rule(_ones_like_out, shape_only=(0,), static=(1,)),
+    "sum_to_like": Rule(_sum_to_like, shape_only=(1,)),
+    "broadcast_to_like": Rule(_broadcast_to_out, shape_only=(1,)),
+    "reduce_grad": Rule(_reduce_grad, static=(2, 3), shape_only=(1,)),
+    "getitem_grad": Rule(_getitem_grad, static=(1,), shape_only=(0,),
+                         accepts=_getitem_grad_accepts),
+    "grad_seed": Rule(_grad_seed, shape_only=(0,), accepts=lambda a, o: o.dtype.kind == "f"),
+    "grad_check_input": Rule(_identity, static=(1,), accepts=_float_in),
+    "matmul": Rule(_matmul, accepts=_matmul_accepts, gpu_only=True),
+    "dot": Rule(_matmul, accepts=_matmul_accepts, gpu_only=True),
+}
+
+# Lowered only for GPU targets.  On the CPU, OpenBLAS's matmul (which numpy calls) is 2–4x
+# faster than TVM's scheduled matmul on these machines (tvm-0.27.md: MLP forward+backward
+# 0.29–0.38 ms in numpy vs 0.62–0.73 ms in TVM), so a matmul splits a CPU region.
+KEPT_ON_CPU = {name for name, rule in LOWERINGS.items() if rule.gpu_only}
+
+_PYTHON_ONLY = "acts on Python values (numbers, strings, tuples, functions), not on arrays"
+_MATH_MODULE = "`math` functions take Python floats only (math.exp(array) raises)"
+KEPT_IN_NUMPY: dict[str, str] = {
+    **{p: "integer division by zero must give numpy's 0/inf with a warning, not a SIGFPE; "
+          "float floor division has numpy's own rounding" for p in ("floordiv", "mod")},
+    **{p: "bitwise and shift operations on integer arrays are rare in differentiable code; "
+          "numpy is exact" for p in ("bitand", "bitor", "bitxor", "lshift", "rshift", "invert")},
+    **{p: _PYTHON_ONLY for p in (
+        "is_", "is_not", "not_", "truth", "len", "range", "builtin_min", "builtin_max",
+        "to_float", "to_int", "to_bool", "make_tuple", "unpack", "make_slice", "shape", "ndim",
+        "size", "dtype", "cast", "env_getitem", "env_setitem", "select_grad", "switch",
+        "make_exception", "raise_", "depend", "check_bound", "format", "concat_str")},
+    **{"math_" + p: _MATH_MODULE for p in (
+        "exp log log1p expm1 sqrt sin cos tan asin acos atan sinh cosh tanh fabs floor ceil "
+        "pow atan2 hypot").split()},
+    **{"aug_" + p: "`x op= y` on an array raises (it would mutate a shared array), on "
+                   "scalars it is Python's operator" for p in (
+        "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul")},
+    **{p: "TVM 0.27's LLVM code generator has no intrinsic for it (exp-based formulas lose "
+          "numpy's accuracy near 0)" for p in ("sinh", "cosh")},
+    "expm1": "TVM 0.27 has no expm1 intrinsic; exp(x) - 1 would lose numpy's accuracy near 0",
+    "argmax": "NaN positions: numpy returns the first NaN, TVM's argmax ignores NaN",
+    "argmin": "NaN positions: numpy returns the first NaN, TVM's argmin ignores NaN",
+    "argsort": "no Relax sort with numpy's stable order on ties and NaN",
+    "concatenate": "takes a tuple of arrays (regions pass single tensors); a copy in numpy",
+    "stack": "takes a tuple of arrays (regions pass single tensors); a copy in numpy",
+    "concat_grad": "returns a tuple of arrays",
+    "unstack": "returns a tuple of arrays",
+    "zeros": "no array operand: a constructor, allocated by numpy where used",
+    "ones": "no array operand: a constructor, allocated by numpy where used",
+    "empty": "uninitialised memory: nothing to compute",
+    "full": "no array operand: a constructor, allocated by numpy where used",
+    "array": "builds an array from Python values (lists, tuples)",
+    "asarray": "builds an array from Python values (lists, tuples)",
+    "arange": "no array operand: a constructor",
+    "eye": "no array operand: a constructor",
+}

@@ -1,0 +1,224 @@
+"""A compiled region: the callable the generated Python calls in place of the region's
+primitives.
+
+Compilation: Program → Relax function (one `emit` per op through the lowering table) → the
+target's pipeline (fusion + schedule) → executable, kept in a process-wide table keyed by
+program, target and TVM version, and in the disk cache.
+
+A call converts each argument the way the kernels need it and the results back to what numpy
+would have produced:
+
+* arrays go in zero-copy through DLPack when they are contiguous (and writable: DLPack
+  cannot mark an array read-only), and are otherwise copied.  TVM's kernels assume 64-byte
+  aligned inputs by default and *segfault* on numpy's usual 16-byte alignment (tvm-0.27.md,
+  pitfall 3): the kernels that read a region's inputs are compiled for element alignment
+  (`schedule._unaligned_params`), so no alignment can reach a user as a crash;
+* scalars (Python or numpy) become 0-d arrays of their dtype (a kernel reads them with scalar
+  loads, so their alignment does not matter);
+* results come back zero-copy (`np.from_dlpack`), scalars as numpy scalars (`np.sum` gives
+  `np.float64`, not a 0-d array), and on a GPU values that only flow into other regions stay
+  on the device.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from backends.tvm import cache
+from backends.tvm.lowering import LOWERINGS, Context
+from backends.tvm.program import Program
+from backends.tvm.target import is_gpu
+
+
+def build_module(program: Program):
+    """The Relax IRModule of a program: function `main(inputs...) -> output or tuple`."""
+    from tvm import relax
+
+    bb = relax.BlockBuilder()
+    params = [relax.Var(f"in{i}", relax.TensorType(spec.shape, str(spec.dtype)))
+              for i, spec in enumerate(program.inputs)]
+    with bb.function("main", params):
+        with bb.dataflow():
+            ctx = Context(bb, params, program)
+            for op in program.ops:
+                ctx.values.append(bb.emit(LOWERINGS[op.prim].emit(ctx, op)))
+            outs = [ctx.values[i] for i in program.outputs]
+            result = bb.emit_output(outs[0] if len(outs) == 1 else relax.Tuple(outs))
+        bb.emit_func_output(result)
+    return bb.get()
+
+
+@dataclass
+class Compiled:
+    """One program compiled for one target."""
+
+    function: object            # the VM's `main`
+    ir: str                     # the Relax module before the pipeline (TVM script)
+    module: object              # the runtime module (holds the generated code)
+    from_disk: bool = False
+    compile_seconds: float = 0.0
+    aligned_inputs: bool = False   # some kernel needs 64-byte aligned inputs (schedule.py)
+
+    @property
+    def source(self) -> str:
+        """The generated target code: CUDA C for GPU targets, LLVM IR for the CPU."""
+        cuda = self.module._collect_from_import_tree(lambda m: m.kind == "cuda")
+        if cuda:
+            return "\n".join(dict.fromkeys(m.inspect_source() for m in cuda))
+        for m in self.module._collect_from_import_tree(lambda m: m.kind == "llvm"):
+            return m.inspect_source("ll")
+        return ""
+
+
+_compiled: dict[tuple, Compiled] = {}
+_lock = threading.Lock()
+STATS = {"compiled": 0, "disk_hits": 0, "memory_hits": 0}
+
+
+def compile_program(program: Program, target) -> Compiled:
+    """The compiled program, from memory, the disk cache or TVM (in that order)."""
+    import time
+
+    import tvm
+
+    from backends.tvm.schedule import cpu_pipeline, gpu_pipeline
+
+    memo = (program.key, str(target))
+    with _lock:
+        found = _compiled.get(memo)
+        if found is not None:
+            STATS["memory_hits"] += 1
+            return found
+        start = time.perf_counter()
+        mod = build_module(program)
+        device = tvm.cuda(0) if is_gpu(target) else tvm.cpu()
+        # a CUDA library only loads where there is a GPU (and its driver)
+        disk = cache.open_cache() if device.exist else None
+        name = cache.key(program.key, target, tvm.__version__)
+        lib = disk.load(name) if disk is not None else None
+        from_disk = lib is not None
+        kept_aligned: list = []
+        if lib is None:
+            float32 = all(op.out.dtype != np.float64 for op in program.ops)
+            pipeline = (gpu_pipeline if is_gpu(target) else cpu_pipeline)(target, float32,
+                                                                         kept_aligned)
+            lib = tvm.compile(mod, target, relax_pipeline=pipeline)
+            if disk is not None and not kept_aligned:
+                disk.store(name, lib)
+            lib = lib.mod if hasattr(lib, "mod") else lib
+        function = _main_function(lib, device) if device.exist else None
+        STATS["disk_hits" if from_disk else "compiled"] += 1
+        result = Compiled(function, mod.script(), lib, from_disk, time.perf_counter() - start,
+                          aligned_inputs=bool(kept_aligned))
+        _compiled[memo] = result
+        return result
+
+
+def _main_function(lib, device):
+    from tvm import relax
+    return relax.VirtualMachine(lib, device)["main"]
+
+
+def _as_tensor(x: np.ndarray):
+    """x as a TVM tensor, without copying when it is contiguous and writable, else a
+    contiguous copy.  (CPU kernels take inputs with element alignment only: see
+    schedule._unaligned_params.)"""
+    return _tensor(x, 0)
+
+
+def _as_aligned_tensor(x: np.ndarray):
+    """x as a TVM tensor for kernels that assume 64-byte alignment: copied unless aligned."""
+    return _tensor(x, 64)
+
+
+def _tensor(x: np.ndarray, alignment: int):
+    import tvm
+    import tvm_ffi
+    try:
+        return tvm_ffi.from_dlpack(x, require_alignment=alignment, require_contiguous=True)
+    except (RuntimeError, ValueError, BufferError):   # misaligned, strided, or read-only
+        buf = tvm.runtime.empty(x.shape, str(x.dtype))
+        np.copyto(np.from_dlpack(buf), x)
+        return buf
+
+
+@dataclass
+class Region:
+    """A region of one graph, compiled: called by the generated code with the region's
+    inputs, returns its output (or the tuple of its outputs)."""
+
+    name: str
+    program: Program
+    target: object
+    inputs: list[str] = field(default_factory=list)    # names of the nodes flowing in
+    outputs: list[str] = field(default_factory=list)   # names of the nodes flowing out
+    on_device: list[bool] = field(default_factory=list)  # per output: only regions use it
+    compiled: Compiled | None = None
+
+    def __post_init__(self):
+        self.__name__ = self.name
+        self.compiled = compile_program(self.program, self.target)
+        self._call = self._make_call()
+
+    @property
+    def ir(self) -> str:
+        return self.compiled.ir
+
+    @property
+    def source(self) -> str:
+        return self.compiled.source
+
+    def __repr__(self) -> str:
+        return (f"<region {self.name}: {', '.join(self.inputs)} -> {', '.join(self.outputs)}, "
+                f"{len(self.program.ops)} ops, target {self.target.kind.name}>")
+
+    def __call__(self, *args):
+        return self._call(*args)
+
+    def _make_call(self):
+        """A Python function specialised to this region's argument and result kinds, so a
+        call does only the conversions it needs (typically 1–3 µs in all)."""
+        if self.compiled.function is None:
+            return self._no_device
+        gpu = is_gpu(self.target)
+        env = {"fn": self.compiled.function, "np": np,
+               "as_tensor": _as_aligned_tensor if self.compiled.aligned_inputs else _as_tensor}
+        if gpu:
+            import tvm
+            env.update(tensor=tvm.runtime.tensor, Tensor=tvm.runtime.Tensor, dev=tvm.cuda(0))
+        args = []
+        for i, spec in enumerate(self.program.inputs):
+            value = f"a{i}" if spec.scalar is None else f"np.asarray(a{i}, d{i})"
+            env[f"d{i}"] = spec.dtype
+            if gpu:   # values other regions left on the device go straight in
+                value = f"(a{i} if type(a{i}) is Tensor else tensor({value}, dev))"
+            elif spec.scalar is None:
+                value = f"as_tensor(a{i})"
+            args.append(value)
+        outs = []
+        for k, op_index in enumerate(self.program.outputs):
+            item = "r" if len(self.program.outputs) == 1 else f"r[{k}]"
+            if gpu and self.on_device[k]:
+                outs.append(item)
+            elif gpu:
+                outs.append(f"{item}.numpy()")
+            else:
+                outs.append(f"np.from_dlpack({item})")
+            if self.program.ops[op_index].out.scalar is not None and not (gpu and self.on_device[k]):
+                outs[-1] += "[()]"
+        params = ", ".join(f"a{i}" for i in range(len(self.program.inputs)))
+        lines = [f"def call({params}):", f"    r = fn({', '.join(args)})",
+                 f"    return {', '.join(outs)}"]
+        namespace = dict(env)
+        exec("\n".join(lines), namespace)
+        return namespace["call"]
+
+    def _no_device(self, *args):
+        from myir.errors import MyirError
+        raise MyirError(f"region {self.name} was compiled for {self.target.kind.name}, but this "
+                        "machine has no such device",
+                        hint="use target='llvm' to run here; the CUDA source is in "
+                             "`lower(...).regions[i].source`")

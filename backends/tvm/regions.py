@@ -1,0 +1,264 @@
+"""Region splitting: the maximal straight-line regions of array primitives in a typed graph.
+
+A node can join a region when its primitive has a TVM lowering for the target
+(`backends.tvm.lowering.LOWERINGS`), type inference knows its result as an array of static
+shape or a numpy scalar, and every operand is usable: a static constant where the rule needs
+one, otherwise a value of known dtype and shape.  Calls of graphs and `switch` never join, so
+regions are straight-line code inside one graph (a loop body's regions run once per iteration).
+
+Regions grow greedily in the graph's evaluation order and stay *convex*: a node joins a
+region only if none of its outside operands depends on that region (otherwise the region
+would have to run both before and after that operand).  A region is then kept only if TVM is
+expected to beat numpy on it (`worth_compiling`), and is replaced in the graph by one call of
+its compiled `Region` (plus `getitem`s when several values leave it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from backends.tvm.lowering import LOWERINGS, Rule
+from backends.tvm.program import Op, Program, Ref, Spec
+from backends.tvm.region import Region
+from backends.tvm.target import is_gpu
+from myir.ir.analysis import OUTPUT, primitive_name, reachable_graphs, toposort, users
+from myir.ir.edit import replace
+from myir.ir.graph import Apply, Constant, Debug, Graph, Node
+
+# Cost rule, from measurements on these machines (python -m bench, tvm-0.27.md): a region call
+# costs ~3 µs of fixed overhead (argument checks, VM dispatch, results back to numpy), where a
+# numpy call costs ~1 µs; per element, a fused kernel is ~2–10x cheaper than numpy's separate
+# passes over memory.  So a region must either replace several numpy calls or touch enough data.
+FIXED_COST_US = 3.0
+NUMPY_CALL_US = 1.0
+MIN_ELEMENTS = 4096
+
+
+def spec_of(abstract) -> Spec | None:
+    """The Spec of a value inference typed as an array of static shape or a number."""
+    from passes.abstract import AArray, AScalar
+
+    if isinstance(abstract, AArray):
+        if any(d is None for d in abstract.shape):
+            return None
+        return Spec(np.dtype(abstract.dtype), tuple(abstract.shape))
+    if isinstance(abstract, AScalar):
+        try:
+            dtype = np.dtype(abstract.pytype)
+        except TypeError:
+            return None
+        if dtype.kind in "biuf":
+            return Spec(dtype, (), abstract.pytype)
+    return None
+
+
+def static_value(node: Node, abstract):
+    """(True, value) when a node's value is known at compile time, else (False, None)."""
+    from passes.abstract import ANY, AScalar
+
+    if isinstance(node, Constant) and not isinstance(node.value, Graph):
+        return True, node.value
+    if isinstance(abstract, AScalar) and abstract.value is not ANY:
+        return True, abstract.value
+    return False, None
+
+
+class Splitter:
+    def __init__(self, root: Graph, types: dict, target):
+        self.root = root
+        self.types = types
+        self.target = target
+        self.gpu = is_gpu(target)
+        self.users = users(root)
+
+    # -- which nodes may join a region
+
+    def operands(self, node: Apply, rule: Rule):
+        """The operand view a rule's `accepts` sees (Specs and static values), or None when
+        some operand is unusable."""
+        seen = []
+        for i, arg in enumerate(node.args):
+            abstract = self.types.get(arg)
+            known, value = static_value(arg, abstract)
+            if i in rule.static:
+                if not known:
+                    return None
+                seen.append(value)
+            elif i in rule.shape_only:
+                spec = spec_of(abstract)
+                if spec is None:
+                    return None
+                seen.append(spec)
+            elif known and isinstance(value, (bool, int, float)) and not isinstance(arg, Apply):
+                seen.append(value)
+            else:
+                spec = spec_of(abstract)
+                if spec is None:
+                    return None
+                seen.append(spec)
+        return seen
+
+    def lowerable(self, node: Node) -> bool:
+        if not isinstance(node, Apply):
+            return False
+        rule = LOWERINGS.get(primitive_name(node) or "")
+        if rule is None or (rule.gpu_only and not self.gpu):
+            return False
+        out = spec_of(self.types.get(node))
+        if out is None or (out.scalar is not None and out.weak):
+            return False     # Python numbers stay Python numbers
+        seen = self.operands(node, rule)
+        try:
+            return seen is not None and bool(rule.accepts(seen, out))
+        except (TypeError, ValueError, IndexError):
+            return False
+
+    # -- growing regions
+
+    def split(self, g: Graph) -> list[list[Apply]]:
+        """Grow regions in evaluation order; a node joins (and so merges) the regions of its
+        operands as long as the result stays convex."""
+        parent: dict[int, int] = {}          # union-find over region ids
+
+        def find(r: int) -> int:
+            while parent[r] != r:
+                parent[r] = r = parent[parent[r]]
+            return r
+
+        region_of: dict[Node, int] = {}
+        members: dict[int, list[Apply]] = {}
+        outside: dict[int, set] = {}         # operands from outside the region
+        depends: dict[Node, set] = {}        # regions a node's value depends on
+        for node in toposort(g):
+            if not isinstance(node, Apply) or node.graph is not g:
+                continue
+            deps = set()
+            for a in node.inputs:
+                deps |= depends.get(a, set())
+                if a in region_of:
+                    deps.add(region_of[a])
+            depends[node] = deps
+            if not self.lowerable(node):
+                continue
+            candidates = sorted({find(region_of[a]) for a in node.args if a in region_of},
+                                key=lambda r: -len(members[r]))
+            merged: set[int] = set()
+            for r in candidates:
+                trial = merged | {r}
+                if self._convex(node, trial, members, outside, depends, region_of, find):
+                    merged = trial
+            rid = len(parent)
+            parent[rid] = rid
+            members[rid] = [node]
+            outside[rid] = set()
+            for r in merged:
+                parent[r] = rid
+                members[rid] = members.pop(r) + members[rid]
+                outside[rid] |= outside.pop(r)
+            region_of[node] = rid
+            inside = set(members[rid])
+            outside[rid] = {b for b in outside[rid] | set(node.args) if b not in inside}
+        return [sorted(m, key=lambda n: n.debug.id) for m in members.values()
+                if self.worth_compiling(m)]
+
+    @staticmethod
+    def _convex(node, merged, members, outside, depends, region_of, find) -> bool:
+        """Whether `node` plus the regions `merged` form a convex set: no value they use
+        from outside depends on any of them."""
+        inside = {n for r in merged for n in members[r]} | {node}
+        used = set(node.args).union(*(outside[r] for r in merged))
+        return all(not any(find(d) in merged for d in depends.get(b, ()))
+                   for b in used if b not in inside)
+
+    def worth_compiling(self, nodes: list[Apply]) -> bool:
+        specs = [spec_of(self.types[n]) for n in nodes]
+        arrays = [s for s in specs if s.scalar is None]
+        if not arrays:
+            return False    # numbers only: Python/numpy scalar code is faster than any call
+        elements = max(s.size for s in arrays)
+        if self.gpu:
+            return True
+        return elements >= MIN_ELEMENTS or len(nodes) * NUMPY_CALL_US > FIXED_COST_US
+
+    # -- replacing a region by a call
+
+    def program(self, nodes: list[Apply]):
+        index = {n: i for i, n in enumerate(nodes)}
+        inputs: list[Node] = []
+        ops = []
+        for n in nodes:
+            rule = LOWERINGS[primitive_name(n)]
+            refs = []
+            for i, arg in enumerate(n.args):
+                known, value = static_value(arg, self.types.get(arg))
+                if i in rule.shape_only:
+                    refs.append(Ref("shape", value=spec_of(self.types[arg])))
+                elif arg in index:
+                    refs.append(Ref("op", index[arg]))
+                elif i in rule.static or (known and isinstance(value, (bool, int, float))
+                                          and not isinstance(arg, Apply)):
+                    refs.append(Ref("const", value=value))
+                else:
+                    if arg not in inputs:
+                        inputs.append(arg)
+                    refs.append(Ref("in", inputs.index(arg)))
+            ops.append(Op(primitive_name(n), tuple(refs), spec_of(self.types[n])))
+        outputs = [n for n in nodes
+                   if any(i == OUTPUT or u not in index for u, i in self.users.get(n, ()))]
+        program = Program(tuple(spec_of(self.types[a]) for a in inputs), tuple(ops),
+                          tuple(index[n] for n in outputs))
+        return program, inputs, outputs
+
+    def replace_region(self, g: Graph, nodes: list[Apply], number: int, lowered: set) -> Region:
+        """`lowered`: the nodes of every region; a GPU region's result that only they use
+        stays on the device."""
+        program, inputs, outputs = self.program(nodes)
+        on_device = [self.gpu and all(i != OUTPUT and u in lowered
+                                      for u, i in self.users.get(o, ())) for o in outputs]
+        region = Region(f"region{number}", program, self.target,
+                        [_name(n) for n in inputs], [_name(n) for n in outputs], on_device)
+        first = min(n.debug.id for n in nodes)
+        call = Apply([Constant(region), *inputs], g, Debug(f"region{number}", nodes[0].location,
+                                                          id=first))
+        if len(outputs) == 1:
+            replace(self.root, outputs[0], call)
+            self.types[call] = self.types[outputs[0]]
+        else:
+            for k, out in enumerate(outputs):
+                item = Apply([Constant(_getitem()), call, Constant(k)], g,
+                             Debug(out.debug.name, out.location, id=first + (k + 1) * 1e-6))
+                replace(self.root, out, item)
+                self.types[item] = self.types[out]
+        return region
+
+
+def _getitem():
+    from myir.ir.primitives import PRIMITIVES
+    return PRIMITIVES["getitem"]
+
+
+def _name(node: Node) -> str:
+    return node.debug.name or f"%{int(node.debug.id)}"
+
+
+def compile_regions(root: Graph, types: dict, target) -> list[Region]:
+    """Replace every worthwhile region of the program by a call of its compiled Region
+    (mutates `root`'s graphs; `types` gains the new nodes).  Returns the regions."""
+    splitter = Splitter(root, types, target)
+    plans = [(g, nodes) for g in reachable_graphs(root) for nodes in splitter.split(g)]
+    lowered = {n for _, nodes in plans for n in nodes}
+    regions = []
+    for g, nodes in plans:
+        regions.append(splitter.replace_region(g, nodes, len(regions), lowered))
+        splitter.users = users(root)
+    return regions
+
+
+def has_candidates(root: Graph, types: dict) -> bool:
+    """Whether any node could start a region: an array-valued primitive with a lowering.
+    Checked before anything imports TVM, so scalar programs never pay for importing it."""
+    from passes.abstract import AArray
+
+    return any(isinstance(types.get(node), AArray) and primitive_name(node) in LOWERINGS
+               for g in reachable_graphs(root) for node in toposort(g)
+               if isinstance(node, Apply) and node.graph is g)

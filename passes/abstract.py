@@ -1,0 +1,320 @@
+"""Abstract values: what type inference knows about a runtime value.
+
+Each class describes a set of runtime values, exactly as precise as the backends need: a
+scalar's Python type (`float` is not `np.float64`) and, when known, its value; an array's
+dtype and shape (`None` for a dimension that depends on data); tuples item by item;
+functions as the graphs (with the frame they close over) or primitives they may be.
+`ANY` is "unknown": inference answers it whenever it cannot tell, so it never rejects a
+valid program.  `BOTTOM` is the value of a computation that never returns (it raises, or
+its recursion has not produced a result yet); it is the neutral element of `join`.
+
+`join(a, b)` is the least value describing both (used at branches and to widen recursion:
+different constants widen to their type, different dimensions to `None`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from myir.ir.values import Env
+
+
+class _Marker:
+    """ANY (unknown: any runtime value) and BOTTOM (no value: the computation never
+    returns); each is its only instance, and pickles as itself."""
+
+    __slots__ = ("text", "name")
+
+    def __init__(self, text: str, name: str):
+        self.text = text
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def __reduce__(self):
+        return self.name
+
+
+ANY = _Marker("?", "ANY")
+BOTTOM = _Marker("never", "BOTTOM")
+
+
+def _value_key(value):
+    """Equality of constant values as Python sees identity of results: -0.0 is not 0.0, a nan
+    is a nan, True is not 1."""
+    if isinstance(value, (float, complex, np.floating, np.complexfloating)):
+        return type(value), repr(value)
+    return type(value), value
+
+
+class AbstractValue:
+    __slots__ = ()
+
+
+@dataclass(frozen=True, eq=False)
+class AScalar(AbstractValue):
+    """A Python or numpy scalar of exactly type `pytype`; `value` when it is a known
+    constant."""
+
+    pytype: type
+    value: object = ANY
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self.pytype)
+
+    @property
+    def known(self) -> bool:
+        return self.value is not ANY
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, AScalar) and self.pytype is other.pytype and (
+            self.value is other.value
+            or (self.known and other.known and _value_key(self.value) == _value_key(other.value)))
+
+    def __hash__(self) -> int:
+        return hash((self.pytype, _value_key(self.value) if self.known else None))
+
+    def __repr__(self) -> str:
+        name = self.pytype.__name__
+        return f"{name}={self.value!r}" if self.known else name
+
+
+_DTYPE_NAMES = {"float64": "f64", "float32": "f32", "float16": "f16", "int64": "i64",
+                "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "bool",
+                "complex128": "c128", "complex64": "c64"}
+
+
+@dataclass(frozen=True)
+class AArray(AbstractValue):
+    """A numpy array (`np.ndarray`, 0-d included) of `dtype` and `shape`."""
+
+    dtype: np.dtype
+    shape: tuple
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __repr__(self) -> str:
+        dims = ",".join("?" if d is None else str(d) for d in self.shape)
+        return f"{_DTYPE_NAMES.get(self.dtype.name, self.dtype.name)}[{dims}]"
+
+
+@dataclass(frozen=True)
+class ATuple(AbstractValue):
+    items: tuple
+
+    def __repr__(self) -> str:
+        inner = ", ".join(map(repr, self.items))
+        return f"({inner}{',' if len(self.items) == 1 else ''})"
+
+
+@dataclass(frozen=True)
+class ANone(AbstractValue):
+    def __repr__(self) -> str:
+        return "None"
+
+
+@dataclass(frozen=True)
+class ASlice(AbstractValue):
+    start: object
+    stop: object
+    step: object
+
+    def __repr__(self) -> str:
+        return f"slice({self.start!r}, {self.stop!r}, {self.step!r})"
+
+
+@dataclass(frozen=True, eq=False)
+class AObject(AbstractValue):
+    """Any other value, by its Python type: a string, a dtype, a type such as `np.float32`, a
+    gradient key, an exception; `value` when known."""
+
+    pytype: type
+    value: object = ANY
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, AObject) and self.pytype is other.pytype and (
+            self.value is other.value or (self.value is not ANY and other.value is not ANY
+                                          and _value_key(self.value) == _value_key(other.value)))
+
+    def __hash__(self) -> int:
+        return hash((self.pytype, _value_key(self.value) if self.value is not ANY else None))
+
+    def __repr__(self) -> str:
+        if self.value is ANY:
+            return self.pytype.__name__
+        if isinstance(self.value, type):
+            return self.value.__name__
+        return repr(self.value)
+
+
+@dataclass(frozen=True)
+class AEnv(AbstractValue):
+    """A gradient env: `items` pairs each key (a `GradKey`) with its gradient's value, for the
+    keys it certainly holds; `complete` when it certainly holds no other key."""
+
+    items: tuple = ()
+    complete: bool = True
+
+    def get(self, key, default=None):
+        for k, v in self.items:
+            if k is key:
+                return v
+        return default
+
+    def set(self, key, value) -> "AEnv":
+        return AEnv(tuple((k, v) for k, v in self.items if k is not key) + ((key, value),),
+                    self.complete)
+
+    def __repr__(self) -> str:
+        more = "" if self.complete else ", ..."
+        return "env{" + ", ".join(f"{k!r}: {v!r}" for k, v in self.items) + more + "}"
+
+
+@dataclass(frozen=True)
+class Closure:
+    """A graph with the frame its free variables are read from (None for a top-level
+    graph)."""
+
+    graph: object
+    frame: object
+
+    def __repr__(self) -> str:
+        return "@" + self.graph.name
+
+
+@dataclass(frozen=True)
+class AFunction(AbstractValue):
+    """A function: one of `options`, each a `Closure` or a `Primitive`."""
+
+    options: frozenset
+
+    def __repr__(self) -> str:
+        return "fn(" + " | ".join(sorted(map(repr, self.options))) + ")"
+
+
+def function(option) -> AFunction:
+    return AFunction(frozenset((option,)))
+
+
+def join(a, b):
+    """The least abstract value that describes every value `a` or `b` describes."""
+    if a is b or a == b:
+        return a
+    if a is BOTTOM:
+        return b
+    if b is BOTTOM:
+        return a
+    if a is ANY or b is ANY or type(a) is not type(b):
+        return ANY
+    if isinstance(a, AScalar):
+        return AScalar(a.pytype) if a.pytype is b.pytype else ANY
+    if isinstance(a, AArray):
+        if a.dtype != b.dtype or a.ndim != b.ndim:
+            return ANY
+        return AArray(a.dtype, tuple(x if x == y else None for x, y in zip(a.shape, b.shape)))
+    if isinstance(a, ATuple):
+        if len(a.items) != len(b.items):
+            return ANY
+        return ATuple(tuple(join(x, y) for x, y in zip(a.items, b.items)))
+    if isinstance(a, ASlice):
+        return ASlice(join(a.start, b.start), join(a.stop, b.stop), join(a.step, b.step))
+    if isinstance(a, AObject):
+        return AObject(a.pytype) if a.pytype is b.pytype else ANY
+    if isinstance(a, AEnv):  # a key only one of them holds may be absent
+        both = [(k, join(v, b.get(k))) for k, v in a.items if b.get(k) is not None]
+        return AEnv(tuple(both), a.complete and b.complete and len(both) == len(a.items)
+                    == len(b.items))
+    if isinstance(a, AFunction):
+        return AFunction(a.options | b.options)
+    return ANY
+
+
+def truncate(a, depth: int):
+    """`a` with tuples and envs nested deeper than `depth` replaced by ANY: the widening
+    that stops a recursion from building ever deeper values (a chain of gradient envs)."""
+    if isinstance(a, ATuple):
+        return ANY if depth == 0 else ATuple(tuple(truncate(x, depth - 1) for x in a.items))
+    if isinstance(a, AEnv):
+        return ANY if depth == 0 else AEnv(tuple((k, truncate(v, depth - 1))
+                                                 for k, v in a.items), a.complete)
+    return a
+
+
+def widen(a):
+    """`a` without its constant values (scalars keep their type)."""
+    if isinstance(a, AScalar):
+        return AScalar(a.pytype) if a.known else a
+    if isinstance(a, ATuple):
+        return ATuple(tuple(map(widen, a.items)))
+    if isinstance(a, ASlice):
+        return ASlice(widen(a.start), widen(a.stop), widen(a.step))
+    if isinstance(a, AObject) and a.value is not ANY and a.pytype is str:
+        return AObject(str)
+    return a
+
+
+def abstract_of(value, keep_values: bool = True):
+    """The abstract value describing one runtime value (constants keep their value; arguments
+    of the root graph do not: compiled code is shared by every value of a signature)."""
+    if isinstance(value, np.ndarray):
+        return AArray(value.dtype, value.shape)
+    if isinstance(value, (bool, int, float, complex, np.bool_, np.number)):
+        return AScalar(type(value), value if keep_values else ANY)
+    if isinstance(value, tuple):
+        return ATuple(tuple(abstract_of(v, keep_values) for v in value))
+    if value is None:
+        return ANone()
+    if isinstance(value, slice):
+        return ASlice(abstract_of(value.start, keep_values), abstract_of(value.stop, keep_values),
+                      abstract_of(value.step, keep_values))
+    if isinstance(value, str):
+        return AObject(str, value if keep_values else ANY)
+    if isinstance(value, Env):
+        return AEnv(tuple((k, abstract_of(v, keep_values)) for k, v in value.items.items()))
+    if isinstance(value, (type, np.dtype)) or value is Ellipsis:
+        return AObject(type(value), value)
+    if callable(value) and not keep_values:
+        return ANY  # a Python function passed in: calling it may return anything
+    try:
+        hash(value)
+    except TypeError:
+        return AObject(type(value))
+    return AObject(type(value), value if keep_values else ANY)
+
+
+def conforms(value, abstract) -> bool:
+    """Whether the runtime `value` is one of the values `abstract` describes (the tests'
+    check that inference tells the truth)."""
+    if abstract is ANY:
+        return True
+    if abstract is BOTTOM:
+        return False
+    if isinstance(abstract, AScalar):
+        return type(value) is abstract.pytype and (
+            not abstract.known or _value_key(value) == _value_key(abstract.value))
+    if isinstance(abstract, AArray):
+        return isinstance(value, np.ndarray) and value.dtype == abstract.dtype \
+            and value.ndim == abstract.ndim \
+            and all(d is None or d == n for d, n in zip(abstract.shape, value.shape))
+    if isinstance(abstract, ATuple):
+        return isinstance(value, tuple) and len(value) == len(abstract.items) \
+            and all(conforms(v, a) for v, a in zip(value, abstract.items))
+    if isinstance(abstract, ANone):
+        return value is None
+    if isinstance(abstract, AObject):
+        return isinstance(value, abstract.pytype) and (
+            abstract.value is ANY or _value_key(value) == _value_key(abstract.value))
+    if isinstance(abstract, ASlice):
+        return isinstance(value, slice) and conforms(value.start, abstract.start) \
+            and conforms(value.stop, abstract.stop) and conforms(value.step, abstract.step)
+    if isinstance(abstract, AEnv):
+        return isinstance(value, Env)
+    if isinstance(abstract, AFunction):
+        return callable(value)
+    return False

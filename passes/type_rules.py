@@ -1,0 +1,1222 @@
+"""The type and shape rule of every primitive: `TYPE_RULES[name](*abstract_args)`.
+
+A rule returns the abstract value of the primitive's result (`passes.abstract`), `ANY` when
+it cannot tell, `BOTTOM` when the call certainly raises at run time (a Python exception the
+program may expect, such as an IndexError), and raises `RuleError` for a type error certain
+to happen whatever the values are (the interpreter reports it at the user's source line).
+
+Result *types* are not re-derived from numpy's documentation: a rule runs the very numpy or
+Python operation the python backend runs (backends/python/impls.py) on small stand-in values
+of the argument types — arrays of the right dtype and rank with every dimension 1, scalars of
+the right Python type — and reads the result's type.  So NEP 50 promotion with weak Python
+scalars, `np.sum(a)` being a `np.float64` rather than a 0-d array, `np.where` of scalars being
+a 0-d array, and the TypeErrors of integer-only operations on floats are numpy's own answers.
+Result *shapes* come from the rules below (broadcasting, reductions, matmul, indexing, ...),
+which also check the shapes.  When every argument is a known constant, the operation is
+simply computed (constant folding), so branches on constants are resolved.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import warnings
+
+import numpy as np
+
+from myir.ir.primitives import UNBOUND
+from passes.abstract import (ANY, BOTTOM, AArray, AEnv, AFunction, ANone, AObject, AScalar,
+                             ASlice, ATuple, abstract_of, join)
+
+
+class RuleError(Exception):
+    """A type error certain to happen when the primitive runs: message and hint."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint or "check the types and shapes of the values used here"
+
+
+class Unknown(Exception):
+    """A stand-in value cannot be made for an argument: the result is ANY."""
+
+
+class Fails(Exception):
+    """The operation raises a Python exception whatever the values: the result is BOTTOM, and
+    the program raises CPython's own exception when it runs (programs may expect it)."""
+
+
+_SAMPLE_OF_TYPE = {bool: True, int: 1, float: 0.5, complex: 0.5 + 0.5j}
+
+
+def sample(a):
+    """A concrete value of the abstract value's type (its value when known)."""
+    if isinstance(a, AScalar):
+        if a.known:
+            return a.value
+        if a.pytype in _SAMPLE_OF_TYPE:
+            return _SAMPLE_OF_TYPE[a.pytype]
+        return a.pytype(1)
+    if isinstance(a, AArray):
+        return np.ones((1,) * a.ndim, a.dtype)
+    if isinstance(a, ATuple):
+        return tuple(sample(x) for x in a.items)
+    if isinstance(a, ANone):
+        return None
+    if isinstance(a, AObject):
+        if a.value is not ANY:
+            return a.value
+        if a.pytype is str:
+            return "s"
+    if isinstance(a, ASlice):
+        return slice(sample(a.start), sample(a.stop), sample(a.step))
+    raise Unknown
+
+
+def known(a) -> bool:
+    """Whether `a` describes a single value that the rules can compute with."""
+    if isinstance(a, AScalar):
+        return a.known
+    if isinstance(a, ATuple):
+        return all(known(x) for x in a.items)
+    if isinstance(a, ASlice):
+        return known(a.start) and known(a.stop) and known(a.step)
+    return isinstance(a, ANone) or (isinstance(a, AObject) and a.value is not ANY)
+
+
+def _too_big(fn, values) -> bool:
+    """Integer powers and shifts whose exact result is too large to compute while compiling."""
+    if fn in (operator.pow, operator.lshift, pow) and len(values) == 2:
+        x, y = values
+        return isinstance(y, int) and isinstance(x, int) and abs(y) > 256
+    return False
+
+
+def type_failure(fn, error: TypeError):
+    """A TypeError of the operation on these types: an early RuleError for the integer-only
+    operations (a float where an int is needed), else Fails (CPython's own error at run
+    time)."""
+    if fn in INTEGER_ONLY:
+        return RuleError(str(error), "this operation needs integers; convert with int(...) "
+                                     "or use an integer dtype")
+    return Fails()
+
+
+def evaluate(fn, args, kwargs=None):
+    """`fn` run on stand-ins of `args`: the concrete result.  A TypeError depends on the
+    types only (see `type_failure`); any other failure of a stand-in gives Unknown."""
+    values = [sample(a) for a in args]
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            return fn(*values, **(kwargs or {}))
+    except TypeError as e:
+        raise type_failure(fn, e) from None
+    except Exception:  # noqa: BLE001 - a stand-in's value may be outside the domain
+        raise Unknown from None
+
+
+def fold(fn, args):
+    """The constant result of `fn` on known arguments; BOTTOM if it raises (at run time the
+    same exception is raised)."""
+    values = [sample(a) for a in args]
+    if _too_big(fn, values):
+        return widened(evaluate(fn, [AScalar(type(v)) for v in values]))
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("error", DeprecationWarning)
+            result = fn(*values)
+    except TypeError as e:
+        raise type_failure(fn, e) from None
+    except Exception:  # noqa: BLE001 - raised at run time too
+        return BOTTOM
+    return abstract_of(result)
+
+
+def widened(result, shape=None):
+    """The abstract value of a stand-in's result: its type, and `shape` for an array."""
+    if isinstance(result, np.ndarray):
+        if shape is None or len(shape) != result.ndim:
+            return ANY
+        return AArray(result.dtype, tuple(shape))
+    if isinstance(result, (bool, int, float, complex, np.generic)):
+        return AScalar(type(result))
+    if isinstance(result, str):
+        return AObject(str)
+    return ANY
+
+
+def rule(fn):
+    """Decorate a rule: ANY in, ANY out, and a stand-in that cannot be made gives ANY."""
+    def checked(*args):
+        if ANY in args:
+            return ANY
+        try:
+            return fn(*args)
+        except Unknown:
+            return ANY
+        except Fails:
+            return BOTTOM
+    checked.__name__ = fn.__name__
+    checked.__doc__ = fn.__doc__
+    return checked
+
+
+# ---------------------------------------------------------------------------------- shapes
+
+
+def shape_of(a) -> tuple | None:
+    """The shape numpy gives the value (scalars (), tuples of scalars (n,)), or None."""
+    if isinstance(a, AArray):
+        return a.shape
+    if isinstance(a, AScalar):
+        return ()
+    if isinstance(a, ATuple):
+        shapes = {shape_of(x) for x in a.items}
+        if len(shapes) == 1 and None not in shapes:
+            return (len(a.items),) + shapes.pop()
+        return (0,) if not a.items else None
+    return None
+
+
+def _dims(shape) -> str:
+    return "(" + ",".join("?" if d is None else str(d) for d in shape) + \
+        ("," if len(shape) == 1 else "") + ")"
+
+
+def broadcast(*shapes) -> tuple:
+    """numpy broadcasting of shapes with unknown (None) dimensions; RuleError if they
+    certainly do not broadcast."""
+    ndim = max(map(len, shapes), default=0)
+    result = []
+    for i in range(-ndim, 0):
+        dims = [s[i] for s in shapes if len(s) >= -i]
+        sizes = {d for d in dims if d is not None and d != 1}
+        if len(sizes) > 1:
+            raise RuleError("operands could not be broadcast together with shapes "
+                            + " ".join(map(_dims, shapes)),
+                            "make the shapes equal, or 1 where one operand should be repeated")
+        if sizes:
+            result.append(sizes.pop())
+        elif None in dims:
+            result.append(None)
+        else:
+            result.append(1)
+    return tuple(result)
+
+
+def int_value(a):
+    """The value of a known integer argument, ANY for an unknown one, or RuleError (a float
+    where an int is needed is an error early; anything else fails at run time)."""
+    if isinstance(a, AScalar) and (a.pytype in (int, bool) or issubclass(a.pytype, np.integer)):
+        return int(a.value) if a.known else ANY
+    if isinstance(a, AScalar) and issubclass(a.pytype, (float, np.floating)):
+        raise RuleError(f"'{type_name(a)}' object cannot be interpreted as an integer",
+                        "use an int here: int(x), or x // 1 for a whole number")
+    raise Fails
+
+
+def type_name(a) -> str:
+    if isinstance(a, (AScalar, AObject)):
+        return a.pytype.__name__
+    return {AArray: "numpy.ndarray", ATuple: "tuple", ANone: "NoneType",
+            ASlice: "slice"}.get(type(a), "object")
+
+
+def shape_value(a) -> tuple | None:
+    """A shape argument (an int or a tuple of ints) as a tuple of ints and Nones."""
+    if isinstance(a, AScalar):
+        n = int_value(a)
+        return (None if n is ANY else n,)
+    if isinstance(a, ATuple):
+        return tuple(None if n is ANY else n for n in map(int_value, a.items))
+    return None
+
+
+def axes_value(a, ndim: int):
+    """A known axis argument (None, an int or a tuple of ints), normalised; ANY if
+    unknown."""
+    if isinstance(a, ANone):
+        return None
+    items = a.items if isinstance(a, ATuple) else (a,)
+    axes = []
+    for item in items:
+        axis = int_value(item)
+        if axis is ANY:
+            return ANY
+        if ndim == 0 and axis in (0, -1):
+            return ()  # numpy lets a 0-d array be reduced or squeezed along "axis 0"
+        if not -ndim <= axis < ndim:
+            raise RuleError(f"axis {axis} is out of bounds for array of dimension {ndim}",
+                            f"axes of a {ndim}-d array are {-ndim} to {ndim - 1}")
+        axes.append(axis % ndim)
+    return tuple(axes) if isinstance(a, ATuple) else axes[0]
+
+
+def as_dtype(a):
+    """A known dtype argument as np.dtype, None for `dtype=None`, ANY if unknown."""
+    if isinstance(a, ANone):
+        return None
+    if isinstance(a, AObject) and a.value is not ANY:
+        try:
+            return np.dtype(a.value)
+        except TypeError:
+            raise RuleError(f"{a.value!r} is not a dtype", "use a numpy dtype such as "
+                            "np.float64") from None
+    return ANY
+
+
+# ---------------------------------------------------------------------------- elementwise
+
+
+def elementwise(fn):
+    """A numpy ufunc or Python operator: the stand-ins' result type, broadcast shape."""
+    @rule
+    def apply(*args):
+        if all(map(known, args)):
+            return fold(fn, args)
+        shapes = [shape_of(a) for a in args if isinstance(a, (AArray, ATuple))]
+        shape = broadcast(*shapes) if None not in shapes else None
+        return widened(evaluate(fn, args), shape)
+    apply.__name__ = getattr(fn, "__name__", "elementwise")
+    return apply
+
+
+@rule
+def add_rule(x, y):
+    """`+`: tuples concatenate; a tuple and an array broadcast."""
+    if isinstance(x, ATuple) and isinstance(y, ATuple):
+        return ATuple(x.items + y.items)
+    other = y if isinstance(x, ATuple) else x if isinstance(y, ATuple) else None
+    if other is not None and not isinstance(other, AArray):
+        raise RuleError(f'can only concatenate tuple (not "{type_name(other)}") to tuple',
+                        "both operands of + must be tuples to concatenate them")
+    return _add(x, y)
+
+
+@rule
+def mul_rule(x, y):
+    """`*`: a tuple times an int repeats it."""
+    if isinstance(x, ATuple) and not isinstance(y, AArray):
+        count = int_value(y)
+        return ANY if count is ANY else ATuple(x.items * max(count, 0))
+    if isinstance(y, ATuple) and not isinstance(x, AArray):
+        return mul_rule(y, x)
+    return _mul(x, y)
+
+
+@rule
+def pow_rule(x, y):
+    """`**`: an int to an int power is a float when the exponent is negative."""
+    if _is_int(x) and _is_int(y) and not y.known:
+        return ANY
+    return _pow(x, y)
+
+
+_pow = elementwise(operator.pow)
+_add = elementwise(operator.add)
+_mul = elementwise(operator.mul)
+
+
+def _augmented(name, symbol):
+    @rule
+    def apply(x, y):
+        if isinstance(x, AArray):
+            raise RuleError(
+                f"`x {symbol}= y` on an array would update it in place, and here the array "
+                "is shared (with another variable, a tuple, a closure or the caller); "
+                "compiled functions never mutate arrays",
+                f"write `x = x {symbol} y` to make a new array")
+        return TYPE_RULES[name](x, y)
+    return apply
+
+
+def _math(fn):
+    """math.* functions: Python floats in, floats out (arrays are left to run time)."""
+    base = elementwise(fn)
+
+    @rule
+    def apply(*args):
+        if any(isinstance(a, AArray) for a in args):
+            return ANY
+        return base(*args)
+    return apply
+
+
+def _identity_test(negate):
+    @rule
+    def apply(x, y):
+        definite = (AScalar, AArray, ATuple, AFunction, AEnv)
+        if isinstance(x, ANone) and isinstance(y, ANone):
+            return AScalar(bool, not negate)
+        if (isinstance(x, ANone) and isinstance(y, definite)) or \
+                (isinstance(y, ANone) and isinstance(x, definite)):
+            return AScalar(bool, negate)
+        return AScalar(bool)
+    return apply
+
+
+def truthiness(a):
+    """`bool(a)` when it is certain, else None."""
+    if isinstance(a, AScalar) and a.known:
+        return bool(a.value)
+    if isinstance(a, ATuple):
+        return bool(a.items)
+    if isinstance(a, ANone):
+        return False
+    if isinstance(a, (AFunction, AEnv)):
+        return True
+    if isinstance(a, AObject) and a.value is not ANY and a.value is not UNBOUND:
+        return bool(a.value)
+    return None
+
+
+def _truth(negate):
+    @rule
+    def apply(x):
+        if isinstance(x, AArray):
+            size = math.prod(x.shape) if None not in x.shape else None
+            if size is not None and size != 1:
+                return BOTTOM  # ValueError: the truth value of an array is ambiguous
+            return AScalar(bool)
+        t = truthiness(x)
+        return AScalar(bool) if t is None else AScalar(bool, t != negate)
+    return apply
+
+
+# ----------------------------------------------------------------------------- reductions
+
+
+def _reduction(fn, keepdims_param=True):
+    @rule
+    def apply(x, axis, keepdims=AScalar(bool, False)):
+        if not isinstance(x, AArray):
+            shape = shape_of(x)
+            if shape is None:
+                return ANY
+            x = AArray(np.asarray(sample(x)).dtype, shape)
+        axes = axes_value(axis, x.ndim)
+        keep = truthiness(keepdims)
+        if axes is ANY or keep is None:
+            return ANY
+        kwargs = {"axis": sample(axis)}
+        if keepdims_param:
+            kwargs["keepdims"] = keep
+        result = evaluate(fn, [x], kwargs)
+        reduced = set(range(x.ndim)) if axes is None else \
+            set(axes if isinstance(axes, tuple) else (axes,))
+        shape = tuple(1 if i in reduced else d for i, d in enumerate(x.shape)
+                      if keep or i not in reduced)
+        return widened(result, shape)
+    return apply
+
+
+# ------------------------------------------------------------------------- linear algebra
+
+
+def _core_mismatch(name, xs, ys, a, b):
+    raise RuleError(f"{name}: shapes {_dims(xs)} and {_dims(ys)} are not aligned: "
+                    f"{a} (dim {len(xs) - 1}) != {b} (dim {max(len(ys) - 2, 0)})",
+                    "the last dimension of the left operand must equal the "
+                    "second-to-last (or only) dimension of the right one")
+
+
+def _same(a, b) -> bool:
+    return a is None or b is None or a == b
+
+
+@rule
+def matmul_rule(x, y):
+    xs, ys = shape_of(x), shape_of(y)
+    if xs is None or ys is None or not isinstance(x, (AArray, ATuple)) \
+            or not isinstance(y, (AArray, ATuple)):
+        if isinstance(x, AScalar) or isinstance(y, AScalar):
+            raise RuleError("matmul: an operand is a scalar, it needs at least one dimension",
+                            "use * to multiply by a scalar")
+        return ANY
+    if not xs or not ys:
+        raise RuleError("matmul: an operand is a 0-d array, it needs at least one dimension",
+                        "use * to multiply by a scalar")
+    if not _same(xs[-1], ys[-2 if len(ys) > 1 else -1]):
+        _core_mismatch("matmul", xs, ys, xs[-1], ys[-2 if len(ys) > 1 else -1])
+    batch = broadcast(xs[:-2], ys[:-2])
+    shape = batch + (xs[-2:-1] if len(xs) > 1 else ()) + (ys[-1:] if len(ys) > 1 else ())
+    return widened(evaluate(operator.matmul, [x, y]), shape)
+
+
+@rule
+def dot_rule(x, y):
+    xs, ys = shape_of(x), shape_of(y)
+    if xs is None or ys is None:
+        return ANY
+    if not xs or not ys:
+        return elementwise(np.dot)(x, y)
+    inner = ys[-2] if len(ys) > 1 else ys[-1]
+    if not _same(xs[-1], inner):
+        _core_mismatch("dot", xs, ys, xs[-1], inner)
+    shape = xs[:-1] + ys[:-2] + ys[-1:] if len(ys) > 1 else xs[:-1]
+    return widened(evaluate(np.dot, [x, y]), shape)
+
+
+# ------------------------------------------------------------------------- shape functions
+
+
+def _array_arg(x):
+    """An array-like argument as AArray (numpy converts scalars and tuples), or None."""
+    if isinstance(x, AArray):
+        return x
+    shape = shape_of(x)
+    if shape is None:
+        return None
+    try:
+        return AArray(np.asarray(sample(x)).dtype, shape)
+    except Unknown:
+        return None
+
+
+@rule
+def reshape_rule(x, shape):
+    a = _array_arg(x)
+    target = shape_value(shape)
+    if a is None or target is None:
+        return ANY
+    if sum(d == -1 for d in target) > 1:
+        raise RuleError("can only specify one unknown dimension", "use -1 at most once")
+    size = math.prod(a.shape) if None not in a.shape else None
+    rest = [d for d in target if d != -1]
+    if None not in rest and size is not None:
+        if -1 in target:
+            n = math.prod(rest)
+            if n == 0 or size % n:
+                raise RuleError(f"cannot reshape array of size {size} into shape "
+                                f"{_dims(target)}", "the sizes must match")
+            target = tuple(size // n if d == -1 else d for d in target)
+        elif math.prod(target) != size:
+            raise RuleError(f"cannot reshape array of size {size} into shape {_dims(target)}",
+                            "the new shape must have as many elements as the array")
+    target = tuple(None if d == -1 else d for d in target)
+    return widened(evaluate(lambda v: np.reshape(v, (1,) * len(target)), [x]), target)
+
+
+@rule
+def transpose_rule(x, axes):
+    a = _array_arg(x)
+    if a is None:
+        return ANY
+    if isinstance(axes, ANone):
+        perm = tuple(reversed(range(a.ndim)))
+    else:
+        perm = axes_value(axes, a.ndim)
+        if perm is ANY:
+            return ANY
+        if sorted(perm) != list(range(a.ndim)):
+            raise RuleError("axes don't match array", f"give a permutation of 0..{a.ndim - 1}")
+    return widened(evaluate(np.transpose, [x], {"axes": perm}), tuple(a.shape[i] for i in perm))
+
+
+@rule
+def swapaxes_rule(x, a1, a2):
+    a = _array_arg(x)
+    if a is None:
+        return ANY
+    i, j = axes_value(a1, a.ndim), axes_value(a2, a.ndim)
+    if i is ANY or j is ANY:
+        return ANY
+    shape = list(a.shape)
+    shape[i], shape[j] = shape[j], shape[i]
+    return widened(evaluate(np.swapaxes, [x], {"axis1": i, "axis2": j}), shape)
+
+
+@rule
+def argsort_rule(x, axis):
+    a = _array_arg(x)
+    if a is None:
+        return ANY
+    if axes_value(axis, max(a.ndim, 1)) is ANY:
+        return ANY
+    return widened(evaluate(np.argsort, [x]), a.shape if a.ndim else (1,))
+
+
+@rule
+def broadcast_to_rule(x, shape):
+    a = _array_arg(x)
+    target = shape_value(shape)
+    if a is None or target is None:
+        return ANY
+    if a.ndim > len(target):
+        raise RuleError(f"cannot broadcast a {a.ndim}-d array to the {len(target)}-d shape "
+                        f"{_dims(target)}", "the target shape needs at least as many dimensions")
+    for d, t in zip(reversed(a.shape), reversed(target)):
+        if d is not None and t is not None and d != 1 and d != t:
+            raise RuleError(f"operands could not be broadcast together: shape {_dims(a.shape)} "
+                            f"to {_dims(target)}", "dimensions must be equal or 1")
+    return AArray(a.dtype, target)
+
+
+@rule
+def expand_dims_rule(x, axis):
+    a = _array_arg(x)
+    if a is None:
+        return ANY
+    axes = axes_value(axis, a.ndim + 1)
+    if axes is ANY:
+        return ANY
+    shape = list(a.shape)
+    for i in sorted(axes if isinstance(axes, tuple) else (axes,)):
+        shape.insert(i, 1)
+    return widened(evaluate(np.expand_dims, [x], {"axis": axes}), shape)
+
+
+@rule
+def squeeze_rule(x, axis):
+    a = _array_arg(x)
+    if a is None:
+        return ANY
+    axes = axes_value(axis, a.ndim)
+    if axes is ANY or (axes is None and None in a.shape):
+        return ANY
+    if axes is None:
+        axes = tuple(i for i, d in enumerate(a.shape) if d == 1)
+    axes = axes if isinstance(axes, tuple) else (axes,)
+    for i in axes:
+        if a.shape[i] not in (1, None):
+            raise RuleError("cannot select an axis to squeeze out which has size not equal "
+                            "to one", f"axis {i} has size {a.shape[i]}")
+    shape = tuple(d for i, d in enumerate(a.shape) if i not in axes)
+    return widened(evaluate(np.squeeze, [x]), shape) if x is a else AArray(a.dtype, shape)
+
+
+def _array_items(arrays):
+    if not isinstance(arrays, ATuple) or not arrays.items:
+        return None
+    items = [_array_arg(x) for x in arrays.items]
+    return None if None in items else items
+
+
+def _common_dim(items, k: int, message: str, hint: str):
+    """Dimension k, which every array must share (None where none of them knows it)."""
+    sizes = {a.shape[k] for a in items if a.shape[k] is not None}
+    if len(sizes) > 1:
+        raise RuleError(f"{message}: {' '.join(_dims(a.shape) for a in items)}", hint)
+    return sizes.pop() if sizes else None
+
+
+@rule
+def concatenate_rule(arrays, axis):
+    items = _array_items(arrays)
+    if items is None or isinstance(axis, ANone):
+        return ANY
+    ndim = items[0].ndim
+    if any(a.ndim != ndim for a in items) or ndim == 0:
+        raise RuleError("all the input arrays must have the same number of dimensions, "
+                        "at least 1", "concatenate arrays of one rank")
+    i = axes_value(axis, ndim)
+    if i is ANY:
+        return ANY
+    shape = []
+    for k in range(ndim):
+        dims = [a.shape[k] for a in items]
+        shape.append((None if None in dims else sum(dims)) if k == i else _common_dim(
+            items, k, "all the input array dimensions except for the concatenation axis "
+            "must match exactly", f"the arrays differ in dimension {k}"))
+    return AArray(np.result_type(*[a.dtype for a in items]), tuple(shape))
+
+
+@rule
+def stack_rule(arrays, axis):
+    items = _array_items(arrays)
+    if items is None:
+        return ANY
+    ndim = items[0].ndim
+    if any(a.ndim != ndim for a in items):
+        raise RuleError("all input arrays must have the same shape",
+                        "stack arrays of one shape")
+    i = axes_value(axis, ndim + 1)
+    if i is ANY:
+        return ANY
+    shape = [_common_dim(items, k, "all input arrays must have the same shape",
+                         "stack arrays of one shape") for k in range(ndim)]
+    shape.insert(i, len(items))
+    return AArray(np.result_type(*[a.dtype for a in items]), tuple(shape))
+
+
+@rule
+def astype_rule(x, dtype):
+    dt = as_dtype(dtype)
+    if not isinstance(x, AArray) and not (isinstance(x, AScalar)
+                                          and issubclass(x.pytype, np.generic)):
+        raise RuleError(f"`.astype` needs a numpy array or scalar, got {type_name(x)}",
+                        "convert with np.asarray(x) first, or call the dtype: np.float32(x)")
+    if dt is ANY or dt is None:
+        return ANY
+    return AArray(dt, x.shape) if isinstance(x, AArray) else AScalar(dt.type)
+
+
+@rule
+def cast_rule(x, dtype):
+    if not (isinstance(dtype, AObject) and isinstance(dtype.value, type)):
+        return ANY
+    if known(x) and not isinstance(x, ATuple):
+        return fold(dtype.value, [x])
+    return widened(evaluate(dtype.value, [x]), shape_of(x))
+
+
+def _attribute(name, of_array):
+    @rule
+    def apply(x):
+        if isinstance(x, AArray) or (isinstance(x, AScalar) and issubclass(x.pytype, np.generic)):
+            return of_array(x if isinstance(x, AArray) else AArray(x.dtype, ()))
+        if isinstance(x, (AScalar, ATuple, ANone, AFunction, AEnv)) or \
+                (isinstance(x, AObject) and x.pytype is str):
+            raise RuleError(f"'{type_name(x)}' object has no attribute '{name}'",
+                            f"`.{name}` is an attribute of numpy arrays; convert with "
+                            "np.asarray(x) first")
+        return ANY
+    return apply
+
+
+def _size(a):
+    return AScalar(int, math.prod(a.shape)) if None not in a.shape else AScalar(int)
+
+
+# ---------------------------------------------------------------------------- constructors
+
+
+@rule
+def constructor_rule(shape, dtype):
+    """np.zeros, np.ones, np.empty."""
+    return full_rule(shape, AScalar(float), dtype)
+
+
+@rule
+def full_rule(shape, fill, dtype):
+    dims = shape_value(shape)
+    dt = as_dtype(dtype)
+    if dims is None or dt is ANY:
+        return ANY
+    if dt is None:
+        dt = evaluate(lambda v: np.full((), v), [fill]).dtype
+    return AArray(dt, dims)
+
+
+@rule
+def array_rule(x, dtype):
+    """np.array, np.asarray, np.zeros_like, np.ones_like."""
+    a = _array_arg(x)
+    dt = as_dtype(dtype)
+    if a is None or dt is ANY:
+        return ANY
+    return AArray(a.dtype if dt is None else dt, a.shape)
+
+
+@rule
+def arange_rule(start, stop, step, dtype):
+    dt = as_dtype(dtype)
+    if dt is ANY:
+        return ANY
+    args = [a for a in (start, stop, step) if not isinstance(a, ANone)]
+    if all(map(known, args)):
+        result = fold(lambda *v: np.arange(*v, dtype=dt), args)
+        return result
+    return widened(evaluate(lambda *v: np.arange(*v, dtype=dt), args), (None,))
+
+
+@rule
+def eye_rule(n, dtype):
+    size = int_value(n)
+    dt = as_dtype(dtype)
+    if dt is ANY:
+        return ANY
+    size = None if size is ANY else size
+    return AArray(np.dtype(np.float64) if dt is None else dt, (size, size))
+
+
+# ------------------------------------------------------------------------------- builtins
+
+
+@rule
+def len_rule(x):
+    if isinstance(x, ATuple):
+        return AScalar(int, len(x.items))
+    if isinstance(x, AArray):
+        if not x.shape:
+            raise RuleError("len() of unsized object", "a 0-d array has no length")
+        return AScalar(int, x.shape[0]) if x.shape[0] is not None else AScalar(int)
+    if isinstance(x, AObject) and x.pytype is range and x.value is ANY:
+        return AScalar(int)
+    return elementwise(len)(x)
+
+
+def _builtin_extremum(fn):
+    @rule
+    def apply(*args):
+        items = args[0].items if len(args) == 1 and isinstance(args[0], ATuple) else args
+        if not items:
+            return BOTTOM  # ValueError: empty sequence
+        if any(isinstance(a, AArray) for a in items):
+            return ANY
+        if all(map(known, items)):
+            return fold(fn, items)
+        result = BOTTOM
+        for item in items:
+            result = join(result, AScalar(item.pytype) if isinstance(item, AScalar) else item)
+        return result
+    return apply
+
+
+@rule
+def range_rule(*args):
+    for a in args:
+        int_value(a)
+    return fold(range, args) if all(map(known, args)) else AObject(range)
+
+
+def _conversion(pytype):
+    @rule
+    def apply(x):
+        if isinstance(x, AArray):
+            size = math.prod(x.shape) if None not in x.shape else None
+            return AScalar(pytype) if size in (1, None) else BOTTOM
+        return elementwise(pytype)(x)
+    return apply
+
+
+# ------------------------------------------------------------------------------ structure
+
+
+def make_tuple_rule(*args):
+    return ATuple(args)
+
+
+@rule
+def getitem_rule(x, index):
+    if isinstance(x, ATuple):
+        return _tuple_item(x, index)
+    if isinstance(x, AArray):
+        return _array_item(x, index)
+    if isinstance(x, AObject) and x.pytype is range and x.value is ANY:
+        return AObject(range) if isinstance(index, ASlice) else AScalar(int)
+    if isinstance(x, AObject) and x.pytype in (str, range):
+        return elementwise(operator.getitem)(x, index)
+    if isinstance(x, (ANone, AFunction)) or (isinstance(x, AScalar)
+                                             and not issubclass(x.pytype, np.generic)):
+        raise RuleError(f"'{type_name(x)}' object is not subscriptable",
+                        "only tuples, strings and arrays can be indexed")
+    return ANY
+
+
+def _tuple_item(x, index):
+    if isinstance(index, ASlice):
+        if not known(index):
+            return ANY
+        return ATuple(x.items[sample(index)])
+    if not (isinstance(index, AScalar) and (index.pytype in (int, bool)
+                                            or issubclass(index.pytype, np.integer))):
+        if not (isinstance(index, AScalar) and issubclass(index.pytype, (float, np.floating))):
+            raise Fails
+        raise RuleError(f"tuple indices must be integers or slices, not {type_name(index)}",
+                        "index a tuple with an int")
+    if index.known:
+        i = int(index.value)
+        return x.items[i] if -len(x.items) <= i < len(x.items) else BOTTOM
+    result = BOTTOM
+    for item in x.items:
+        result = join(result, item)
+    return result
+
+
+def _is_int(a) -> bool:
+    return isinstance(a, AScalar) and (a.pytype is int or issubclass(a.pytype, np.integer))
+
+
+def _array_item(x, index):
+    items = index.items if isinstance(index, ATuple) else (index,)
+    if any(isinstance(i, AArray) for i in items):
+        return _advanced_item(x, items)
+    for i in items:
+        if isinstance(i, AScalar) and i.pytype in (bool, np.bool_):
+            return ANY  # x[True] adds an axis
+        if isinstance(i, AScalar) and not _is_int(i):
+            raise RuleError("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis "
+                            "(`None`) and integer or boolean arrays are valid indices",
+                            f"index with an int, not a {type_name(i)}")
+        if not isinstance(i, (AScalar, ASlice, ANone)) and not _is_ellipsis(i):
+            return ANY
+    ellipses = [i for i in items if _is_ellipsis(i)]
+    used = sum(1 for i in items if isinstance(i, (AScalar, ASlice)))
+    if used > x.ndim or len(ellipses) > 1:
+        return BOTTOM  # IndexError: too many indices
+    if not ellipses:
+        items = items + (_ELLIPSIS,)
+    whole = ASlice(ANone(), ANone(), ANone())
+    at = next(k for k, i in enumerate(items) if _is_ellipsis(i))
+    items = items[:at] + (whole,) * (x.ndim - used) + items[at + 1:]
+    dims = iter(x.shape)
+    shape = []
+    for i in items:
+        if isinstance(i, ANone):
+            shape.append(1)
+            continue
+        d = next(dims)
+        if isinstance(i, AScalar):
+            if i.known and d is not None and not -d <= int(i.value) < d:
+                return BOTTOM  # IndexError: out of bounds
+        elif known(i) and d is not None:
+            shape.append(len(range(*sample(i).indices(d))))
+        else:
+            shape.append(None)
+    if not shape and not ellipses:
+        return AScalar(x.dtype.type)
+    return AArray(x.dtype, tuple(shape))
+
+
+_ELLIPSIS = AObject(type(Ellipsis), Ellipsis)
+
+
+def _is_ellipsis(a) -> bool:
+    return isinstance(a, AObject) and a.value is Ellipsis
+
+
+def _advanced_item(x, items):
+    if len(items) != 1:
+        return ANY
+    (idx,) = items
+    if idx.dtype.kind == "b":
+        k = idx.ndim
+        for d, m in zip(x.shape, idx.shape):
+            if d is not None and m is not None and d != m:
+                return BOTTOM  # IndexError: boolean index did not match
+        return AArray(x.dtype, (None,) + x.shape[k:])
+    if idx.dtype.kind not in "iu" or not x.shape:
+        return ANY
+    return AArray(x.dtype, idx.shape + x.shape[1:])
+
+
+@rule
+def unpack_rule(x, n):
+    count = int_value(n)
+    if isinstance(x, ATuple) and count is not ANY:
+        return x if len(x.items) == count else BOTTOM  # ValueError at run time
+    return x
+
+
+def make_slice_rule(start, stop, step):
+    return ASlice(start, stop, step)
+
+
+# ------------------------------------------------------------------------- differentiation
+
+
+def grad_zeros_rule(x):
+    if x is ANY:
+        return ANY
+    if isinstance(x, AArray):
+        return x
+    if isinstance(x, AScalar):
+        if x.pytype in (bool, int):
+            return AScalar(int, 0)
+        return AScalar(x.pytype, x.pytype(0))
+    if isinstance(x, ATuple):
+        return ATuple(tuple(map(grad_zeros_rule, x.items)))
+    if isinstance(x, (AEnv, AFunction)):
+        return AEnv()
+    return ANone()
+
+
+def gadd_rule(x, y):
+    if isinstance(x, ATuple) and isinstance(y, ATuple):
+        return ATuple(tuple(gadd_rule(a, b) for a, b in zip(x.items, y.items)))
+    if isinstance(x, AEnv) and isinstance(y, AEnv):
+        env = AEnv(x.items, x.complete and y.complete)
+        for key, value in y.items:
+            old = x.get(key)
+            if old is None and not x.complete:
+                env = AEnv(tuple((k, v) for k, v in env.items if k is not key), False)
+            else:
+                env = env.set(key, value if old is None else gadd_rule(old, value))
+        return env
+    if isinstance(x, ANone):
+        return y
+    if isinstance(y, ANone):
+        return x
+    if x is ANY or y is ANY or isinstance(x, (ATuple, AEnv)):
+        return ANY
+    return TYPE_RULES["add"](x, y)
+
+
+def env_getitem_rule(env, key, default):
+    if isinstance(env, AEnv) and isinstance(key, AObject) and key.value is not ANY:
+        found = env.get(key.value)
+        if found is not None:
+            return found
+        return default if env.complete else ANY
+    return ANY
+
+
+def env_setitem_rule(env, key, value):
+    if isinstance(env, AEnv) and isinstance(key, AObject) and key.value is not ANY:
+        return env.set(key.value, value)
+    return ANY
+
+
+@rule
+def sum_to_like_rule(d, x):
+    if not isinstance(x, AArray):
+        return TYPE_RULES["sum"](d, ANone(), AScalar(bool, False)) if isinstance(d, AArray) \
+            else d
+    if isinstance(d, AArray):
+        if d.shape == x.shape and None not in d.shape:
+            return d
+        return AArray(evaluate(np.sum, [d]).dtype, x.shape)
+    return d if x.shape == () else ANY
+
+
+@rule
+def broadcast_to_like_rule(d, x):
+    if not isinstance(x, AArray):
+        return d
+    a = _array_arg(d)
+    return ANY if a is None else AArray(a.dtype, x.shape or (1,))
+
+
+@rule
+def reduce_grad_rule(dout, x, axis, keepdims):
+    if not isinstance(x, AArray):
+        return dout
+    a = _array_arg(dout)
+    return ANY if a is None else AArray(a.dtype, x.shape or (1,))
+
+
+@rule
+def getitem_grad_rule(x, index, dout):
+    if isinstance(x, ATuple):
+        zeros = list(grad_zeros_rule(x).items)
+        if isinstance(index, ASlice):
+            if not known(index):
+                return ANY
+            positions = range(*sample(index).indices(len(zeros)))
+            for i, g in zip(positions, dout.items if isinstance(dout, ATuple) else ()):
+                zeros[i] = g
+            return ATuple(tuple(zeros))
+        if isinstance(index, AScalar) and index.known:
+            zeros[int(index.value)] = dout
+            return ATuple(tuple(zeros))
+        return ANY
+    if isinstance(x, AArray):
+        return x
+    return grad_zeros_rule(x)
+
+
+@rule
+def grad_seed_rule(out):
+    if isinstance(out, AScalar) and issubclass(out.pytype, (float, np.floating)):
+        return AScalar(out.pytype, out.pytype(1.0))
+    if isinstance(out, AArray):
+        size = math.prod(out.shape) if None not in out.shape else None
+        if out.dtype.kind == "f" and size in (1, None):
+            return out
+        if size != 1:
+            raise RuleError(
+                "grad() needs a function returning a scalar; this one returned an array of "
+                f"shape {_dims(out.shape)}",
+                "reduce the output to a scalar (e.g. np.sum), or take a vector-Jacobian "
+                "product: value_and_grad of `np.sum(f(x) * v)`")
+        return ANY
+    if isinstance(out, (AScalar, ATuple, ANone, AFunction)):
+        kind = "function" if isinstance(out, AFunction) else type_name(out)
+        raise RuleError(f"grad() needs a function returning a float; this one returned {kind}",
+                        "return a float (an integer or boolean output has no gradient)")
+    return ANY
+
+
+def grad_check_input_rule(x, name):
+    bad = (isinstance(x, AScalar) and (x.pytype in (bool, int)
+                                       or issubclass(x.pytype, (np.integer, np.bool_)))) \
+        or (isinstance(x, AArray) and x.dtype.kind in "biu")
+    if bad:
+        label = name.value if isinstance(name, AObject) else "?"
+        dtype = f" of dtype {x.dtype}" if isinstance(x, AArray) else ""
+        raise RuleError(f"cannot differentiate with respect to '{label}': it is "
+                        f"{type_name(x) if not isinstance(x, AArray) else 'ndarray'}{dtype}",
+                        f"pass a float for '{label}', or differentiate with respect to other "
+                        "parameters")
+    return x
+
+
+@rule
+def select_grad_rule(out, x, dout, count):
+    hit = TYPE_RULES["eq"](x, out)
+    ratio = TYPE_RULES["truediv"](dout, count)
+    zero = grad_zeros_rule(dout)
+    t = truthiness(hit)
+    if t is None:
+        return join(ratio, zero)
+    return ratio if t else zero
+
+
+@rule
+def concat_grad_rule(arrays, axis, dout):
+    items = _array_items(arrays)
+    if items is None or not isinstance(dout, AArray):
+        return ANY
+    i = axes_value(axis, dout.ndim)
+    if i is ANY:
+        return ANY
+    return ATuple(tuple(AArray(dout.dtype, dout.shape[:i] + (a.shape[i],) + dout.shape[i + 1:])
+                        for a in items))
+
+
+@rule
+def unstack_rule(x, axis):
+    if not isinstance(x, AArray):
+        return ANY
+    i = axes_value(axis, x.ndim)
+    if i is ANY or x.shape[i] is None:
+        return ANY
+    rest = x.shape[:i] + x.shape[i + 1:]
+    item = AArray(x.dtype, rest) if rest else AScalar(x.dtype.type)
+    return ATuple((item,) * x.shape[i])
+
+
+# ----------------------------------------------------------------------- control, effects
+
+
+def switch_rule(cond, if_true, if_false):
+    t = truthiness(cond)
+    if t is None:
+        return join(if_true, if_false)
+    return if_true if t else if_false
+
+
+@rule
+def make_exception_rule(cls, *args):
+    if isinstance(cls, AObject) and isinstance(cls.value, type):
+        return AObject(cls.value)
+    return ANY
+
+
+def raise_rule(exception):
+    return BOTTOM
+
+
+def depend_rule(x, effect):
+    return x
+
+
+def check_bound_rule(x, name):
+    return BOTTOM if isinstance(x, AObject) and x.value is UNBOUND else x
+
+
+def _string(fn):
+    @rule
+    def apply(*args):
+        if all(map(known, args)):
+            return fold(fn, args)
+        return AObject(str)
+    return apply
+
+
+def _format(x, conversion, spec):
+    x = {"r": repr, "s": str, "a": ascii}.get(conversion, lambda v: v)(x)
+    return format(x, spec)
+
+
+# ---------------------------------------------------------------------------------- table
+
+# Operations defined on integers only: using them on floats is reported before running.
+INTEGER_ONLY = {operator.and_, operator.or_, operator.xor, operator.lshift, operator.rshift,
+                operator.invert, range}
+
+_OPERATORS = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul,
+    "truediv": operator.truediv, "floordiv": operator.floordiv, "mod": operator.mod,
+    "pow": operator.pow, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
+    "ge": operator.ge, "eq": operator.eq, "ne": operator.ne, "bitand": operator.and_,
+    "bitor": operator.or_, "bitxor": operator.xor, "lshift": operator.lshift,
+    "rshift": operator.rshift, "neg": operator.neg, "pos": operator.pos,
+    "invert": operator.invert, "builtin_abs": abs,
+}
+_NUMPY_ELEMENTWISE = (
+    "exp log log1p expm1 sqrt sin cos tan arcsin arccos arctan sinh cosh tanh abs sign floor "
+    "ceil square negative reciprocal maximum minimum arctan2 power where clip").split()
+_MATH = ("exp log log1p expm1 sqrt sin cos tan asin acos atan sinh cosh tanh fabs floor ceil "
+         "pow atan2 hypot").split()
+_AUGMENTED = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//",
+              "mod": "%", "pow": "**", "matmul": "@"}
+
+TYPE_RULES = {
+    **{name: elementwise(fn) for name, fn in _OPERATORS.items()},
+    **{name: elementwise(getattr(np, name)) for name in _NUMPY_ELEMENTWISE},
+    **{"math_" + name: _math(getattr(math, name)) for name in _MATH},
+    "add": add_rule,
+    "mul": mul_rule,
+    "pow": pow_rule,
+    "matmul": matmul_rule,
+    "is_": _identity_test(False),
+    "is_not": _identity_test(True),
+    "truth": _truth(False),
+    "to_bool": _truth(False),
+    "not_": _truth(True),
+    **{"aug_" + name: _augmented(name, symbol) for name, symbol in _AUGMENTED.items()},
+    **{name: _reduction(getattr(np, name)) for name in ("sum", "mean", "prod", "max", "min")},
+    "argmax": _reduction(np.argmax, keepdims_param=False),
+    "argmin": _reduction(np.argmin, keepdims_param=False),
+    "dot": dot_rule,
+    "reshape": reshape_rule,
+    "transpose": transpose_rule,
+    "swapaxes": swapaxes_rule,
+    "argsort": argsort_rule,
+    "broadcast_to": broadcast_to_rule,
+    "expand_dims": expand_dims_rule,
+    "squeeze": squeeze_rule,
+    "concatenate": concatenate_rule,
+    "stack": stack_rule,
+    "astype": astype_rule,
+    "cast": cast_rule,
+    "shape": _attribute("shape", lambda a: ATuple(tuple(
+        AScalar(int) if d is None else AScalar(int, d) for d in a.shape))),
+    "ndim": _attribute("ndim", lambda a: AScalar(int, a.ndim)),
+    "size": _attribute("size", _size),
+    "dtype": _attribute("dtype", lambda a: abstract_of(a.dtype)),
+    "zeros": constructor_rule,
+    "ones": constructor_rule,
+    "empty": constructor_rule,
+    "full": full_rule,
+    "zeros_like": array_rule,
+    "ones_like": array_rule,
+    "array": array_rule,
+    "asarray": array_rule,
+    "arange": arange_rule,
+    "eye": eye_rule,
+    "len": len_rule,
+    "range": range_rule,
+    "builtin_min": _builtin_extremum(min),
+    "builtin_max": _builtin_extremum(max),
+    "to_float": _conversion(float),
+    "to_int": _conversion(int),
+    "make_tuple": make_tuple_rule,
+    "getitem": getitem_rule,
+    "unpack": unpack_rule,
+    "make_slice": make_slice_rule,
+    "grad_zeros": grad_zeros_rule,
+    "gadd": gadd_rule,
+    "env_getitem": env_getitem_rule,
+    "env_setitem": env_setitem_rule,
+    "sum_to_like": sum_to_like_rule,
+    "broadcast_to_like": broadcast_to_like_rule,
+    "reduce_grad": reduce_grad_rule,
+    "getitem_grad": getitem_grad_rule,
+    "grad_seed": grad_seed_rule,
+    "grad_check_input": grad_check_input_rule,
+    "select_grad": select_grad_rule,
+    "concat_grad": concat_grad_rule,
+    "unstack": unstack_rule,
+    "switch": switch_rule,
+    "make_exception": make_exception_rule,
+    "raise_": raise_rule,
+    "depend": depend_rule,
+    "check_bound": check_bound_rule,
+    "format": _string(_format),
+    "concat_str": _string(lambda *parts: "".join(parts)),
+}

@@ -1,0 +1,407 @@
+"""The TVM backend's parts, tested without the rest of the pipeline: every lowering rule
+against the python backend's implementation, argument conversion (misaligned and
+non-contiguous arrays, scalars), the in-memory and on-disk caches, target selection, and
+CUDA code generation (which needs no GPU).  End-to-end tests of compiled programs on the tvm
+backend are the differential tests run with MYIR_TEST_BACKENDS=tvm (see programs_check.py).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+tvm = pytest.importorskip("tvm")
+
+from backends.python.impls import IMPLS, SYNTAX, callable_of  # noqa: E402
+from backends.tvm import cache, region  # noqa: E402
+from backends.tvm.lowering import KEPT_IN_NUMPY, KEPT_ON_CPU, LOWERINGS  # noqa: E402
+from backends.tvm.program import Op, Program, Ref, Spec  # noqa: E402
+from backends.tvm.region import Region, compile_program  # noqa: E402
+from backends.tvm.target import resolve  # noqa: E402
+from myir.errors import MyirError  # noqa: E402
+
+CPU = resolve("llvm")
+rng = np.random.default_rng(0)
+
+
+def spec(value) -> Spec:
+    if isinstance(value, np.ndarray):
+        return Spec(value.dtype, value.shape)
+    return Spec(np.dtype(type(value)), (), type(value))
+
+
+def run_one(prim, args, static=()):
+    """Apply `prim` to `args` through a one-op region; args at `static` positions are
+    compile-time constants, the others region inputs.  Returns (TVM result, numpy result)."""
+    want = callable_of(prim)(*args)
+    inputs, refs, values = [], [], []
+    for i, a in enumerate(args):
+        if i in static or i in LOWERINGS[prim].static:
+            refs.append(Ref("const", value=a))
+        elif i in LOWERINGS[prim].shape_only:
+            refs.append(Ref("shape", value=spec(a)))
+        else:
+            refs.append(Ref("in", len(inputs)))
+            inputs.append(spec(a))
+            values.append(a)
+    program = Program(tuple(inputs), (Op(prim, tuple(refs), spec(want)),), (0,))
+    got = Region(f"r_{prim}", program, CPU)(*values)
+    return got, want
+
+
+def assert_close(got, want):
+    assert type(got) is type(want), (type(got), type(want))
+    if isinstance(want, np.ndarray):
+        assert got.dtype == want.dtype and got.shape == want.shape
+    tol = 1e-5 if np.asarray(want).dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+F = rng.uniform(0.1, 0.9, (4, 8))          # inside every function's domain
+F32 = F.astype(np.float32)
+I = rng.integers(-5, 5, (4, 8))
+V = rng.uniform(0.1, 0.9, 8)
+
+CASES = {
+    **{p: [(F, F), (F32, 2.0), (I, F), (F32, V)] for p in ("add", "sub", "mul", "gadd")},
+    "truediv": [(F, F + 1), (I, I * 0 + 3), (F32, 3)],
+    "pow": [(F, 2), (F32, 0.5)], "power": [(F, F)], "arctan2": [(F, V)],
+    **{p: [(F,), (F32,)] for p in ("exp log sqrt sin cos tan arcsin arccos arctan "
+                                   "tanh floor ceil log1p reciprocal sign").split()},
+    **{p: [(F,), (I,)] for p in ("neg", "negative", "abs", "builtin_abs", "square", "pos")},
+    **{p: [(F, V), (I, 0), (F32, 0.5)] for p in ("lt", "le", "gt", "ge", "eq", "ne")},
+    "maximum": [(F, 0.5), (I, I[::-1])], "minimum": [(F, V), (F32, 0.5)],
+    "where": [(F > 0.5, F, 0.0), (I, F32, F32 * 2)],
+    "clip": [(F, 0.2, 0.7), (I, -1, 2)],
+    **{p: [(F, None, False), (F, 1, True), (F32, (0, 1), False), (I, 0, False)]
+       for p in ("sum", "mean", "prod", "max", "min")},
+    "reshape": [(F, (8, 4)), (F, (-1,))], "transpose": [(F, None), (F[None], (1, 0, 2))],
+    "swapaxes": [(F, 0, 1)], "expand_dims": [(F, 1)], "squeeze": [(F[None], 0)],
+    "broadcast_to": [(V, (4, 8))], "astype": [(F, np.float32), (I, np.float64)],
+    "getitem": [(F, 1), (F, (slice(1, 3), slice(None, None, 2))), (F, (Ellipsis, 2)),
+                (F, (None, 1))],
+    "grad_zeros": [(F,)], "zeros_like": [(F, None)], "ones_like": [(I, None)],
+    "sum_to_like": [(F, V), (F, F[:1]), (F, F)], "broadcast_to_like": [(V, F)],
+    "reduce_grad": [(V[:4], F, 1, False), (F[:, :1], F, 1, True)],
+    "getitem_grad": [(F, (slice(1, 3), 2), F[1:3, 2]), (F, slice(None, None, 3), F[::3])],
+    "grad_seed": [(np.ones((1,)),)], "grad_check_input": [(F, "x")],
+    "matmul": [(F, V)], "dot": [(F, V)],
+}
+
+
+def test_every_lowering_has_cases():
+    assert sorted(CASES) == sorted(LOWERINGS)
+
+
+@pytest.mark.parametrize("prim", sorted(CASES))
+def test_lowering_matches_numpy(prim):
+    for args in CASES[prim]:
+        if LOWERINGS[prim].gpu_only:
+            assert prim in KEPT_ON_CPU   # matmul: BLAS is faster on the CPU (lowering.py)
+            continue
+        got, want = run_one(prim, args)
+        assert_close(got, want)
+
+
+def test_kept_in_numpy_primitives_have_python_impls():
+    for name in KEPT_IN_NUMPY:
+        assert name in IMPLS or name in SYNTAX or callable_of(name)
+
+
+def test_nan_propagates_like_numpy():
+    x = F.copy()
+    x[1, 3] = np.nan
+    for prim, args in (("max", (x, None, False)), ("min", (x, 1, False)),
+                       ("maximum", (x, 0.5)), ("minimum", (0.5, x)), ("clip", (x, 0.2, 0.3))):
+        got, want = run_one(prim, args)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+
+
+def elementwise_region(n=1 << 12, dtype="float64"):
+    a = Spec(np.dtype(dtype), (n,))
+    return Program((a, a, Spec(np.dtype("float64"), (), float)), (
+        Op("mul", (Ref("in", 0), Ref("in", 1)), a),
+        Op("add", (Ref("op", 0), Ref("in", 2)), a),
+        Op("exp", (Ref("op", 1),), a),
+        Op("sum", (Ref("op", 2), Ref("const", value=None), Ref("const", value=False)),
+           Spec(np.dtype(dtype), (), np.dtype(dtype).type)),
+    ), (2, 3))
+
+
+def reference(x, y, s):
+    e = np.exp(x * y + s)
+    return e, np.sum(e)
+
+
+def test_multiple_outputs_and_scalar_result_types():
+    r = Region("r", elementwise_region(), CPU)
+    x, y = rng.random(1 << 12), rng.random(1 << 12)
+    e, total = r(x, y, 0.25)
+    want_e, want_total = reference(x, y, 0.25)
+    assert type(total) is np.float64
+    np.testing.assert_allclose(e, want_e, rtol=1e-14)
+    np.testing.assert_allclose(total, want_total, rtol=1e-12)
+
+
+def test_misaligned_and_noncontiguous_inputs_are_copied_not_crashed():
+    # Kernels for AVX2 assume 64-byte alignment and segfault on anything less; the region
+    # must copy such arrays (a segfault would kill this test process).
+    r = Region("r", elementwise_region(), CPU)
+    n = 1 << 12
+    raw = np.empty(n + 1)
+    misaligned = raw[1:]                  # 8 bytes past numpy's (16-byte aligned) buffer
+    misaligned[:] = rng.random(n)
+    strided = np.repeat(rng.random(n), 2)[::2]
+    assert not strided.flags.c_contiguous
+    for x in (misaligned, strided, np.asfortranarray(rng.random(n))):
+        e, total = r(x, x, 1.0)
+        np.testing.assert_allclose(e, reference(x, x, 1.0)[0], rtol=1e-14)
+
+
+def test_results_are_fresh_arrays():
+    r = Region("r", elementwise_region(), CPU)
+    x = rng.random(1 << 12)
+    first, _ = r(x, x, 0.0)
+    kept = first.copy()
+    r(x * 2, x, 0.0)
+    np.testing.assert_array_equal(first, kept)
+
+
+def test_memory_cache_hits_for_the_same_program_and_misses_for_new_shapes():
+    before = dict(region.STATS)
+    a = compile_program(elementwise_region(1 << 10), CPU)
+    b = compile_program(elementwise_region(1 << 10), CPU)
+    c = compile_program(elementwise_region(1 << 11), CPU)
+    assert a is b and c is not a
+    assert region.STATS["memory_hits"] >= before["memory_hits"] + 1
+
+
+def test_a_second_process_loads_the_region_from_the_disk_cache(tmp_path):
+    script = textwrap.dedent("""
+        import json, sys
+        sys.path.insert(0, %r)
+        from tests.test_tvm import elementwise_region
+        from backends.tvm.region import compile_program
+        from backends.tvm.target import resolve
+        c = compile_program(elementwise_region(1 << 9), resolve("llvm"))
+        print(json.dumps({"from_disk": c.from_disk, "seconds": c.compile_seconds}))
+    """) % os.getcwd()
+    env = {**os.environ, "MYIR_CACHE_DIR": str(tmp_path / "cache")}
+    runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                           text=True, check=True) for _ in range(2)]
+    import json
+    first, second = (json.loads(r.stdout.splitlines()[-1]) for r in runs)
+    assert not first["from_disk"] and second["from_disk"]
+    assert second["seconds"] < first["seconds"]
+    mode = os.stat(tmp_path / "cache").st_mode & 0o777
+    assert mode == 0o700
+
+
+def test_disk_cache_ignores_libraries_it_did_not_sign(tmp_path):
+    disk = cache.DiskCache(tmp_path / "c")
+    assert disk.load("nothing") is None
+    (tmp_path / "c" / "planted.so").write_bytes(b"\x7fELF not ours")
+    (tmp_path / "c" / "planted.sig").write_text("0" * 64)
+    assert disk.load("planted") is None
+
+
+def test_disk_cache_refuses_a_directory_others_can_write(tmp_path):
+    d = tmp_path / "shared"
+    d.mkdir()
+    d.chmod(0o777)
+    with pytest.raises(PermissionError):
+        cache.DiskCache(d)
+
+
+@pytest.mark.parametrize("spec, kind, attr", [
+    ("llvm", "llvm", ("mcpu", tvm.target.codegen.llvm_get_system_cpu())),
+    ("native", "llvm", ("mcpu", tvm.target.codegen.llvm_get_system_cpu())),
+    ("llvm -mcpu=x86-64", "llvm", ("mcpu", "x86-64")),
+    ({"kind": "llvm", "mcpu": "znver3"}, "llvm", ("mcpu", "znver3")),
+    ("cuda -arch=sm_80", "cuda", ("arch", "sm_80")),
+    ({"kind": "cuda", "arch": "sm_90"}, "cuda", ("arch", "sm_90")),
+    ("nvidia/nvidia-h100", "cuda", ("arch", "sm_90a")),
+])
+def test_target_spellings(spec, kind, attr):
+    target = resolve(spec)
+    assert target.kind.name == kind
+    assert str(target.attrs[attr[0]]) == attr[1]
+    if kind == "cuda":
+        assert target.host is not None
+
+
+@pytest.mark.parametrize("spec, words", [
+    ("bogus", "bogus"), ("opencl", "opencl"), ("llvm mcpu", "-key=value"),
+    (42, "string or a dict"), ({"kind": "vulkan"}, "llvm and cuda"),
+])
+def test_bad_targets_say_what_is_accepted(spec, words):
+    with pytest.raises(MyirError) as info:
+        resolve(spec)
+    assert words in str(info.value) and "accepted" in str(info.value)
+
+
+def test_environment_variable_sets_the_default_target(monkeypatch):
+    monkeypatch.setenv("MYIR_TARGET", "llvm -mcpu=x86-64")
+    assert resolve(None).attrs["mcpu"] == "x86-64"
+
+
+def test_cuda_region_compiles_to_one_fused_kernel_without_a_gpu():
+    compiled = compile_program(elementwise_region(1 << 12, "float32"), resolve("cuda -arch=sm_90"))
+    source = compiled.source
+    kernels = set(re.findall(r"__global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\(", source))
+    # mul, add, exp fuse into one kernel; the sum is a reduction kernel of its own
+    assert len(kernels) == 2, kernels
+    assert any("multiply" in k and "add" in k and "exp" in k for k in kernels), kernels
+    assert "R.exp" in compiled.ir
+
+
+def test_cuda_lowers_matmul():
+    a, b = Spec(np.dtype("float32"), (64, 32)), Spec(np.dtype("float32"), (32, 16))
+    program = Program((a, b), (Op("matmul", (Ref("in", 0), Ref("in", 1)),
+                                  Spec(np.dtype("float32"), (64, 16))),), (0,))
+    assert "__global__" in compile_program(program, resolve("cuda -arch=sm_90")).source
+
+
+@pytest.mark.skipif(not tvm.cuda(0).exist, reason="needs an NVIDIA GPU")
+def test_cuda_region_runs_on_the_gpu():
+    r = Region("r", elementwise_region(1 << 12, "float32"), resolve("cuda"), on_device=[False, False])
+    x = rng.random(1 << 12).astype(np.float32)
+    e, total = r(x, x, 0.5)
+    np.testing.assert_allclose(e, np.exp(x * x + np.float32(0.5)), rtol=1e-5)
+    np.testing.assert_allclose(total, np.sum(np.exp(x * x + np.float32(0.5))), rtol=1e-4)
+
+
+# --------------------------------------------------------------------------------------------
+# Region splitting, through the whole pipeline
+
+import myir  # noqa: E402
+
+
+def tvm_compile(f, **options):
+    return myir.compile(f, backend="tvm", **options)
+
+
+def elementwise_chain(x, y):
+    z = np.exp(x * y + 1.0)
+    return np.sum(z * z) + 2.0
+
+
+def with_matmul(x, w, b):
+    h = np.tanh(x @ w + b)
+    return np.sum(h * h)
+
+
+def with_loop(x, n):
+    i = 0
+    while i < n:
+        x = np.tanh(x * 0.5 + 0.25) * 2.0
+        i = i + 1
+    return x
+
+
+def scalar_code(x):
+    return np.sin(np.cos(x)) * 2.0 + 1.0
+
+
+BIG = rng.random(1 << 13)
+
+
+def test_a_fused_elementwise_function_is_one_region():
+    lowered = tvm_compile(elementwise_chain).lower(BIG, BIG)
+    assert len(lowered.regions) == 1
+    (r,) = lowered.regions
+    assert r.inputs == ["x", "y"]
+    # the numpy scalar `np.sum(...) + 2.0` is computed in the region too
+    assert [op.prim for op in r.program.ops] == ["mul", "add", "exp", "mul", "sum", "add"]
+    assert "R.exp" in r.ir and "R.sum" in r.ir
+    got = tvm_compile(elementwise_chain)(BIG, BIG)
+    assert type(got) is np.float64
+    np.testing.assert_allclose(got, elementwise_chain(BIG, BIG), rtol=1e-12)
+
+
+def test_matmul_splits_regions_on_the_cpu_and_stays_in_numpy():
+    x, w, b = rng.random((64, 128)), rng.random((128, 64)), rng.random(64)
+    lowered = tvm_compile(with_matmul).lower(x, w, b)
+    prims = [op.prim for r in lowered.regions for op in r.program.ops]
+    assert "matmul" not in prims and "tanh" in prims
+    assert "@" in lowered.source           # the matmul is numpy's, in the generated Python
+    np.testing.assert_allclose(tvm_compile(with_matmul)(x, w, b), with_matmul(x, w, b),
+                               rtol=1e-12)
+
+
+def test_loop_bodies_get_their_own_regions():
+    lowered = tvm_compile(with_loop).lower(BIG, 3)
+    assert len(lowered.regions) == 1
+    assert [op.prim for op in lowered.regions[0].program.ops] == ["mul", "add", "tanh", "mul"]
+    np.testing.assert_allclose(tvm_compile(with_loop)(BIG, 3), with_loop(BIG, 3), rtol=1e-12)
+
+
+def test_scalar_code_has_no_regions_and_runs_the_python_backends_code():
+    compiled = tvm_compile(scalar_code)
+    lowered = compiled.lower(0.3)
+    assert lowered.regions == []
+    assert compiled(0.3) == scalar_code(0.3)
+
+
+def test_small_arrays_with_few_operations_stay_in_numpy():
+    # cost rule: one op on 8 elements is cheaper as one numpy call than as a region call
+    def one_op(x):
+        return x * 2.0
+    assert tvm_compile(one_op).lower(np.ones(8)).regions == []
+
+
+def test_regions_are_specialised_per_shape():
+    compiled = tvm_compile(elementwise_chain)
+    a = compiled.lower(BIG, BIG).regions[0]
+    b = compiled.lower(BIG[:4096], BIG[:4096]).regions[0]
+    assert a.program.inputs[0].shape == (8192,) and b.program.inputs[0].shape == (4096,)
+    np.testing.assert_allclose(compiled(BIG[:4096], BIG[:4096]),
+                               elementwise_chain(BIG[:4096], BIG[:4096]), rtol=1e-12)
+
+
+def test_gradient_regions_on_the_tvm_backend():
+    def loss(S, sigma):
+        d = np.log(S) / sigma + 0.5 * sigma
+        return np.sum(S * np.tanh(d))
+    S, sigma = rng.uniform(1, 2, 5000), rng.uniform(0.1, 0.5, 5000)
+    g = myir.grad(loss, "S", "sigma", backend="tvm")
+    ref = myir.grad(loss, "S", "sigma", backend="python")
+    assert g.lower(S, sigma).regions
+    for a, b in zip(g(S, sigma), ref(S, sigma)):
+        # libm's tanh/log differ from numpy's in the last bit; sums of terms of opposite
+        # signs keep that error absolute, relative to the terms' size
+        np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-12 * np.max(np.abs(b)))
+
+
+def test_cuda_target_compiles_regions_and_reports_their_source():
+    compiled = tvm_compile(elementwise_chain, target="cuda -arch=sm_80")
+    (r,) = compiled.lower(BIG.astype(np.float32), BIG.astype(np.float32)).regions
+    assert "__global__" in r.source and r.target.kind.name == "cuda"
+    if not tvm.cuda(0).exist:
+        with pytest.raises(MyirError, match="no such device"):
+            compiled(BIG.astype(np.float32), BIG.astype(np.float32))
+
+
+def test_target_flag_errors_when_compile_is_called():
+    with pytest.raises(MyirError, match="unknown target kind"):
+        tvm_compile(elementwise_chain, target="tpu")
+    with pytest.raises(MyirError, match="has no targets"):
+        myir.compile(elementwise_chain, backend="python", target="llvm")
+
+
+def test_fast_math_error():
+    """float32 regions use TVM's fast exp/tanh (schedule.py): within 3 ulp of the exact value."""
+    n = 1 << 16
+    x = np.linspace(-20, 20, n, dtype=np.float32)
+    a = Spec(np.dtype("float32"), (n,))
+    for prim, exact in (("exp", np.exp), ("tanh", np.tanh)):
+        got = Region("r", Program((a,), (Op(prim, (Ref("in", 0),), a),), (0,)), CPU)(x)
+        want = exact(x.astype(np.float64))
+        rel = np.abs(got - want) / np.maximum(np.abs(want), 1e-30)
+        assert rel.max() < 3.6e-7, (prim, rel.max())     # 3 ulp of float32
