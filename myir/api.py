@@ -91,7 +91,9 @@ class CompiledFunction:
         self._lock = threading.Lock()
         self._signature = inspect.signature(fn)
         self._nparams = len(self._signature.parameters)
-        functools.update_wrapper(self, fn)
+        # updated=(): the wrapped object may itself be compiled (compile(grad(f), ...)): its
+        # signature cache, backend and options must not be copied over this one's
+        functools.update_wrapper(self, fn, updated=())
 
     def __call__(self, *args, **kwargs):
         if kwargs or len(args) != self._nparams:
@@ -182,7 +184,10 @@ def compile(fn=None, *, backend: str | None = None, **options):
     or a `tvm.target.Target`; default $MYIR_TARGET, else "llvm"), `optimize=False` (skip the
     optimizer, for debugging)."""
     if fn is None:
-        return lambda f: CompiledFunction(f, backend, **options)
+        return lambda f: compile(f, backend=backend, **options)
+    if isinstance(fn, CompiledFunction):    # compile(grad(f), target=...): recompile it
+        return CompiledFunction(fn.fn, backend or fn.backend, fn.__myir_transforms__,
+                                **{**fn.options, **options})
     return CompiledFunction(fn, backend, **options)
 
 

@@ -7,7 +7,8 @@ modes a test runs in:
   compiler; select it alone with `-k cpython`.
 - `myir-<backend>`: the function compiled with `myir.compile(f, backend=<backend>)`
   (`myir-default`: `myir.compile(f)`).  The backends come from the environment variable
-  `MYIR_TEST_BACKENDS` (comma separated, default `python`, the reference backend).
+  `MYIR_TEST_BACKENDS` (comma separated; default `python,tvm`: the reference backend and
+  the default one).
 
 "Same result" means exactly what CPython gives (on the tvm backend, floats within
 `TVM_TOLERANCE`, see below): the same type (a Python `float` is not a
@@ -29,8 +30,11 @@ import numpy as np
 import pytest
 
 
+DEFAULT_BACKENDS = "python,tvm"
+
+
 def modes() -> list[str]:
-    backends = os.environ.get("MYIR_TEST_BACKENDS", "python")
+    backends = os.environ.get("MYIR_TEST_BACKENDS", DEFAULT_BACKENDS)
     return ["cpython"] + [f"myir-{b.strip()}" for b in backends.split(",") if b.strip()]
 
 

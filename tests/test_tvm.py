@@ -190,7 +190,8 @@ def test_a_second_process_loads_the_region_from_the_disk_cache(tmp_path):
         from backends.tvm.region import compile_program
         from backends.tvm.target import resolve
         c = compile_program(elementwise_region(1 << 9), resolve("llvm"))
-        print(json.dumps({"from_disk": c.from_disk, "seconds": c.compile_seconds}))
+        print(json.dumps({"from_disk": c.from_disk, "seconds": c.compile_seconds,
+                          "source": c.source}))
     """) % os.getcwd()
     env = {**os.environ, "MYIR_CACHE_DIR": str(tmp_path / "cache")}
     runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
@@ -198,6 +199,7 @@ def test_a_second_process_loads_the_region_from_the_disk_cache(tmp_path):
     import json
     first, second = (json.loads(r.stdout.splitlines()[-1]) for r in runs)
     assert not first["from_disk"] and second["from_disk"]
+    assert "define" in second["source"] and second["source"] == first["source"]
     assert second["seconds"] < first["seconds"]
     mode = os.stat(tmp_path / "cache").st_mode & 0o777
     assert mode == 0o700
@@ -205,10 +207,10 @@ def test_a_second_process_loads_the_region_from_the_disk_cache(tmp_path):
 
 def test_disk_cache_ignores_libraries_it_did_not_sign(tmp_path):
     disk = cache.DiskCache(tmp_path / "c")
-    assert disk.load("nothing") is None
+    assert disk.load("nothing") == (None, None)
     (tmp_path / "c" / "planted.so").write_bytes(b"\x7fELF not ours")
     (tmp_path / "c" / "planted.sig").write_text("0" * 64)
-    assert disk.load("planted") is None
+    assert disk.load("planted") == (None, None)
 
 
 def test_disk_cache_refuses_a_directory_others_can_write(tmp_path):

@@ -65,25 +65,31 @@ class DiskCache:
         return hmac.new(self.secret, data, hashlib.sha256).hexdigest()
 
     def load(self, name: str):
-        """The loaded module, or None when absent or not ours."""
+        """(the loaded module, its generated source), or (None, None) when absent or not
+        ours.  The source (LLVM IR or CUDA C, for `Region.source`) is text: only shown."""
         import tvm
 
-        lib, sig = self.root / f"{name}.so", self.root / f"{name}.sig"
+        lib, sig, src = (self.root / f"{name}{ext}" for ext in (".so", ".sig", ".txt"))
         try:
             data, expected = lib.read_bytes(), sig.read_text()
         except OSError:
-            return None
+            return None, None
         if not hmac.compare_digest(self._signature(data), expected):
-            return None
+            return None, None
         try:
-            return tvm.runtime.load_module(str(lib))
+            module = tvm.runtime.load_module(str(lib))
         except RuntimeError:   # e.g. built by another TVM runtime: compile afresh
-            return None
+            return None, None
+        try:
+            return module, src.read_text()
+        except OSError:
+            return module, None
 
-    def store(self, name: str, executable) -> None:
+    def store(self, name: str, executable, source: str) -> None:
         fd, tmp = tempfile.mkstemp(suffix=".so", dir=self.root)
         os.close(fd)
         try:
+            (self.root / f"{name}.txt").write_text(source)
             executable.export_library(tmp)
             data = Path(tmp).read_bytes()
             sig_tmp = Path(tmp).with_suffix(".sig")

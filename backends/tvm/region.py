@@ -62,15 +62,23 @@ class Compiled:
     compile_seconds: float = 0.0
     aligned_inputs: bool = False   # some kernel needs 64-byte aligned inputs (schedule.py)
 
+    source_text: str | None = None   # kept with the library in the disk cache
+
     @property
     def source(self) -> str:
         """The generated target code: CUDA C for GPU targets, LLVM IR for the CPU."""
-        cuda = self.module._collect_from_import_tree(lambda m: m.kind == "cuda")
-        if cuda:
-            return "\n".join(dict.fromkeys(m.inspect_source() for m in cuda))
-        for m in self.module._collect_from_import_tree(lambda m: m.kind == "llvm"):
-            return m.inspect_source("ll")
-        return ""
+        if self.source_text is None:
+            self.source_text = generated_source(self.module)
+        return self.source_text
+
+
+def generated_source(module) -> str:
+    cuda = module._collect_from_import_tree(lambda m: m.kind == "cuda")
+    if cuda:
+        return "\n".join(dict.fromkeys(m.inspect_source() for m in cuda))
+    for m in module._collect_from_import_tree(lambda m: m.kind == "llvm"):
+        return m.inspect_source("ll")
+    return ""   # a library loaded back from disk has no source of its own
 
 
 _compiled: dict[tuple, Compiled] = {}
@@ -98,7 +106,7 @@ def compile_program(program: Program, target) -> Compiled:
         # a CUDA library only loads where there is a GPU (and its driver)
         disk = cache.open_cache() if device.exist else None
         name = cache.key(program.key, target, tvm.__version__)
-        lib = disk.load(name) if disk is not None else None
+        lib, source = disk.load(name) if disk is not None else (None, None)
         from_disk = lib is not None
         kept_aligned: list = []
         if lib is None:
@@ -106,13 +114,14 @@ def compile_program(program: Program, target) -> Compiled:
             pipeline = (gpu_pipeline if is_gpu(target) else cpu_pipeline)(target, float32,
                                                                          kept_aligned)
             lib = tvm.compile(mod, target, relax_pipeline=pipeline)
-            if disk is not None and not kept_aligned:
-                disk.store(name, lib)
             lib = lib.mod if hasattr(lib, "mod") else lib
+            if disk is not None and not kept_aligned:
+                source = generated_source(lib)
+                disk.store(name, lib, source)
         function = _main_function(lib, device) if device.exist else None
         STATS["disk_hits" if from_disk else "compiled"] += 1
         result = Compiled(function, mod.script(), lib, from_disk, time.perf_counter() - start,
-                          aligned_inputs=bool(kept_aligned))
+                          aligned_inputs=bool(kept_aligned), source_text=source)
         _compiled[memo] = result
         return result
 
