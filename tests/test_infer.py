@@ -87,7 +87,7 @@ class _Timeout(Exception):
 
 
 @contextlib.contextmanager
-def recursion_limit(n=20_000):
+def recursion_limit(n=10_000):
     """A bounded recursion limit while running a subject: a gradient compiled earlier in the
     session raises it to 10**6, where a subject recursing without end (factorial(2.5))
     would overflow the C stack instead of raising RecursionError."""
@@ -106,7 +106,7 @@ def _cpython(fn, args):
     previous = signal.signal(signal.SIGALRM, alarm)
     signal.setitimer(signal.ITIMER_REAL, 1.0)
     try:
-        with np.errstate(all="ignore"), recursion_limit():
+        with np.errstate(all="ignore"), recursion_limit(1000):  # CPython's default
             return (fn(*args),)
     except Exception:  # noqa: BLE001 - not a call to test
         return None

@@ -23,14 +23,15 @@ os.environ.setdefault("TVM_NUM_THREADS", str(len(os.sched_getaffinity(0))))
 
 def lower_regions(root: Graph, types: dict, target) -> tuple[Graph, list, dict]:
     """A copy of the typed program with its regions compiled and replaced by calls, the
-    regions, and the copy's types.  `target` is a user's target spec (see `target.py`)."""
+    regions, and the copy's types (the program itself when it has no region).  `target` is
+    a user's target spec (see `target.py`)."""
     from backends.tvm.regions import compile_regions, has_candidates
     from backends.tvm.target import resolve
 
+    if not has_candidates(root, types):
+        return root, [], types
     cloner = Cloner()
     cloner.scopes([g for g in reachable_graphs(root) if g.parent is None])
     copy = cloner.mapping[root]
     types = {cloner.mapping.get(node, node): t for node, t in types.items()}
-    if not has_candidates(copy, types):
-        return copy, [], types
     return copy, compile_regions(copy, types, resolve(target)), types
