@@ -407,3 +407,14 @@ def test_fast_math_error():
         want = exact(x.astype(np.float64))
         rel = np.abs(got - want) / np.maximum(np.abs(want), 1e-30)
         assert rel.max() < 3.6e-7, (prim, rel.max())     # 3 ulp of float32
+
+
+def test_reduction_over_length_one_axes_then_elementwise():
+    # TVM's inlining helpers once folded the cos into this reduction's update (cos(1) for 0)
+    x = np.zeros((1, 4))
+    a, v = Spec(np.dtype("float64"), (1, 4)), Spec(np.dtype("float64"), (4,))
+    for prim in ("mean", "sum", "max", "prod"):
+        program = Program((a,), (Op(prim, (Ref("in", 0), Ref("const", value=0),
+                                            Ref("const", value=False)), v),
+                                 Op("cos", (Ref("op", 0),), v)), (1,))
+        np.testing.assert_array_equal(Region("r", program, CPU)(x), np.ones(4))

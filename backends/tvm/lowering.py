@@ -148,6 +148,13 @@ def _reduction(name: str) -> Rule:
         axis = list(axis) if isinstance(axis, tuple) else axis
         x = c.tensor(x_ref, op.out.dtype if name in ("sum", "mean", "prod") else None)
         R = c.R
+        shape = c.spec(x_ref).shape
+        axes = range(len(shape)) if axis is None else [axis] if isinstance(axis, int) else axis
+        if all(shape[a] == 1 for a in axes):
+            # Reducing axes of length 1 changes no value (numpy does not even add 0, so -0.0
+            # stays -0.0).  Also, TVM's schedule helpers miscompile such a reduction followed
+            # by elementwise work: mean over a (1, 4) array then cos gave cos(1).
+            return R.reshape(x, op.out.shape)
         out = getattr(R, name)(x, axis=axis, keepdims=keepdims)
         if name in ("max", "min") and op.out.dtype.kind == "f":
             nans = R.sum(R.astype(R.isnan(x), "int32"), axis=axis, keepdims=keepdims)
