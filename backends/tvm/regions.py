@@ -185,7 +185,16 @@ class Splitter:
         elements = max(s.size for s in arrays)
         if self.gpu:
             return True
-        return elements >= MIN_ELEMENTS or len(nodes) * NUMPY_CALL_US > FIXED_COST_US
+        if elements >= MIN_ELEMENTS:
+            return True
+        # Small arrays: worth it when the region replaces several numpy calls and hands back
+        # few values (each result leaving the region is another array numpy would not have
+        # had to keep: an lstm step's region with 14 of its 25 values leaving was slower than
+        # numpy).
+        inside = set(nodes)
+        leaving = sum(1 for n in nodes if any(i == OUTPUT or u not in inside
+                                              for u, i in self.users.get(n, ())))
+        return len(nodes) * NUMPY_CALL_US > FIXED_COST_US and leaving * 3 <= len(nodes)
 
     # -- replacing a region by a call
 
