@@ -184,19 +184,22 @@ def compile(fn=None, *, backend: str | None = None, **options):
     or a `tvm.target.Target`; default $MYIR_TARGET, else "llvm"), `optimize=False` (skip the
     optimizer, for debugging)."""
     if fn is None:
-        return lambda f: compile(f, backend=backend, **options)
-    if isinstance(fn, CompiledFunction):    # compile(grad(f), target=...): recompile it
-        return CompiledFunction(fn.fn, backend or fn.backend, fn.__myir_transforms__,
+        return lambda f: _compiled(f, backend, (), options)
+    return _compiled(fn, backend, (), options)
+
+
+def _compiled(fn, backend: str | None, transforms: tuple, options: dict) -> CompiledFunction:
+    """`fn` compiled with `transforms` applied last.  A function compiled already (`grad(f)`,
+    `compile(f)`) is recompiled from its Python function: its own transforms come first, and
+    its backend and options hold unless given again."""
+    if isinstance(fn, CompiledFunction):
+        return CompiledFunction(fn.fn, backend or fn.backend, fn.__myir_transforms__ + transforms,
                                 **{**fn.options, **options})
-    return CompiledFunction(fn, backend, **options)
+    return CompiledFunction(fn, backend, transforms, **options)
 
 
 def _differentiated(fn, wrt: tuple, with_value: bool, backend: str | None):
-    spec = GradMacro(tuple(wrt) or (0,), with_value)
-    if isinstance(fn, CompiledFunction):
-        return CompiledFunction(fn.fn, backend or fn.backend,
-                                fn.__myir_transforms__ + (spec,), **fn.options)
-    return CompiledFunction(fn, backend, (spec,))
+    return _compiled(fn, backend, (GradMacro(tuple(wrt) or (0,), with_value),), {})
 
 
 def grad(fn, *wrt, backend: str | None = None):

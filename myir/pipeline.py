@@ -61,7 +61,7 @@ def _tvm_regions(graph, types, stages, target):
     from backends.tvm import lower_regions
 
     final, regions, types = lower_regions(graph, types, target)
-    _annotate(types)
-    if regions:
+    if regions:     # a copy, with new nodes: shown as a stage of its own
+        _annotate(types)
         stages["regions"] = final
     return final, regions

@@ -68,9 +68,7 @@ class Context:
             return self.program.inputs[ref.index]
         if ref.kind == "op":
             return self.program.ops[ref.index].out
-        if ref.kind == "shape":
-            return ref.value
-        return ref.value
+        return ref.value     # a shape operand's Spec, or a constant
 
     def static(self, ref: Ref):
         assert ref.kind == "const", ref
@@ -128,10 +126,6 @@ def _nan_aware(pick: str) -> Rule:
             return chosen
         return R.where(R.isnan(x), x, R.where(R.isnan(y), y, chosen))
     return Rule(emit)
-
-
-def _unary(name: str, accepts=_all_numeric) -> Rule:
-    return _elementwise(name, accepts)
 
 
 def _log1p(c: Context, op: Op):
@@ -363,12 +357,13 @@ _COMPARE = {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_eq
 
 LOWERINGS: dict[str, Rule] = {
     **{p: _elementwise(op) for p, op in _ARITH.items()},
-    **{p: _unary(op, _float_out) for p, op in _MATH.items()},
+    **{p: _elementwise(op, _float_out) for p, op in _MATH.items()},
     **{p: _compare(op) for p, op in _COMPARE.items()},
     "pow": _elementwise("power", _float_out), "power": _elementwise("power", _float_out),
     "arctan2": _elementwise("atan2", _float_out),
-    "neg": _unary("negative"), "negative": _unary("negative"),
-    "abs": _unary("abs"), "builtin_abs": _unary("abs"), "sign": _unary("sign", _float_out),
+    "neg": _elementwise("negative"), "negative": _elementwise("negative"),
+    "abs": _elementwise("abs"), "builtin_abs": _elementwise("abs"),
+    "sign": _elementwise("sign", _float_out),
     "pos": Rule(_identity, accepts=lambda a, o: _all_numeric(a, o) and o.dtype != np.bool_),
     "square": Rule(_square, accepts=_all_numeric),
     "reciprocal": Rule(_reciprocal, accepts=_float_out),

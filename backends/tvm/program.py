@@ -11,6 +11,7 @@ version added by the cache.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -82,7 +83,7 @@ class Program:
         lines.append(f"  return {', '.join(f'%{i}' for i in self.outputs)}")
         return "\n".join(lines)
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
         """Stable across processes: every part is printed by repr of plain values."""
         specs = [*self.inputs, *(op.out for op in self.ops)]

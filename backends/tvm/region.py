@@ -22,6 +22,7 @@ would have produced:
 
 from __future__ import annotations
 
+import functools
 import threading
 from dataclasses import dataclass, field
 
@@ -55,14 +56,19 @@ def build_module(program: Program):
 class Compiled:
     """One program compiled for one target."""
 
+    program: Program
     function: object            # the VM's `main`
-    ir: str                     # the Relax module before the pipeline (TVM script)
     module: object              # the runtime module (holds the generated code)
     from_disk: bool = False
     compile_seconds: float = 0.0
     aligned_inputs: bool = False   # some kernel needs 64-byte aligned inputs (schedule.py)
-
     source_text: str | None = None   # kept with the library in the disk cache
+
+    @functools.cached_property
+    def ir(self) -> str:
+        """The Relax module before the pipeline (TVM script); built when asked, so a region
+        loaded from the disk cache never builds it."""
+        return build_module(self.program).script()
 
     @property
     def source(self) -> str:
@@ -101,7 +107,6 @@ def compile_program(program: Program, target) -> Compiled:
             STATS["memory_hits"] += 1
             return found
         start = time.perf_counter()
-        mod = build_module(program)
         device = tvm.cuda(0) if is_gpu(target) else tvm.cpu()
         # a CUDA library only loads where there is a GPU (and its driver)
         disk = cache.open_cache() if device.exist else None
@@ -111,16 +116,16 @@ def compile_program(program: Program, target) -> Compiled:
         kept_aligned: list = []
         if lib is None:
             float32 = all(op.out.dtype != np.float64 for op in program.ops)
-            pipeline = (gpu_pipeline if is_gpu(target) else cpu_pipeline)(target, float32,
-                                                                         kept_aligned)
-            lib = tvm.compile(mod, target, relax_pipeline=pipeline)
+            pipeline = gpu_pipeline(target, float32) if is_gpu(target) \
+                else cpu_pipeline(target, float32, kept_aligned)
+            lib = tvm.compile(build_module(program), target, relax_pipeline=pipeline)
             lib = lib.mod if hasattr(lib, "mod") else lib
             if disk is not None and not kept_aligned:
                 source = generated_source(lib)
                 disk.store(name, lib, source)
         function = _main_function(lib, device) if device.exist else None
         STATS["disk_hits" if from_disk else "compiled"] += 1
-        result = Compiled(function, mod.script(), lib, from_disk, time.perf_counter() - start,
+        result = Compiled(program, function, lib, from_disk, time.perf_counter() - start,
                           aligned_inputs=bool(kept_aligned), source_text=source)
         _compiled[memo] = result
         return result
@@ -221,19 +226,16 @@ class Region:
         for k, op_index in enumerate(self.program.outputs):
             item = "r" if len(self.program.outputs) == 1 else f"r[{k}]"
             if gpu and self.on_device[k]:
-                outs.append(item)
-            elif gpu:
-                outs.append(f"{item}.numpy()")
-            else:
-                outs.append(f"np.from_dlpack({item})")
-            if self.program.ops[op_index].out.scalar is not None and not (gpu and self.on_device[k]):
-                outs[-1] += "[()]"
+                outs.append(item)   # stays a device tensor, for the next region
+                continue
+            host = f"{item}.numpy()" if gpu else f"np.from_dlpack({item})"
+            scalar = self.program.ops[op_index].out.scalar is not None
+            outs.append(host + ("[()]" if scalar else ""))
         params = ", ".join(f"a{i}" for i in range(len(self.program.inputs)))
         lines = [f"def call({params}):", f"    r = fn({', '.join(args)})",
                  f"    return {', '.join(outs)}"]
-        namespace = dict(env)
-        exec("\n".join(lines), namespace)
-        return namespace["call"]
+        exec("\n".join(lines), env)
+        return env["call"]
 
     def _no_device(self, *args):
         from myir.errors import MyirError

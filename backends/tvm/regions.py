@@ -78,29 +78,32 @@ class Splitter:
 
     # -- which nodes may join a region
 
+    def operand(self, i: int, arg: Node, rule: Rule, inside=()) -> Ref | None:
+        """How operand `i` of a node under `rule` enters a region whose nodes are `inside`:
+        only its shape, the value of an op inside, a compile-time constant (where the rule
+        needs one, and Python numbers written in the program), or a region input.  None
+        when it cannot (not constant where it must be, or no known dtype and shape)."""
+        abstract = self.types.get(arg)
+        if i in rule.shape_only:
+            spec = spec_of(abstract)
+            return None if spec is None else Ref("shape", value=spec)
+        if arg in inside:
+            return Ref("op")
+        known, value = static_value(arg, abstract)
+        if i in rule.static or (known and isinstance(value, (bool, int, float))
+                                and not isinstance(arg, Apply)):
+            return Ref("const", value=value) if known else None
+        return Ref("in") if spec_of(abstract) is not None else None
+
     def operands(self, node: Apply, rule: Rule):
         """The operand view a rule's `accepts` sees (Specs and static values), or None when
         some operand is unusable."""
         seen = []
         for i, arg in enumerate(node.args):
-            abstract = self.types.get(arg)
-            known, value = static_value(arg, abstract)
-            if i in rule.static:
-                if not known:
-                    return None
-                seen.append(value)
-            elif i in rule.shape_only:
-                spec = spec_of(abstract)
-                if spec is None:
-                    return None
-                seen.append(spec)
-            elif known and isinstance(value, (bool, int, float)) and not isinstance(arg, Apply):
-                seen.append(value)
-            else:
-                spec = spec_of(abstract)
-                if spec is None:
-                    return None
-                seen.append(spec)
+            ref = self.operand(i, arg, rule)
+            if ref is None:
+                return None
+            seen.append(spec_of(self.types.get(arg)) if ref.kind == "in" else ref.value)
         return seen
 
     def lowerable(self, node: Node) -> bool:
@@ -192,11 +195,14 @@ class Splitter:
         # had to keep: an lstm step's region with 14 of its 25 values leaving was slower than
         # numpy).
         inside = set(nodes)
-        leaving = sum(1 for n in nodes if any(i == OUTPUT or u not in inside
-                                              for u, i in self.users.get(n, ())))
+        leaving = sum(1 for n in nodes if self.leaves(n, inside))
         return len(nodes) * NUMPY_CALL_US > FIXED_COST_US and leaving * 3 <= len(nodes)
 
     # -- replacing a region by a call
+
+    def leaves(self, node: Apply, inside) -> bool:
+        """Whether the value of `node` is used outside the nodes `inside`."""
+        return any(i == OUTPUT or u not in inside for u, i in self.users.get(node, ()))
 
     def program(self, nodes: list[Apply]):
         index = {n: i for i, n in enumerate(nodes)}
@@ -206,21 +212,16 @@ class Splitter:
             rule = LOWERINGS[primitive_name(n)]
             refs = []
             for i, arg in enumerate(n.args):
-                known, value = static_value(arg, self.types.get(arg))
-                if i in rule.shape_only:
-                    refs.append(Ref("shape", value=spec_of(self.types[arg])))
-                elif arg in index:
-                    refs.append(Ref("op", index[arg]))
-                elif i in rule.static or (known and isinstance(value, (bool, int, float))
-                                          and not isinstance(arg, Apply)):
-                    refs.append(Ref("const", value=value))
-                else:
+                ref = self.operand(i, arg, rule, index)
+                if ref.kind == "op":
+                    ref = Ref("op", index[arg])
+                elif ref.kind == "in":
                     if arg not in inputs:
                         inputs.append(arg)
-                    refs.append(Ref("in", inputs.index(arg)))
+                    ref = Ref("in", inputs.index(arg))
+                refs.append(ref)
             ops.append(Op(primitive_name(n), tuple(refs), spec_of(self.types[n])))
-        outputs = [n for n in nodes
-                   if any(i == OUTPUT or u not in index for u, i in self.users.get(n, ()))]
+        outputs = [n for n in nodes if self.leaves(n, index)]
         program = Program(tuple(spec_of(self.types[a]) for a in inputs), tuple(ops),
                           tuple(index[n] for n in outputs))
         return program, inputs, outputs

@@ -165,34 +165,30 @@ def cpu_pipeline(target, float32: bool, kept_aligned: list):
     return _sequential(target, passes)
 
 
-class _Safe:
-    """dlight's GPU rules can raise instead of declining (gpu.Reduction on a full reduction
-    to 0-d followed by an elementwise op, tvm-0.27.md): an exception means 'not applicable'."""
+def _safe(rule):
+    """`rule`, except that an exception means 'not applicable': dlight's GPU rules can raise
+    instead of declining (gpu.Reduction on a full reduction to 0-d followed by an elementwise
+    op, tvm-0.27.md)."""
+    from tvm.s_tir import dlight
 
-    def __new__(cls, rule):
-        from tvm.s_tir import dlight
-
-        class Safe(dlight.ScheduleRule):
-            def apply(self, func, target, tunable):
-                try:
-                    return rule.apply(func, target, tunable)
-                except Exception:  # noqa: BLE001 - a failing rule just does not apply
-                    return None
-
-            def is_target_available(self, target):
-                return True
-        return Safe()
+    @dlight.ScheduleRule.from_callable(f"Safe{type(rule).__name__}")
+    def apply(func, target, tunable):
+        try:
+            return rule.apply(func, target, tunable)
+        except Exception:  # noqa: BLE001 - a failing rule just does not apply
+            return None
+    return apply
 
 
-def gpu_pipeline(target, float32: bool, kept_aligned: list):
+def gpu_pipeline(target, float32: bool):
     """CUDA's default pipeline with exception-safe dlight rules, and without gpu.GEMV, whose
     kernels can exceed the 48 KB of static shared memory (ptxas rejects them)."""
     from tvm import relax
     from tvm.s_tir import dlight
 
     cuda = relax.backend.cuda.pipeline
-    rules = [_Safe(r) for r in (dlight.gpu.Matmul(), dlight.gpu.Reduction(),
-                                dlight.gpu.GeneralReduction(), dlight.gpu.Fallback())]
+    rules = [_safe(r) for r in (dlight.gpu.Matmul(), dlight.gpu.Reduction(),
+                               dlight.gpu.GeneralReduction(), dlight.gpu.Fallback())]
     passes = ([relax.transform.FastMathTransform()] if float32 else []) \
         + cuda.library_dispatch_passes(target) \
         + [relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern(),
