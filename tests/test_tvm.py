@@ -418,3 +418,17 @@ def test_reduction_over_length_one_axes_then_elementwise():
                                             Ref("const", value=False)), v),
                                  Op("cos", (Ref("op", 0),), v)), (1,))
         np.testing.assert_array_equal(Region("r", program, CPU)(x), np.ones(4))
+
+
+def test_a_region_tvm_cannot_compile_runs_in_numpy_with_a_warning(monkeypatch):
+    import backends.tvm.region as region_module
+
+    def broken(program, target):
+        raise RuntimeError("InternalError: some TVM failure\nCheck failed: x")
+    monkeypatch.setattr(region_module, "compile_program", broken)
+    compiled = tvm_compile(elementwise_chain)
+    with pytest.warns(RuntimeWarning, match="runs in numpy instead: Check failed: x"):
+        lowered = compiled.lower(BIG[:5000], BIG[:5000])
+    assert lowered.regions == []
+    np.testing.assert_array_equal(compiled(BIG[:5000], BIG[:5000]),
+                                  elementwise_chain(BIG[:5000], BIG[:5000]))

@@ -15,6 +15,8 @@ its compiled `Region` (plus `getitem`s when several values leave it).
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from backends.tvm.lowering import LOWERINGS, Rule
@@ -226,14 +228,24 @@ class Splitter:
                           tuple(index[n] for n in outputs))
         return program, inputs, outputs
 
-    def replace_region(self, g: Graph, nodes: list[Apply], number: int, lowered: set) -> Region:
+    def replace_region(self, g: Graph, nodes: list[Apply], number: int,
+                       lowered: set) -> Region | None:
         """`lowered`: the nodes of every region; a GPU region's result that only they use
-        stays on the device."""
+        stays on the device.  A region TVM fails to compile stays as it was (numpy), with a
+        warning: None."""
         program, inputs, outputs = self.program(nodes)
         on_device = [self.gpu and all(i != OUTPUT and u in lowered
                                       for u, i in self.users.get(o, ())) for o in outputs]
-        region = Region(f"region{number}", program, self.target,
-                        [_name(n) for n in inputs], [_name(n) for n in outputs], on_device)
+        try:
+            region = Region(f"region{number}", program, self.target,
+                            [_name(n) for n in inputs], [_name(n) for n in outputs], on_device)
+        except Exception as e:  # noqa: BLE001 - TVM's own errors must not reach the user
+            lines = str(e).strip().splitlines()
+            why = lines[-1] if lines else type(e).__name__
+            prims = ", ".join(op.prim for op in program.ops)
+            warnings.warn(f"TVM could not compile a region ({prims}); it runs in numpy "
+                          f"instead: {why}", RuntimeWarning, stacklevel=2)
+            return None
         first = min(n.debug.id for n in nodes)
         call = Apply([Constant(region), *inputs], g, Debug(f"region{number}", nodes[0].location,
                                                           id=first))
@@ -266,8 +278,10 @@ def compile_regions(root: Graph, types: dict, target) -> list[Region]:
     lowered = {n for _, nodes in plans for n in nodes}
     regions = []
     for g, nodes in plans:
-        regions.append(splitter.replace_region(g, nodes, len(regions), lowered))
-        splitter.users = users(root)
+        region = splitter.replace_region(g, nodes, len(regions), lowered)
+        if region is not None:
+            regions.append(region)
+            splitter.users = users(root)
     return regions
 
 
