@@ -1,7 +1,8 @@
 """The persistent cache of compiled regions: a second process skips TVM compilation.
 
 A compiled region is exported as a shared library, `<cache>/<key>.so`, where the key hashes
-the region's program (structure, dtypes, shapes), the target and TVM's version.  Loading a
+the region's program (structure, dtypes, shapes), the target, TVM's version and the source of
+this backend (a change to a lowering or the schedule must not find old kernels).  Loading a
 shared library runs its code, so the cache only ever loads files it wrote itself:
 
 * the directory is created owner-only (0700) and refused if anyone else owns it or can
@@ -19,6 +20,7 @@ The cache lives in `$MYIR_CACHE_DIR`, else `$XDG_CACHE_HOME/myir/tvm`, else `~/.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import os
@@ -38,8 +40,17 @@ def directory() -> Path | None:
 
 
 def key(program_key: str, target, tvm_version: str) -> str:
-    text = f"{program_key}\n{target.export()}\n{tvm_version}"
+    text = f"{program_key}\n{target.export()}\n{tvm_version}\n{_backend_version()}"
     return hashlib.sha256(text.encode()).hexdigest()[:40]
+
+
+@functools.cache
+def _backend_version() -> str:
+    """A hash of this package's source: what turns a program into kernels."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 class DiskCache:
