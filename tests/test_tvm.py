@@ -390,6 +390,31 @@ def test_cuda_target_compiles_regions_and_reports_their_source():
             compiled(BIG.astype(np.float32), BIG.astype(np.float32))
 
 
+def two_regions(x):
+    a = np.exp(x) * 2.0 + 1.0
+    b = np.tanh(a) * 3.0 - 1.0
+    c = np.sinh(b)     # kept in numpy (lowering.KEPT_IN_NUMPY): a region before, one after
+    return np.sum(a * c + a)           # a: from the first region to the second only
+
+
+def test_cuda_values_only_regions_use_stay_on_the_device():
+    x = BIG.astype(np.float32)
+    first, second = tvm_compile(two_regions, target="cuda -arch=sm_90").lower(x).regions
+    assert dict(zip(first.outputs, first.on_device)) == {"a": True, "b": False}
+    assert second.on_device == [False]      # the function's result comes back to the host
+
+
+@pytest.mark.skipif(not tvm.cuda(0).exist, reason="needs an NVIDIA GPU")
+def test_cuda_regions_hand_device_values_to_each_other():
+    x = BIG.astype(np.float32)
+    compiled = tvm_compile(two_regions, target="cuda")
+    first, _ = compiled.lower(x).regions
+    a, b = first(x)
+    assert isinstance(a, tvm.runtime.Tensor) and a.device.dlpack_device_type() == 2  # on the GPU
+    assert isinstance(b, np.ndarray)
+    np.testing.assert_allclose(compiled(x), two_regions(x), rtol=1e-5)
+
+
 def test_target_flag_errors_when_compile_is_called():
     with pytest.raises(MyirError, match="unknown target kind"):
         tvm_compile(elementwise_chain, target="tpu")
@@ -421,9 +446,11 @@ SPECIAL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 709.78, 709.7
 @pytest.mark.parametrize("prim, points, bound", [
     ("exp", np.linspace(-745, 710, 1 << 16), 1),
     ("log", np.exp(np.linspace(np.log(1e-310), np.log(1e300), 1 << 16)), 2),
+    ("tanh", np.concatenate([np.geomspace(1e-300, 1e3, 1 << 15), -np.geomspace(1e-300, 1e3, 1 << 15),
+                             np.linspace(-20, 20, 1 << 14)]), 3),
 ])
 def test_vector_math_accuracy(prim, points, bound):
-    """float64 exp/log are vmath.py's vectorized versions: within `bound` ulp of numpy on
+    """float64 exp/log/tanh are vmath.py's vectorized versions: within `bound` ulp of numpy on
     the CPU, and numpy's exact value at every special point (0, ±inf, NaN, subnormals,
     overflow and underflow thresholds, negatives)."""
     x = np.concatenate([points, SPECIAL])
@@ -435,7 +462,7 @@ def test_vector_math_accuracy(prim, points, bound):
     finite = np.isfinite(want) & (want != 0)
     assert _ulps(got[finite], want[finite]).max() <= bound
     np.testing.assert_array_equal(got[~finite], want[~finite])
-    assert f"llvm.{prim}." not in region.source   # LLVM would make it a libm call per lane
+    assert "llvm.exp." not in region.source and "llvm.log." not in region.source  # libm calls
 
 
 def test_reduction_over_length_one_axes_then_elementwise():
