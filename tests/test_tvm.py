@@ -465,6 +465,34 @@ def test_vector_math_accuracy(prim, points, bound):
     assert "llvm.exp." not in region.source and "llvm.log." not in region.source  # libm calls
 
 
+def test_fills_are_read_as_scalars_not_written_out():
+    """zeros/ones/broadcast seeds feeding elementwise ops are their 0-d values in the Relax
+    IR (lowering.Context.emit); results are numpy's, including when the fills alone give
+    the result its shape."""
+    m, v, b = (Spec(np.dtype("float32"), (64, 64)), Spec(np.dtype("float32"), (64,)),
+               Spec(np.dtype("bool"), (64,)))
+    seed = Spec(np.dtype("float32"), ())
+    program = Program((v, m, seed), (
+        Op("eq", (Ref("in", 0), Ref("const", value=1.0)), b),                       # 0
+        Op("reduce_grad", (Ref("in", 2), Ref("shape", value=m), Ref("const", value=None),
+                           Ref("const", value=False)), m),                          # 1
+        Op("grad_zeros", (Ref("shape", value=m),), m),                              # 2
+        Op("where", (Ref("op", 0), Ref("op", 1), Ref("op", 2)), m),   # shape from the fills
+        Op("where", (Ref("op", 0), Ref("op", 2), Ref("in", 1)), m),
+        Op("mul", (Ref("op", 3), Ref("op", 4)), m)), (3, 5))
+    z = (rng.random(64) > 0.5).astype(np.float32)
+    x = rng.random((64, 64)).astype(np.float32)
+    r = Region("r", program, CPU)
+    got = r(z, x, np.float32(1.0))
+    want = [np.broadcast_to(np.where(z == 1.0, 1.0, 0.0), (64, 64)).astype(np.float32)]
+    want.append(want[0] * np.where(z == 1.0, np.float32(0), x))
+    for a, w in zip(got, want):
+        assert a.dtype == w.dtype and a.shape == w.shape
+        np.testing.assert_array_equal(a, w)
+    kernels = set(re.findall(r"define[^\n]*@__tvm_ffi_(\w+)\(", r.source))
+    assert kernels and not kernels & {"zeros", "broadcast_to"}, kernels   # no fill written out
+
+
 def test_reduction_over_length_one_axes_then_elementwise():
     # TVM's inlining helpers once folded the cos into this reduction's update (cos(1) for 0)
     x = np.zeros((1, 4))

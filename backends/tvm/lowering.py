@@ -57,6 +57,29 @@ class Context:
         self.inputs = inputs
         self.program = program
         self.values: list = []
+        self.scalar_fills: set[int] = set()   # fill ops the op being emitted reads as 0-d
+
+    def emit(self, op: Op):
+        """The Relax expression of `op`.  A fill operand (zeros, ones, a broadcast scalar:
+        see `_fill_value`) of an elementwise op is read as its 0-d value, and the op's result
+        broadcast afterwards if the fill was what gave it its shape: the full array of zeros
+        is then never written to memory and read back (the gradient of `np.where` otherwise
+        materialises zeros and broadcast seeds as large as its operands: hmlstm's, three
+        1 MB arrays)."""
+        self.scalar_fills = set()
+        if op.prim in BROADCASTING and all(isinstance(self.spec(a), Spec) or a.kind == "const"
+                                           for a in op.args):
+            self.scalar_fills = {a.index for a in op.args if self._fill(a)}
+        expr = LOWERINGS[op.prim].emit(self, op)
+        if self.scalar_fills:
+            shape = np.broadcast_shapes(*(() if a.kind == "const" or self._fill(a)
+                                          else self.spec(a).shape for a in op.args))
+            if shape != op.out.shape:
+                expr = self.R.broadcast_to(self.bb.emit(expr), op.out.shape)
+        return expr
+
+    def _fill(self, ref: Ref) -> bool:
+        return ref.kind == "op" and _fill_value(self, self.program.ops[ref.index]) is not None
 
     @property
     def R(self):
@@ -82,7 +105,10 @@ class Context:
         """The operand as a Relax tensor of `dtype` (numpy's `astype` semantics)."""
         if ref.kind == "const":
             return self.const(ref.value, dtype if dtype is not None else np.asarray(ref.value).dtype)
-        expr = self.inputs[ref.index] if ref.kind == "in" else self.values[ref.index]
+        if ref.kind == "op" and ref.index in self.scalar_fills:
+            expr = _fill_value(self, self.program.ops[ref.index])
+        else:
+            expr = self.inputs[ref.index] if ref.kind == "in" else self.values[ref.index]
         have = self.spec(ref).dtype
         if dtype is not None and np.dtype(dtype) != have:
             expr = self.bb.emit(self.R.astype(expr, str(np.dtype(dtype))))
@@ -334,6 +360,19 @@ def _getitem_grad_accepts(args, out):
         and _numeric(dout) and dout.size > 0
 
 
+def _fill_value(c: Context, op: Op):
+    """The 0-d value an op broadcasts to its whole shape, or None if it is not a fill."""
+    if op.prim in ("grad_zeros", "zeros_like"):
+        return c.const(0, op.out.dtype)
+    if op.prim in ("ones_like", "grad_seed"):
+        return c.const(1, op.out.dtype)
+    if op.prim in ("reduce_grad", "broadcast_to_like", "broadcast_to") \
+            and isinstance(c.spec(op.args[0]), Spec) and c.spec(op.args[0]).shape == () \
+            and op.args[0].kind != "op":
+        return c.tensor(op.args[0], op.out.dtype)
+    return None
+
+
 def _grad_seed(c: Context, op: Op):
     return c.const(np.ones(op.out.shape), op.out.dtype)
 
@@ -393,6 +432,12 @@ LOWERINGS: dict[str, Rule] = {
     "matmul": Rule(_matmul, accepts=_matmul_accepts, gpu_only=True),
     "dot": Rule(_matmul, accepts=_matmul_accepts, gpu_only=True),
 }
+
+# Rules whose result is numpy's broadcast of their operands, element by element: a fill
+# operand among them may be read as its 0-d value (Context.emit).
+BROADCASTING = {*_ARITH, *_MATH, *_COMPARE, "pow", "power", "arctan2", "neg", "negative",
+                "abs", "builtin_abs", "sign", "square", "reciprocal", "log1p", "maximum",
+                "minimum", "where", "clip"}
 
 # Lowered only for GPU targets.  On the CPU, OpenBLAS's matmul (which numpy calls) is 2–4x
 # faster than TVM's scheduled matmul on these machines (tvm-0.27.md: MLP forward+backward

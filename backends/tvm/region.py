@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from backends.tvm import cache
-from backends.tvm.lowering import LOWERINGS, Context
+from backends.tvm.lowering import Context
 from backends.tvm.program import Program
 from backends.tvm.target import is_gpu
 
@@ -45,7 +45,7 @@ def build_module(program: Program):
         with bb.dataflow():
             ctx = Context(bb, params, program)
             for op in program.ops:
-                ctx.values.append(bb.emit(LOWERINGS[op.prim].emit(ctx, op)))
+                ctx.values.append(bb.emit(ctx.emit(op)))
             outs = [ctx.values[i] for i in program.outputs]
             result = bb.emit_output(outs[0] if len(outs) == 1 else relax.Tuple(outs))
         bb.emit_func_output(result)
