@@ -918,8 +918,8 @@ class FunctionParser:
         if isinstance(base, resolve.Namespace):
             if e.attr in base.values:
                 return Constant(base.values[e.attr])
-            if e.attr in base.functions:
-                return Constant(base.functions[e.attr])
+            if e.attr in base.functions:  # a primitive, or a function to parse
+                return self.global_value(base.functions[e.attr], f"{base.name}.{e.attr}", e)
             self.error(e, f"`{base.name}.{e.attr}` is not supported in compiled code",
                        f"supported: {', '.join(sorted(base.functions))}")
         if isinstance(base, types.ModuleType):  # another module: its globals

@@ -14,18 +14,21 @@ import types
 
 import numpy as np
 
+from frontend import numpy_functions
 from myir.ir.primitives import PRIMITIVES, Primitive
 
 P = PRIMITIVES
 
-# numpy functions reached as `np.NAME` (or `numpy.NAME`).
+# numpy functions reached as `np.NAME` (or `numpy.NAME`): primitives, or functions of
+# frontend/numpy_functions.py (parsed into graphs where they are used).
 NUMPY = {name: P[name] for name in (
     "exp log log1p expm1 sqrt sin cos tan arcsin arccos arctan sinh cosh tanh abs sign floor "
     "ceil square negative reciprocal maximum minimum arctan2 power where clip sum mean prod max "
     "min argmax argmin dot reshape transpose broadcast_to expand_dims squeeze concatenate "
-    "stack zeros ones empty full zeros_like ones_like array asarray arange eye shape ndim size "
-    "matmul swapaxes argsort"
+    "stack zeros ones empty full zeros_like ones_like array asarray arange eye matmul swapaxes "
+    "argsort"
 ).split()}
+NUMPY.update({name: getattr(numpy_functions, name) for name in ("shape", "ndim", "size")})
 NUMPY.update({"absolute": P["abs"], "amax": P["max"], "amin": P["min"],
               "add": P["add"], "subtract": P["sub"], "multiply": P["mul"],
               "divide": P["truediv"], "true_divide": P["truediv"]})

@@ -40,12 +40,16 @@ class Location:
 
 
 class MyirError(Exception):
-    """An error in the user's program (or its use of myir), reported with its location."""
+    """An error in the user's program (or its use of myir), reported with its location.
+    `notes`: (location, text) pairs for other places the error involves (the `if` whose
+    branches gave a value the types that disagree), each shown with its source line."""
 
-    def __init__(self, message: str, location: Location | None = None, hint: str | None = None):
+    def __init__(self, message: str, location: Location | None = None, hint: str | None = None,
+                 notes: tuple = ()):
         self.message = message
         self.location = location
         self.hint = hint
+        self.notes = tuple(notes)
         super().__init__(self._format())
 
     def _format(self) -> str:
@@ -57,6 +61,11 @@ class MyirError(Exception):
                 parts.append(excerpt)
         else:
             parts.append(self.message)
+        for location, text in self.notes:
+            parts.append(f"{location}: note: {text}")
+            excerpt = location.excerpt()
+            if excerpt:
+                parts.append(excerpt)
         if self.hint:
             parts.append(f"hint: {self.hint}")
         return "\n".join(parts)

@@ -9,7 +9,12 @@ valid program.  `BOTTOM` is the value of a computation that never returns (it ra
 its recursion has not produced a result yet); it is the neutral element of `join`.
 
 `join(a, b)` is the least value describing both (used at branches and to widen recursion:
-different constants widen to their type, different dimensions to `None`).
+different constants widen to their type, different dimensions to `None`).  Values of
+different kinds (an array and a tuple, an int and a float, arrays of different ranks) join
+to an `AUnion` of both rather than to ANY: Python lets the branches of an `if` give a
+variable different types, and the program may pass such a value around or use it where
+either type works; inference keeps both so that a use where one of them fails can be
+reported, naming the two types and the `if` they came from (see passes/infer.py).
 """
 
 from __future__ import annotations
@@ -202,6 +207,44 @@ def function(option) -> AFunction:
     return AFunction(frozenset((option,)))
 
 
+@dataclass(frozen=True, eq=False)
+class AUnion(AbstractValue):
+    """One of `options`, values of different kinds (see `kind`): a variable the branches of
+    an `if` set to an array in one and a tuple in the other, say.  `origin` is the location
+    where the kinds met (the `if`), for error messages; it is not part of the value: two
+    unions of the same options are equal, so it never keeps a fixpoint from converging."""
+
+    options: tuple
+    origin: object = None
+
+    def __eq__(self, other) -> bool:
+        return type(other) is AUnion and frozenset(self.options) == frozenset(other.options)
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self.options))
+
+    def __repr__(self) -> str:
+        return " | ".join(map(repr, self.options))
+
+
+# A union of more kinds than this is ANY: it bounds the lattice's height (a recursion that
+# makes a longer tuple at each level would otherwise grow a union without end).
+MAX_UNION = 4
+
+
+def kind(a):
+    """What values must share to be joined into one abstract value of their own class: the
+    type of a scalar or object, an array's dtype and rank, a tuple's length."""
+    t = type(a)
+    if t is AScalar or t is AObject:
+        return t, a.pytype
+    if t is AArray:
+        return t, a.dtype, a.ndim
+    if t is ATuple:
+        return t, len(a.items)
+    return t
+
+
 def join(a, b):
     """The least abstract value that describes every value `a` or `b` describes."""
     if a is b or a == b:
@@ -210,22 +253,20 @@ def join(a, b):
         return b
     if b is BOTTOM:
         return a
-    if a is ANY or b is ANY or type(a) is not type(b):
+    if a is ANY or b is ANY:
         return ANY
+    if type(a) is AUnion or type(b) is AUnion or kind(a) != kind(b):
+        return _union(a, b)
     if isinstance(a, AScalar):
-        return AScalar(a.pytype) if a.pytype is b.pytype else ANY
+        return AScalar(a.pytype)
     if isinstance(a, AArray):
-        if a.dtype != b.dtype or a.ndim != b.ndim:
-            return ANY
         return AArray(a.dtype, tuple(x if x == y else None for x, y in zip(a.shape, b.shape)))
     if isinstance(a, ATuple):
-        if len(a.items) != len(b.items):
-            return ANY
         return ATuple(tuple(join(x, y) for x, y in zip(a.items, b.items)))
     if isinstance(a, ASlice):
         return ASlice(join(a.start, b.start), join(a.stop, b.stop), join(a.step, b.step))
     if isinstance(a, AObject):
-        return AObject(a.pytype) if a.pytype is b.pytype else ANY
+        return AObject(a.pytype)
     if isinstance(a, AEnv):  # a key only one of them holds may be absent
         both = [(k, join(v, b.get(k))) for k, v in a.items if b.get(k) is not None]
         return AEnv(tuple(both), a.complete and b.complete and len(both) == len(a.items)
@@ -235,9 +276,50 @@ def join(a, b):
     return ANY
 
 
+def options(a) -> tuple:
+    """The values of different kinds `a` may be: a union's options, or `a` itself."""
+    return a.options if type(a) is AUnion else (a,)
+
+
+def _union(a, b):
+    """The join of values of different kinds: each option of `b` joins the option of `a` of
+    its kind, or is added."""
+    merged = list(options(a))
+    for x in options(b):
+        k = kind(x)
+        for i, y in enumerate(merged):
+            if kind(y) == k:
+                merged[i] = join(y, x)
+                break
+        else:
+            merged.append(x)
+    if len(merged) > MAX_UNION:
+        return ANY
+    if len(merged) == 1:
+        return merged[0]
+    origin = getattr(a, "origin", None) or getattr(b, "origin", None)
+    return AUnion(tuple(sorted(merged, key=repr)), origin)  # an order that messages keep
+
+
+def located(a, origin):
+    """`a` with `origin` as the origin of the unions in it that have none (nested in tuples
+    too): where the interpreter sees kinds meet, it records where."""
+    if type(a) is AUnion:
+        if a.origin is None:
+            return AUnion(tuple(located(x, origin) for x in a.options), origin)
+        return a
+    if type(a) is ATuple:
+        items = tuple(located(x, origin) for x in a.items)
+        return a if all(x is y for x, y in zip(items, a.items)) else ATuple(items)
+    return a
+
+
 def truncate(a, depth: int):
     """`a` with tuples and envs nested deeper than `depth` replaced by ANY: the widening
     that stops a recursion from building ever deeper values (a chain of gradient envs)."""
+    if type(a) is AUnion:
+        items = tuple(truncate(x, depth) for x in a.options)
+        return ANY if any(x is ANY for x in items) else AUnion(items, a.origin)
     if isinstance(a, ATuple):
         return ANY if depth == 0 else ATuple(tuple(truncate(x, depth - 1) for x in a.items))
     if isinstance(a, AEnv):
@@ -256,6 +338,8 @@ def widen(a):
         return ASlice(widen(a.start), widen(a.stop), widen(a.step))
     if isinstance(a, AObject) and a.value is not ANY and a.pytype is str:
         return AObject(str)
+    if type(a) is AUnion:
+        return AUnion(tuple(map(widen, a.options)), a.origin)
     return a
 
 
@@ -317,4 +401,6 @@ def conforms(value, abstract) -> bool:
         return isinstance(value, Env)
     if isinstance(abstract, AFunction):
         return callable(value)
+    if isinstance(abstract, AUnion):
+        return any(conforms(value, a) for a in abstract.options)
     return False

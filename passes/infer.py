@@ -14,7 +14,8 @@ callee's frame.
 **Fixpoint.**  A worklist holds the frames to (re-)evaluate.  A call whose callee has not
 returned yet gives `BOTTOM`, which `join` ignores, so a recursive function's type is its base
 cases' first, then grows; when a frame's output grows, its callers are queued again, and when
-its nodes change, the frames nested in it (at any depth: they read its nodes directly).
+its nodes change, the frames nested in it (at any depth) whose graphs read one of the changed
+nodes as a free variable.
 Termination comes from widening: a recursive
 graph (a loop) gets one frame per shape of arguments ("skeleton": types without constant
 values or dimension sizes) whose arguments are joined, so a loop counter becomes `int` and a
@@ -24,7 +25,30 @@ argument values (so constants stay known across calls) up to a limit, then one j
 **Errors.**  A rule raises `RuleError` only when every runtime value it describes would fail.
 Errors are collected during the fixpoint and reported (as a located `MyirTypeError`) only for
 code that certainly runs: the root, then calls with one possible callee made before anything
-that may not return.  An error in a branch the arguments may not take is left to run time.
+that may not return.  An error in a branch the arguments may not take -- even one certain to
+happen if the branch runs, such as `(3,4) @ (5,6)` -- is no error before running: CPython
+runs such a program whenever the branch is not taken, and so does the compiled code; when the
+branch runs, the operation raises CPython's own exception with CPython's message (the code
+generated for it is the operation itself), as the differential tests require.
+
+**Values of several types.**  Python lets the branches of an `if` give a variable different
+types; their join is an `AUnion` (passes/abstract.py), which the program may return, store
+in tuples and pass to functions.  A call of a primitive splits the unions among its
+arguments (a call of a union splits the union): it is applied to each combination of their
+options (`strict_rule`: a TypeError CPython would raise counts as failing), and the results
+are joined.  If one combination fails with a type error and another does not, the branches'
+types disagree where that matters: a `UnionError`, reported before running (if the use
+certainly runs) at the use, naming both types, with a note pointing at the branches (the
+union's `origin`, recorded where the interpreter sees kinds meet).  Two cases stay run-time
+errors: an option that is None (a Python program tests `if y is None` in ways inference does
+not follow: it is like a variable that may be unbound), and a use in code that may not run.
+Where some combinations raise and others return, the call's type is ANY: the optimizer folds
+what types make certain, and must not fold away an operation that raises for one branch.
+
+**Cost.**  Inference runs at every compilation, so it avoids repeating work: a rule is
+applied once per argument values (`Interpreter.rule_results`), its numpy stand-in runs once
+per process (`type_rules._EVALUATED`), a closure's abstract value is made once per frame, and
+a frame is evaluated again only when what it reads changed (see Fixpoint).
 
 **Specialisation.**  Each graph gets one copy per signature it is called with (the widened
 types of its arguments, under one copy of its parent); a closure called with several
@@ -34,17 +58,18 @@ signatures gets one copy typed with their join.  The copies' nodes carry their t
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 from dataclasses import dataclass
 
 from myir.errors import MyirTypeError
-from myir.ir.analysis import primitive_name, recursive_graphs, toposort, users
+from myir.ir.analysis import free_variables, primitive_name, recursive_graphs, toposort, users
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter
-from myir.ir.primitives import Primitive
+from myir.ir.primitives import PRIMITIVES, Primitive
 from passes.abstract import (ANY, BOTTOM, AArray, AbstractValue, AEnv, AFunction, ANone,  # noqa: F401
-                             AObject, AScalar, ASlice, ATuple, Closure, abstract_of, conforms,
-                             function, join, truncate, widen)
-from passes.type_rules import TYPE_RULES, RuleError, type_name
+                             AObject, AScalar, ASlice, ATuple, AUnion, Closure, abstract_of,
+                             conforms, function, join, located, options, truncate, widen)
+from passes.type_rules import TYPE_RULES, RuleError, TypeFailure, strict_rule, type_name
 
 # A non-recursive graph gets one frame per argument values, up to this many per parent frame;
 # then one frame with the join of them all.
@@ -55,6 +80,14 @@ SKELETONS_PER_GRAPH = 4
 MAX_DEPTH = 6
 # Frame evaluations before inference gives up (a bug: the lattice is finite).
 MAX_EVALUATIONS = 200_000
+# A call whose arguments' unions make more combinations of types than this is ANY.
+MAX_COMBINATIONS = 16
+# Primitives that take a value of any type without looking at it: a union passes through
+# them whole rather than being split into its options (a tuple of two unions stays one
+# tuple, not four).
+PASS_THROUGH = frozenset({"make_tuple", "switch", "depend", "env_setitem", "raise_", "is_",
+                          "is_not"})
+SWITCH = PRIMITIVES["switch"]
 
 
 def skeleton(value):
@@ -70,7 +103,51 @@ def skeleton(value):
         return AFunction
     if isinstance(value, AObject):
         return value.pytype
+    if isinstance(value, AUnion):
+        return frozenset(map(skeleton, value.options))
     return type(value)
+
+
+class UnionError(RuleError):
+    """A use of a value of several types (an AUnion) that fails for one of them: the
+    branches that made it disagree where that matters.  `notes`: (location, text) pairs."""
+
+    def __init__(self, message: str, hint: str, notes: tuple = ()):
+        super().__init__(message, hint)
+        self.notes = notes
+
+
+def _kind_phrase(a) -> str:
+    """A type as an error message names it: `an array f64[3]`, `a tuple (int, int)`."""
+    if isinstance(a, AArray):
+        return f"an array {a!r}"
+    if isinstance(a, ATuple):
+        return f"a tuple {a!r}"
+    if isinstance(a, AFunction):
+        return "a function"
+    if isinstance(a, ANone):
+        return "None"
+    return f"{'an' if type_name(a)[0] in 'aeiou' else 'a'} {type_name(a)}"
+
+
+def union_error(node: Apply, operand: Node, union: AUnion, failing, error: RuleError):
+    """The error of `node`, which fails when its `operand`, of the types `union`, is of the
+    type `failing`."""
+    name = operand.debug.name if not isinstance(operand, Constant) else None
+    what = f"`{name}`" if name and name.isidentifier() else "a value used here"
+    kinds = " or ".join(map(_kind_phrase, union.options))
+    origin = union.origin
+    where = ""
+    notes = ()
+    if origin is not None:
+        same = node.location is not None and node.location.filename == origin.filename
+        where = f" at {'line ' + str(origin.line) if same else origin}"
+        notes = ((origin, f"the branches here give {what} different types: {kinds}"),)
+    message = (f"{what} is {kinds}, depending on the branch taken{where}, and this fails "
+               f"when it is {_kind_phrase(failing)}: {error.message}")
+    hint = (f"give {what} one type on every branch (convert where they differ), or use it "
+            "only where each of its types works")
+    return UnionError(message, hint, notes)
 
 
 class Frame:
@@ -100,6 +177,14 @@ class Frame:
         return f"<frame {self.graph.name}{self.args}>"
 
 
+def _splits(fn) -> bool:
+    """Whether a call of `fn` splits its arguments' unions into their options: a primitive
+    looks at its arguments (unless it passes them through); a graph is called with the
+    union itself, and its nodes split it where they use it."""
+    return isinstance(fn, AFunction) and any(
+        isinstance(o, Primitive) and o.name not in PASS_THROUGH for o in fn.options)
+
+
 class Family:
     """The frames of one graph under one parent frame."""
 
@@ -117,7 +202,9 @@ class Interpreter:
         self.queue: deque[Frame] = deque()
         self.queued: set[Frame] = set()
         self.constants: dict[int, object] = {}
+        self.closures: dict[tuple, object] = {}
         self.rule_results: dict[tuple, object] = {}
+        self.applies: dict[Graph, list[Apply]] = {}
         self.evaluations = 0
 
     # -- frames
@@ -135,7 +222,7 @@ class Interpreter:
             joined = args
             for other in family.frames.values():
                 joined = tuple(map(join, joined, other.args))
-            joined = tuple(truncate(a, MAX_DEPTH) for a in joined)
+            joined = tuple(located(truncate(a, MAX_DEPTH), graph.location) for a in joined)
             family.joined = frame = Frame(graph, joined, parent)
         else:
             family.frames[key] = frame = Frame(graph, args, parent)
@@ -145,7 +232,7 @@ class Interpreter:
     def _widen(self, frame: Frame, args: tuple) -> Frame:
         joined = tuple(truncate(join(old, new), MAX_DEPTH) for old, new in zip(frame.args, args))
         if joined != frame.args:
-            frame.args = joined
+            frame.args = tuple(located(a, frame.graph.location) for a in joined)
             self.schedule(frame)
         return frame
 
@@ -169,12 +256,16 @@ class Interpreter:
         if isinstance(node, Constant):
             v = node.value
             if isinstance(v, Graph):
-                if v.parent is None:
-                    return function(Closure(v, None))
                 owner = frame
                 while owner is not None and owner.graph is not v.parent:
                     owner = owner.parent
-                return function(Closure(v, owner)) if owner is not None else ANY
+                if owner is None and v.parent is not None:
+                    return ANY
+                key = (v, owner)
+                hit = self.closures.get(key)
+                if hit is None:  # one value per closure: no allocation per use
+                    hit = self.closures[key] = function(Closure(v, owner))
+                return hit
             hit = self.constants.get(id(node))
             if hit is None:
                 hit = function(v) if isinstance(v, Primitive) else abstract_of(v)
@@ -189,56 +280,120 @@ class Interpreter:
         types = frame.types = dict(zip(graph.parameters, frame.args))
         frame.calls = {}
         frame.errors = {}
-        for node in toposort(graph):
-            if isinstance(node, Apply) and node.graph is graph:
-                types[node] = self.apply(frame, node)
+        for node in self.applies_of(graph):
+            types[node] = self.apply(frame, node)
         output = truncate(join(frame.output, self.value(frame, graph.output)), MAX_DEPTH)
         if output != frame.output:
-            frame.output = output
+            frame.output = located(output, graph.location)
             for caller in frame.callers:
                 self.schedule(caller)
-        if types != old:  # nested frames read these nodes as free variables
+        changed = {n for n, t in types.items() if old.get(n, BOTTOM) != t}
+        if changed and frame.children:  # nested frames read some of these nodes
             stack = list(frame.children)
             while stack:
                 nested = stack.pop()
-                self.schedule(nested)
+                if not changed.isdisjoint(free_variables(nested.graph)):
+                    self.schedule(nested)
                 stack.extend(nested.children)
 
+    def applies_of(self, graph: Graph) -> list[Apply]:
+        """The calls `graph` makes, in evaluation order (computed once per graph)."""
+        applies = self.applies.get(graph)
+        if applies is None:
+            applies = self.applies[graph] = [n for n in toposort(graph)
+                                             if isinstance(n, Apply) and n.graph is graph]
+        return applies
+
     def apply(self, frame: Frame, node: Apply):
-        fn = self.value(frame, node.fn)
-        args = tuple(self.value(frame, a) for a in node.args)
-        if fn is BOTTOM or BOTTOM in args:
-            return BOTTOM
+        values = []
+        local, graph = frame.types, frame.graph  # most inputs are nodes of the frame's graph
+        for inp in node.inputs:
+            v = local.get(inp, BOTTOM) if inp.graph is graph else self.value(frame, inp)
+            if v is BOTTOM:
+                return BOTTOM
+            values.append(v)
+        fn = values[0]
         if fn is ANY:
             return ANY
+        args = tuple(values[1:])
+        if type(fn) is AUnion or (AUnion in map(type, args) and _splits(fn)):
+            result = self.apply_union(frame, node, fn, args)
+        else:
+            result, error = self.apply_one(frame, node, fn, args)
+            if error is not None:
+                frame.errors[node] = error
+        if type(result) is AUnion and result.origin is None:
+            result = located(result, node.location)  # kinds met here (an `if`)
+        elif type(result) is ATuple and isinstance(fn, AFunction) and (
+                len(fn.options) > 1 or SWITCH in fn.options):
+            result = located(result, node.location)  # the branches' variables
+        return result
+
+    def apply_one(self, frame: Frame, node: Apply, fn, args: tuple, strict: bool = False):
+        """Call `fn`, a function or one option of a union, with `args`: (result, error)."""
         if not isinstance(fn, AFunction):
             if isinstance(fn, AObject) and fn.pytype is not str:
-                return ANY  # a class (an exception type, a dtype) may be called
-            frame.errors[node] = RuleError(f"'{type_name(fn)}' object is not callable",
-                                           "only functions can be called; check what this "
-                                           "name holds")
-            return BOTTOM
+                return ANY, None  # a class (an exception type, a dtype) may be called
+            return BOTTOM, RuleError(f"'{type_name(fn)}' object is not callable",
+                                     "only functions can be called; check what this name "
+                                     "holds")
         result = BOTTOM
         failures = []
         for option in fn.options:
             try:
-                result = join(result, self.call(frame, node, option, args))
+                result = join(result, self.call(frame, node, option, args, strict))
             except RuleError as e:
                 failures.append(e)
-        if len(failures) == len(fn.options):  # an error whichever function it is
-            frame.errors[node] = failures[0]
-        return result
+        # an error whichever function it is
+        return result, failures[0] if len(failures) == len(fn.options) else None
 
-    def call(self, frame: Frame, node: Apply, option, args: tuple):
+    def apply_union(self, frame: Frame, node: Apply, fn, args: tuple):
+        """A call where the function or an argument a primitive looks at is of several types:
+        the call of each combination of their options, joined.  If one of them fails with a
+        type error and another does not, the types matter here: a `UnionError`.
+
+        If some combinations raise when they run and others return, the result is ANY, not
+        the join of those that return: the optimizer folds what types make certain, and
+        `y + 1` for `y` of `int=1 | None` folded to 2 would no longer raise CPython's
+        TypeError when `y` is None."""
+        combinations = []
+        for f in options(fn):
+            spread = _splits(f)
+            choices = [options(a) if spread else (a,) for a in args]
+            combinations += [(f, c) for c in itertools.product(*choices)]
+            if len(combinations) > MAX_COMBINATIONS:
+                return ANY
+        result = BOTTOM
+        failures = []
+        raises = 0
+        for f, c in combinations:
+            r, error = self.apply_one(frame, node, f, c, strict=True)
+            if error is not None:
+                failures.append((f, c, error))
+            result = join(result, r)
+            raises += error is not None or (r is BOTTOM and _splits(f))
+        if len(failures) < len(combinations):
+            for f, c, error in failures:
+                operands = [(node.fn, fn, f)] + list(zip(node.args, args, c))
+                chosen = [o for o in operands if type(o[1]) is AUnion]
+                if not any(isinstance(o[2], ANone) for o in chosen):
+                    frame.errors[node] = union_error(node, *chosen[0], error)
+                    break
+        elif not any(isinstance(e, TypeFailure) for _, _, e in failures):
+            frame.errors[node] = failures[0][2]  # fails whatever the types: as for one type
+        return result if raises in (0, len(combinations)) else ANY
+
+    def call(self, frame: Frame, node: Apply, option, args: tuple, strict: bool = False):
         if isinstance(option, Primitive):
-            if not option.varargs and len(args) != len(option.params):
-                raise RuleError(f"{option.name}() takes {len(option.params)} arguments, "
-                                f"got {len(args)}")
-            key = (option.name, args)
+            key = (option, args, strict)
             result = self.rule_results.get(key)
             if result is None:  # rules are pure: each is applied once per argument values
                 try:
-                    result = TYPE_RULES[option.name](*args)
+                    if not option.varargs and len(args) != len(option.params):
+                        raise RuleError(f"{option.name}() takes {len(option.params)} "
+                                        f"arguments, got {len(args)}")
+                    result = strict_rule(option.name, args) if strict \
+                        else TYPE_RULES[option.name](*args)
                 except RuleError as e:
                     result = e
                 self.rule_results[key] = result
@@ -351,7 +506,7 @@ def infer(graph: Graph, args: tuple) -> Typed:
     if found is not None:
         node, err = found
         location = node.location or node.graph.location
-        raise MyirTypeError(err.message, location, err.hint)
+        raise MyirTypeError(err.message, location, err.hint, getattr(err, "notes", ()))
     return Specialiser(interp, frames).run(root)
 
 
@@ -424,20 +579,25 @@ class Specialiser:
         for p in graph.parameters:
             self.typed(group.mapping[p], self.joined(group, p))
         switch_users = self.users
-        for node in toposort(graph):
-            if isinstance(node, Apply) and node.graph is graph:
-                inputs = [self.input(group, node, i, inp, switch_users)
-                          for i, inp in enumerate(node.inputs)]
-                new = Apply(inputs, group.copy, node.debug.derive("specialised from"))
-                group.mapping[node] = new
-                self.typed(new, self.joined(group, node))
+        mapping = group.mapping
+        for node in self.interp.applies_of(graph):
+            inputs = [mapping[inp] if inp.graph is graph  # an input computed in this graph
+                      else self.input(group, node, i, inp, switch_users)
+                      for i, inp in enumerate(node.inputs)]
+            new = Apply(inputs, group.copy, node.debug.derive("specialised from"))
+            mapping[node] = new
+            self.typed(new, self.joined(group, node))
         group.copy.output = self.input(group, None, None, graph.output, switch_users)
         group.copy.defaults = {k: self.input(group, None, None, v, switch_users)
                                for k, v in graph.defaults.items()}
 
-    def joined(self, group: Group, node: Node):
+    @staticmethod
+    def joined(group: Group, node: Node):
+        frames = group.frames
+        if len(frames) == 1:
+            return frames[0].types.get(node, BOTTOM)
         result = BOTTOM
-        for frame in group.frames:
+        for frame in frames:
             result = join(result, frame.types.get(node, BOTTOM))
         return result
 
@@ -449,8 +609,9 @@ class Specialiser:
               switch_users) -> Node:
         if isinstance(node, Constant):
             if not isinstance(node.value, Graph):
-                self.types.setdefault(node, self.interp.value(group.frames[0], node)
-                                      if group.frames else abstract_of(node.value))
+                if node not in self.types:
+                    self.types[node] = self.interp.value(group.frames[0], node) \
+                        if group.frames else abstract_of(node.value)
                 return node
             callee = node.value
             parent = group.owner(callee.parent) if callee.parent is not None else None

@@ -18,6 +18,7 @@ simply computed (constant folding), so branches on constants are resolved.
 
 from __future__ import annotations
 
+import contextvars
 import math
 import operator
 import warnings
@@ -26,7 +27,7 @@ import numpy as np
 
 from myir.ir.primitives import UNBOUND
 from passes.abstract import (ANY, BOTTOM, AArray, AEnv, AFunction, ANone, AObject, AScalar,
-                             ASlice, ATuple, abstract_of, join)
+                             ASlice, ATuple, AUnion, _value_key, abstract_of, join)
 
 
 class RuleError(Exception):
@@ -38,13 +39,40 @@ class RuleError(Exception):
         self.hint = hint or "check the types and shapes of the values used here"
 
 
+class TypeFailure(RuleError):
+    """A `Fails` of a rule applied by `strict_rule`: CPython's TypeError for these types."""
+
+
 class Unknown(Exception):
     """A stand-in value cannot be made for an argument: the result is ANY."""
 
 
 class Fails(Exception):
-    """The operation raises a Python exception whatever the values: the result is BOTTOM, and
-    the program raises CPython's own exception when it runs (programs may expect it)."""
+    """The operation raises a Python exception (a TypeError) whatever the values: the result
+    is BOTTOM, and the program raises CPython's own exception when it runs (programs may
+    expect it) -- unless the rule is applied by `strict_rule`.  `message` is CPython's."""
+
+    def __init__(self, message: str = ""):
+        super().__init__(message)
+        self.message = message
+
+
+# Set while `strict_rule` applies a rule: a `Fails` then raises TypeFailure instead of giving
+# BOTTOM.  A context variable, so that rules nested in rules see it and threads compiling
+# at the same time do not.
+_STRICT = contextvars.ContextVar("strict_rules", default=False)
+
+
+def strict_rule(name: str, args: tuple):
+    """`TYPE_RULES[name](*args)`, where an operation that raises a TypeError whatever the
+    values raises TypeFailure.  The interpreter applies rules so to each type a value of
+    several types (an AUnion) may have: there a TypeError for one of them is the branches'
+    types disagreeing where that matters, reported before running (see passes/infer.py)."""
+    token = _STRICT.set(True)
+    try:
+        return TYPE_RULES[name](*args)
+    finally:
+        _STRICT.reset(token)
 
 
 _SAMPLE_OF_TYPE = {bool: True, int: 1, float: 0.5, complex: 0.5 + 0.5j}
@@ -100,12 +128,62 @@ def type_failure(fn, error: TypeError):
     if fn in INTEGER_ONLY:
         return RuleError(str(error), "this operation needs integers; convert with int(...) "
                                      "or use an integer dtype")
-    return Fails()
+    return Fails(str(error))
+
+
+def _stand_in_key(a):
+    """What `sample(a)` depends on: types, ranks and known values, not shapes."""
+    if isinstance(a, AScalar):
+        return (a.pytype, _value_key(a.value)) if a.known else a.pytype
+    if isinstance(a, AArray):
+        return a.dtype, a.ndim
+    if isinstance(a, ATuple):
+        return (ATuple,) + tuple(map(_stand_in_key, a.items))
+    if isinstance(a, ANone):
+        return None
+    if isinstance(a, AObject) and (a.value is not ANY or a.pytype is str):
+        return AObject, a.pytype, None if a.value is ANY else _value_key(a.value)
+    if isinstance(a, ASlice):
+        return ASlice, _stand_in_key(a.start), _stand_in_key(a.stop), _stand_in_key(a.step)
+    raise Unknown
+
+
+# `evaluate`'s outcomes by function and stand-ins, for every compilation in the process: the
+# rules of a program evaluate the same few operations on the same few dtypes and ranks over
+# and over, and running numpy under `warnings.catch_warnings` costs more than the rest of a
+# rule.  Cleared when it holds this many.
+_EVALUATED: dict = {}
+_EVALUATED_MAX = 4096
 
 
 def evaluate(fn, args, kwargs=None):
     """`fn` run on stand-ins of `args`: the concrete result.  A TypeError depends on the
-    types only (see `type_failure`); any other failure of a stand-in gives Unknown."""
+    types only (see `type_failure`); any other failure of a stand-in gives Unknown.
+    Results are shared (see _EVALUATED): callers only read them."""
+    try:
+        key = (fn, tuple(map(_stand_in_key, args)),
+               tuple(sorted(kwargs.items())) if kwargs else ())
+        outcome = _EVALUATED.get(key)
+    except (Unknown, TypeError):  # no stand-in, or an unhashable argument
+        return _evaluate(fn, args, kwargs)
+    if outcome is None:
+        try:
+            outcome = (_evaluate(fn, args, kwargs),)
+        except RuleError as e:
+            outcome = (RuleError, e.message, e.hint)
+        except Fails as e:
+            outcome = (Fails, e.message)
+        except Unknown:
+            outcome = (Unknown,)
+        if len(_EVALUATED) >= _EVALUATED_MAX:
+            _EVALUATED.clear()
+        _EVALUATED[key] = outcome
+    if len(outcome) == 1:
+        return outcome[0]
+    raise outcome[0](*outcome[1:])  # a fresh exception: a raised one keeps its traceback
+
+
+def _evaluate(fn, args, kwargs):
     values = [sample(a) for a in args]
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -156,7 +234,9 @@ def rule(fn):
             return fn(*args)
         except Unknown:
             return ANY
-        except Fails:
+        except Fails as e:
+            if _STRICT.get():
+                raise TypeFailure(e.message) from None
             return BOTTOM
     checked.__name__ = fn.__name__
     checked.__doc__ = fn.__doc__
@@ -214,12 +294,14 @@ def int_value(a):
     if isinstance(a, AScalar) and issubclass(a.pytype, (float, np.floating)):
         raise RuleError(f"'{type_name(a)}' object cannot be interpreted as an integer",
                         "use an int here: int(x), or x // 1 for a whole number")
-    raise Fails
+    raise Fails(f"'{type_name(a)}' object cannot be interpreted as an integer")
 
 
 def type_name(a) -> str:
     if isinstance(a, (AScalar, AObject)):
         return a.pytype.__name__
+    if isinstance(a, AUnion):
+        return " or ".join(map(type_name, a.options))
     return {AArray: "numpy.ndarray", ATuple: "tuple", ANone: "NoneType",
             ASlice: "slice"}.get(type(a), "object")
 
@@ -299,11 +381,22 @@ def add_rule(x, y):
 def mul_rule(x, y):
     """`*`: a tuple times an int repeats it."""
     if isinstance(x, ATuple) and not isinstance(y, AArray):
-        count = int_value(y)
+        count = _repeat_count(y)
         return ANY if count is ANY else ATuple(x.items * max(count, 0))
     if isinstance(y, ATuple) and not isinstance(x, AArray):
         return mul_rule(y, x)
     return _mul(x, y)
+
+
+def _repeat_count(y):
+    """How many times `tuple * y` repeats the tuple, with CPython's message if y is no int."""
+    message = f"can't multiply sequence by non-int of type '{type_name(y)}'"
+    try:
+        return int_value(y)
+    except RuleError:
+        raise RuleError(message, "repeat a tuple an int number of times") from None
+    except Fails:
+        raise Fails(message) from None
 
 
 @rule
@@ -369,6 +462,9 @@ def truthiness(a):
         return True
     if isinstance(a, AObject) and a.value is not ANY and a.value is not UNBOUND:
         return bool(a.value)
+    if isinstance(a, AUnion):  # the same for every option, or unknown
+        found = {truthiness(x) for x in a.options}
+        return found.pop() if len(found) == 1 else None
     return None
 
 
@@ -496,7 +592,11 @@ def reshape_rule(x, shape):
             raise RuleError(f"cannot reshape array of size {size} into shape {_dims(target)}",
                             "the new shape must have as many elements as the array")
     target = tuple(None if d == -1 else d for d in target)
-    return widened(evaluate(lambda v: np.reshape(v, (1,) * len(target)), [x]), target)
+    return widened(evaluate(_reshape_to_rank, [x], {"ndim": len(target)}), target)
+
+
+def _reshape_to_rank(x, ndim):
+    return np.reshape(x, (1,) * ndim)
 
 
 @rule
@@ -696,7 +796,7 @@ def full_rule(shape, fill, dtype):
     if dims is None or dt is ANY:
         return ANY
     if dt is None:
-        dt = evaluate(lambda v: np.full((), v), [fill]).dtype
+        dt = evaluate(np.full, [ATuple(()), fill]).dtype
     return AArray(dt, dims)
 
 
@@ -719,7 +819,7 @@ def arange_rule(start, stop, step, dtype):
     if all(map(known, args)):
         result = fold(lambda *v: np.arange(*v, dtype=dt), args)
         return result
-    return widened(evaluate(lambda *v: np.arange(*v, dtype=dt), args), (None,))
+    return widened(evaluate(np.arange, args, {"dtype": dt}), (None,))
 
 
 @rule
@@ -814,7 +914,7 @@ def _tuple_item(x, index):
     if not (isinstance(index, AScalar) and (index.pytype in (int, bool)
                                             or issubclass(index.pytype, np.integer))):
         if not (isinstance(index, AScalar) and issubclass(index.pytype, (float, np.floating))):
-            raise Fails
+            raise Fails(f"tuple indices must be integers or slices, not {type_name(index)}")
         raise RuleError(f"tuple indices must be integers or slices, not {type_name(index)}",
                         "index a tuple with an int")
     if index.known:
@@ -911,6 +1011,11 @@ def make_slice_rule(start, stop, step):
 def grad_zeros_rule(x):
     if x is ANY:
         return ANY
+    if isinstance(x, AUnion):  # an item of a tuple (the interpreter splits top-level ones)
+        result = BOTTOM
+        for option in x.options:
+            result = join(result, grad_zeros_rule(option))
+        return result
     if isinstance(x, AArray):
         return x
     if isinstance(x, AScalar):

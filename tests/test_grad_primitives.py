@@ -414,10 +414,7 @@ DOT_BUGS = [
             "bug: np.dot (and x.dot) of two 3-D arrays contracts the last axis of x with the "
             "second-to-last of y over all pairs of batches; bprop_dot uses the batched "
             "matmul rule (ValueError in the backward pass)"))) for f in (G.np_dot, G.dot_method)
-] + [pytest.param(G.np_dot, "float", (3,), id="np_dot-float-1d", marks=pytest.mark.xfail(
-    strict=True, reason=(
-        "bug: np.dot with a scalar operand (a multiplication) fails in its gradient: "
-        "_matmul_grads reads x.ndim of a Python float (AttributeError)")))]
+]
 
 
 @pytest.mark.parametrize("f, sx, sy", DOT_BUGS)
@@ -425,6 +422,12 @@ def test_dot_known_bugs(f, sx, sy):
     rng = np.random.default_rng(0)
     x = 0.5 if sx == "float" else rng.uniform(-1, 1, sx)
     check_gradient(f, (x, rng.uniform(-1, 1, sy)))
+
+
+def test_dot_with_a_scalar_operand():
+    """np.dot with a Python float operand multiplies; bprop_dot dispatches on np.ndim(x) == 0,
+    which is 0 for a Python float as in numpy (it used to be the `.ndim` attribute)."""
+    check_gradient(G.np_dot, (0.5, np.random.default_rng(0).uniform(-1, 1, 3)))
 
 
 @settings(max_examples=examples(8))
