@@ -1038,3 +1038,15 @@ def make_closure_loss(a):
     def loss(x):
         return a * x * x
     return loss
+
+
+def long_chain(x):
+    a = np.sin(x)
+    b = np.cos(a)
+    c = np.exp(b)
+    d = np.tanh(c)
+    e = np.sin(d)
+    f = np.cos(e)
+    g = np.exp(f)
+    h = np.tanh(g)
+    return np.sum(h)
