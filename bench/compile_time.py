@@ -6,6 +6,8 @@ times `.lower(*args)`: the whole pipeline for that signature, without running th
 Where `lower` does not exist yet it falls back to: first call minus the median steady call.
 The first measurement in the process is reported apart ("cold": it also pays one-time
 costs such as parsing primitive rules); the median is over the `--repeats` after it.
+With `lower`, the medians of its steps (`Lowered.timings`) are reported too, and the share
+of type inference in the pipeline before TVM (issue 8: at most 30%).
 """
 
 import sys
@@ -32,12 +34,12 @@ def one_compile_ms(system, workload, mode, args):
     clock = time.perf_counter_ns
     if hasattr(compiled, "lower"):
         t0 = clock()
-        compiled.lower(*args)
-        return "lower", (clock() - t0) / 1e6
+        lowered = compiled.lower(*args)
+        return "lower", (clock() - t0) / 1e6, getattr(lowered, "timings", {})
     t0 = clock()
     compiled(*args)
     first = clock() - t0
-    return "first call - steady", (first - timed_calls(compiled, args, 5)) / 1e6
+    return "first call - steady", (first - timed_calls(compiled, args, 5)) / 1e6, {}
 
 
 def compile_times(system, workload, mode, repeats):
@@ -49,9 +51,17 @@ def compile_times(system, workload, mode, repeats):
         return row | {"status": "n/a", "reason": str(e)}
     except Exception as e:
         return row | {"status": "fails", "reason": system.failure(e)}
-    times = [ms for _, ms in runs]
+    times = [ms for _, ms, _ in runs]
+    steps = {name: statistics.median(t.get(name, 0.0) for _, _, t in runs[1:])
+             for name in runs[-1][2]}
     return row | {"status": "ok", "method": runs[0][0], "cold_ms": times[0], "ms": times[1:],
-                  "median_ms": statistics.median(times[1:])}
+                  "median_ms": statistics.median(times[1:]), "steps_ms": steps}
+
+
+def inference_share(steps: dict) -> float | None:
+    """Type inference's share of the pipeline before TVM (parse to codegen, less `tvm`)."""
+    before_tvm = sum(ms for name, ms in steps.items() if name != "tvm")
+    return steps["infer"] / before_tvm if "infer" in steps and before_tvm else None
 
 
 def main(argv=None):
@@ -75,13 +85,18 @@ def main(argv=None):
     rows = [compile_times(system, w, m, args.repeats) for w in workloads for m in modes]
     lines = [f"# myir compile time ({system.name}), ms", "",
              f"cold = first compile in the process; median of {args.repeats} fresh compiles after it.",
-             "", "| workload | mode | cold | median | method |", "|---|---|---:|---:|---|"]
+             "Steps: medians (ms) of `Lowered.timings`; infer % = inference's share of the "
+             "pipeline before TVM.", "",
+             "| workload | mode | cold | median | steps | infer % |", "|---|---|---:|---:|---|---:|"]
     for r in rows:
         if r["status"] == "ok":
+            steps = ", ".join(f"{k} {v:,.1f}" for k, v in r["steps_ms"].items())
+            share = inference_share(r["steps_ms"])
             lines.append(f"| {r['workload']} | {r['mode']} | {r['cold_ms']:,.1f} | "
-                         f"{r['median_ms']:,.1f} | {r['method']} |")
+                         f"{r['median_ms']:,.1f} | {steps or r['method']} | "
+                         f"{'' if share is None else f'{share:.0%}'} |")
         else:
-            lines.append(f"| {r['workload']} | {r['mode']} | {r['status']} | | {r['reason']} |")
+            lines.append(f"| {r['workload']} | {r['mode']} | {r['status']} | | {r['reason']} | |")
     markdown = "\n".join(lines) + "\n"
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "compile_time.md").write_text(markdown)

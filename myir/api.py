@@ -37,13 +37,15 @@ def signature_of(value):
 @dataclass
 class Lowered:
     """The pipeline's result for one argument signature: the graph after each stage, the
-    generated source, and the function that runs it."""
+    generated source, the function that runs it, and how long each step of the pipeline took
+    (`timings`, step -> ms: where compile time goes, and what inference costs)."""
 
     function: object
     stages: dict[str, Graph]
     source: str
     entry: object
     regions: list = field(default_factory=list)
+    timings: dict = field(default_factory=dict)
 
     def graph(self, stage: str = "optimized") -> Graph:
         if stage == "optimized" and stage not in self.stages:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 from backends.python import compile_module, generate
 from frontend import parse, wrap_macros
@@ -26,29 +27,46 @@ _RECURSION_LIMIT = 1_000_000
 
 
 def run_pipeline(fn, args, backend: str, options: dict, transforms=()) -> Lowered:
-    parsed = parse(fn)
+    timings: dict[str, float] = {}
+    step = _Stopwatch(timings)
+    parsed = step("parse", parse, fn)
     stages = {"parsed": parsed}
     root = wrap_macros(parsed, transforms) if transforms else parsed
-    expanded = expand(root)
+    expanded = step("expand", expand, root)
     if expanded is not parsed:
         stages["expanded"] = expanded
         sys.setrecursionlimit(max(sys.getrecursionlimit(), _RECURSION_LIMIT))
     final = expanded
     optimizing = options.get("optimize", os.environ.get("MYIR_OPTIMIZE", "1") != "0")
     if optimizing:
-        final = stages["optimized"] = optimize(expanded)
-    typed = infer(final, args)
+        final = stages["optimized"] = step("optimize", optimize, expanded)
+    typed = step("infer", infer, final, args)
     graph, types = typed.graph, typed.types
     if optimizing:
-        graph, types = optimize_typed(graph, types)
+        graph, types = step("optimize_typed", optimize_typed, graph, types)
         _annotate(types)
     final = stages["typed"] = graph
     regions = []
     if backend == "tvm":
-        final, regions = _tvm_regions(final, types, stages, options.get("target"))
-    generated = generate(final)
-    entry = compile_module(generated, fn.__code__.co_filename)
-    return Lowered(fn, stages, generated.source, entry, regions)
+        final, regions = step("tvm", _tvm_regions, final, types, stages, options.get("target"))
+    generated = step("codegen", generate, final)
+    entry = step("codegen", compile_module, generated, fn.__code__.co_filename)
+    return Lowered(fn, stages, generated.source, entry, regions, timings)
+
+
+class _Stopwatch:
+    """`step(name, f, *args)` runs f and adds its time to `timings[name]` (ms)."""
+
+    def __init__(self, timings: dict):
+        self.timings = timings
+
+    def __call__(self, name: str, f, *args):
+        start = time.perf_counter()
+        try:
+            return f(*args)
+        finally:
+            ms = (time.perf_counter() - start) * 1e3
+            self.timings[name] = self.timings.get(name, 0.0) + ms
 
 
 def _annotate(types: dict) -> None:

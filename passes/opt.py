@@ -29,9 +29,9 @@ from myir.ir.analysis import bump_version, free_variables, graph_uses, is_nested
     primitive_name, reachable_graphs, recursive_graphs, scope, toposort, users
 from myir.ir.edit import Cloner, clone_program, inline, replace
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
-from myir.ir.primitives import PRIMITIVES, Primitive
+from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
 from myir.ir.values import Env
-from passes.abstract import AArray, AScalar
+from passes.abstract import ANY, BOTTOM, AArray, AObject, AScalar, ATuple, options
 
 P = PRIMITIVES
 INLINE_SIZE = 24      # graphs with at most this many applies are inlined wherever called
@@ -335,6 +335,33 @@ def grad_check_passes(node: Apply, ctx) -> Node | None:
     return None
 
 
+def checks_proved(node: Apply, ctx) -> Node | None:
+    """The run-time checks of Python's semantics that the types prove cannot fail -> the
+    value checked, so the generated code does not test what inference already knows:
+    check_bound(x) for an x that is never unbound, unpack(x, n) for a tuple of n items, and
+    `x op= y` (aug_op, which refuses to update a shared array in place) -> `x op y` for an
+    x that is no array."""
+    name = primitive_name(node)
+    if name not in ("check_bound", "unpack") and not (name or "").startswith("aug_"):
+        return None
+    t = ctx.type_of(node.args[0])
+    if t is None or t is ANY or t is BOTTOM:
+        return None
+    if name == "check_bound":
+        unbound = type(UNBOUND)
+        if any(isinstance(o, AObject) and o.pytype is unbound for o in options(t)):
+            return None
+        return node.args[0]
+    if name == "unpack":
+        n = node.args[1]
+        if isinstance(t, ATuple) and _const(n, int) and len(t.items) == n.value:
+            return node.args[0]
+        return None
+    if all(isinstance(o, (AScalar, ATuple)) for o in options(t)):
+        return node.graph.apply(P[name[len("aug_"):]], *node.args, location=node.location)
+    return None
+
+
 def grad_seed_of_float(node: Apply, ctx) -> Node | None:
     """grad_seed(out) -> the constant type(out)(1.0) for a float scalar out: what grad_seed
     returns for it, and its check cannot fail."""
@@ -463,7 +490,7 @@ def _same_type(a, b) -> bool:
     return a is not None and b is not None and a == b
 
 
-TYPED_REWRITES = [grad_check_passes, grad_seed_of_float, shape_facts, known_integer, mul_one,
+TYPED_REWRITES = [checks_proved, grad_check_passes, grad_seed_of_float, shape_facts, known_integer, mul_one,
                   add_zero, gadd_of_numbers, sum_to_like_same_shape, shape_from_input]
 
 
@@ -485,7 +512,7 @@ def drop_unused_parameters(root: Graph) -> bool:
         if not dead:
             continue
         for call, _ in calls:
-            call.inputs = [x for j, x in enumerate(call.inputs) if j - 1 not in dead]
+            call.set_inputs([x for j, x in enumerate(call.inputs) if j - 1 not in dead])
         g.parameters = [p for k, p in enumerate(g.parameters) if k not in dead]
         changed = True
     if changed:
@@ -527,7 +554,7 @@ def drop_unused_outputs(root: Graph) -> bool:
         else:
             g.output = g.apply(P["make_tuple"], *elements, location=out.location)
             for r, _ in reads:
-                r.inputs[2] = Constant(kept.index(r.args[1].value % n))
+                r.set_inputs([*r.inputs[:2], Constant(kept.index(r.args[1].value % n))])
         changed = True
     if changed:
         substitute(root, whole)
@@ -687,7 +714,7 @@ def _sweep_graph(g: Graph, rewrites: list, ctx: Context, subst: dict) -> bool:
             if not (isinstance(node, Apply) and node.graph is g) or node in done:
                 stack.pop()
                 continue
-            node.inputs = [_resolve(i, subst) for i in node.inputs]
+            _resolve_inputs(node, subst)
             fresh = [i for i in node.inputs
                      if isinstance(i, Apply) and i.graph is g and i not in done]
             if fresh:
@@ -701,8 +728,22 @@ def _sweep_graph(g: Graph, rewrites: list, ctx: Context, subst: dict) -> bool:
                 subst[node] = new
                 changed = True
                 stack.append(new)
-    g.output = _resolve(g.output, subst)
+    _resolve_output(g, subst)
     return changed
+
+
+def _resolve_inputs(node: Apply, subst: dict) -> None:
+    """Make node use subst[i] for each input i, changing it (and its graph's stamp) only if
+    one is replaced: a sweep leaves the analyses of graphs it does not change valid."""
+    inputs = [_resolve(i, subst) for i in node.inputs]
+    if any(a is not b for a, b in zip(inputs, node.inputs)):
+        node.set_inputs(inputs)
+
+
+def _resolve_output(g: Graph, subst: dict) -> None:
+    out = _resolve(g.output, subst)
+    if out is not g.output:
+        g.output = out
 
 
 def _simplify(node: Apply, rewrites: list, ctx: Context, seen: dict) -> Node | None:
@@ -727,14 +768,14 @@ def substitute(root: Graph, subst: dict) -> None:
     graph after each sweep cost as much as the sweep.)"""
     seen: set[Node] = set()
     for g in reachable_graphs(root):
-        g.output = _resolve(g.output, subst)
+        _resolve_output(g, subst)
         stack = [g.output]
         while stack:  # into other graphs' nodes too: those only closures read
             node = stack.pop()
             if node in seen or not isinstance(node, Apply):
                 continue
             seen.add(node)
-            node.inputs = [_resolve(i, subst) for i in node.inputs]
+            _resolve_inputs(node, subst)
             stack.extend(node.inputs)
     bump_version()
 

@@ -129,3 +129,21 @@ def scalar_vs_array(x):
 
 def two_matmuls(W1, W2, x):
     return np.sum(np.tanh(x @ W1) @ W2)
+
+
+def proven_checks(x, n):
+    total = 0.0
+    for i in range(n):
+        total += x * i
+    a, b = _pair(total, n)
+    return a + b
+
+
+def _pair(a, b):
+    return (a, b) if a > -1e300 else (b, a)
+
+
+def unbound_on_one_branch(x, flag):
+    if flag:
+        y = x + 1.0
+    return y

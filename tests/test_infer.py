@@ -360,3 +360,19 @@ def test_gradient_through_nested_branches_is_typed():
     args = (np.ones((2, 3)), np.ones((3, 4)), np.ones((5, 2)))
     lowered = myir.grad(I.two_matmuls, 0, 1, backend="python").lower(*args)
     assert infer(lowered.graph("optimized"), args).output == ATuple((f64(2, 3), f64(3, 4)))
+
+
+def test_python_backend_drops_the_checks_types_prove():
+    """`total += ...` on a float, unpacking a pair and reading a variable bound on every path
+    need no run-time check once inference has proved them; a variable bound on one branch
+    keeps its check, which raises CPython's UnboundLocalError."""
+    f = myir.compile(I.proven_checks, backend="python")
+    assert f(2.5, 4) == I.proven_checks(2.5, 4)
+    source = f.lower(2.5, 4).source
+    for check in ("_aug_", "_unpack", "_check_bound"):
+        assert check not in source, source
+    g = myir.compile(I.unbound_on_one_branch, backend="python")
+    assert g(1.0, True) == 2.0
+    with pytest.raises(UnboundLocalError):
+        g(1.0, False)
+    assert "_check_bound" in g.lower(1.0, False).source

@@ -35,10 +35,10 @@ from bench.workloads import programs as W
 from frontend import parse
 from myir.ir.analysis import primitive_name, reachable_graphs
 from myir.ir.graph import Constant, Graph, Parameter
-from myir.ir.primitives import PRIMITIVES, Primitive
+from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
 from myir.ir.values import NEWENV, Env, GradKey
 from passes import opt
-from passes.abstract import ANY, AArray, AScalar, ATuple
+from passes.abstract import ANY, AArray, AScalar, ATuple, abstract_of, join
 from passes.infer import infer
 from tests import programs_opt as P
 
@@ -535,6 +535,7 @@ def _expect_op(name, n, *consts):
 A34 = AArray(np.dtype("float64"), (3, 4))
 A4 = AArray(np.dtype("float64"), (4,))
 F32 = AScalar(np.float32)
+MAYBE_UNBOUND = join(abstract_of(UNBOUND), I64)  # a variable assigned on one branch only
 
 
 def _shape_from_log():
@@ -625,8 +626,21 @@ TYPED_CASES = [
      lambda: _expect_constant(1, 2)),
     ("known_integer", "float_kept", lambda: _one_op("exp", [F64], result=AScalar(float, 1.0)),
      None),
-    ("known_integer", "effect_kept", lambda: _one_op("check_bound", [I64], "n",
+    ("known_integer", "effect_kept", lambda: _one_op("check_bound", [MAYBE_UNBOUND], "n",
                                                      result=AScalar(int, 3)), None),
+    ("checks_proved", "bound", lambda: _one_op("check_bound", [F64], "x", result=F64),
+     lambda: _returning(1, 0)),
+    ("checks_proved", "maybe_unbound_kept",
+     lambda: _one_op("check_bound", [MAYBE_UNBOUND], "x", result=I64), None),
+    ("checks_proved", "unpack", lambda: _one_op("unpack", [ATuple((F64, I64))], 2,
+                                                result=ATuple((F64, I64))),
+     lambda: _returning(1, 0)),
+    ("checks_proved", "unpack_other_length_kept",
+     lambda: _one_op("unpack", [ATuple((F64, I64))], 3, result=ANY), None),
+    ("checks_proved", "aug_scalar", lambda: _one_op("aug_add", [F64, A34], result=A34),
+     lambda: _expect_op("add", 2)),
+    ("checks_proved", "aug_array_kept", lambda: _one_op("aug_mul", [A34, F64], result=A34),
+     None),
     ("shape_from_input", "elementwise", _shape_from_log,
      _reduce_grad_of_itself),
     ("shape_from_input", "other_shape_kept", _shape_from_sum, None),
