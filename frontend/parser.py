@@ -534,7 +534,7 @@ class FunctionParser:
         for node, stmt in self.augmented:
             old = node.inputs[1]
             if isinstance(old, Parameter) or uses.get(id(old), 0) > 1:
-                node.inputs[0] = Constant(P["aug_" + node.fn.value.name])
+                node.set_inputs([Constant(P["aug_" + node.fn.value.name]), *node.args])
                 g = node.graph
                 if not uses.get(id(node)) and g in self.root.function_graphs:
                     # Unused, so nothing would evaluate it: keep its check alive.

@@ -26,7 +26,7 @@ def _add_parameters(g: Graph, fvs: list[Node]) -> list[Node]:
     for h in scope(g):
         for node in toposort(h):
             if isinstance(node, Apply) and node.graph is h:
-                node.inputs = [mapping.get(i, i) for i in node.inputs]
+                node.set_inputs([mapping.get(i, i) for i in node.inputs])
         h.output = mapping.get(h.output, h.output)
     bump_version()
     return params
@@ -63,7 +63,7 @@ def _lift_branches(call: Apply, sc, uses) -> bool:
         return False
     for b in branches:
         _add_parameters(b, fvs)
-    call.inputs = call.inputs + fvs
+    call.set_inputs(call.inputs + fvs)
     bump_version()
     return True
 
@@ -80,8 +80,8 @@ def _lift_loop(g: Graph, uses) -> bool:
         return False
     params = _add_parameters(g, fvs)
     for a in inner:
-        a.inputs = a.inputs + params
-    outer[0].inputs = outer[0].inputs + fvs
+        a.set_inputs(a.inputs + params)
+    outer[0].set_inputs(outer[0].inputs + fvs)
     bump_version()
     return True
 

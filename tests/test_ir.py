@@ -8,6 +8,7 @@ cached graph of a function (other tests share it).
 """
 
 import inspect
+import pathlib
 import re
 
 import networkx as nx
@@ -520,6 +521,44 @@ def test_set_output_invalidates():
     assert len(applies(g)) == 1
     assert g.stats()["applies"] == 1
     assert analysis.users(g)[p] == [(g.output, 1)]
+
+
+def test_one_graph_analyses_follow_edits_of_the_graphs_they_read():
+    """toposort and free_variables are cached by the stamps of the graphs they read: an
+    edit of a sibling closure (b reads a's free variables through the call) invalidates b's
+    free variables and outer's node order, and an edit elsewhere keeps them."""
+    outer = Graph("outer")
+    x, y = outer.add_parameter("x"), outer.add_parameter("y")
+    a = Graph("a", outer)
+    a.output = a.apply(P["add"], a.add_parameter("t"), x)
+    b = Graph("b", outer)
+    b.output = b.apply(a, b.add_parameter("t"))
+    outer.output = outer.apply(b, 1.0)
+    other = Graph("other")
+    other.output = other.apply(P["neg"], other.add_parameter("p"))
+    order, fvs = analysis.toposort(outer), analysis.free_variables(b)
+    assert fvs == [x] and y not in order
+    other.output.set_inputs([Constant(P["neg"]), Constant(2.0)])
+    assert analysis.toposort(outer) is order and analysis.free_variables(b) is fvs
+    a.output.set_inputs([Constant(P["add"]), a.parameters[0], y])   # a now captures y
+    assert analysis.free_variables(b) == [y]
+    assert y in analysis.toposort(outer) and x not in analysis.toposort(outer)
+    a.output = a.parameters[0]                                      # and nothing
+    assert analysis.free_variables(b) == [] and y not in analysis.toposort(outer)
+
+
+def test_inputs_change_only_through_set_inputs():
+    """Passes never assign a node's `inputs` (or an item of it) directly: `set_inputs`
+    changes the graph's stamp, which the cached analyses rely on."""
+    root = pathlib.Path(__file__).resolve().parent.parent
+    direct = re.compile(r"\.inputs(\[[^\]]*\])?\s*(=|\+=)(?!=)")
+    found = [f"{path.relative_to(root)}:{n}: {line.strip()}"
+             for folder in ("myir", "frontend", "passes", "backends")
+             for path in sorted((root / folder).rglob("*.py"))
+             if path.name != "graph.py"
+             for n, line in enumerate(path.read_text().splitlines(), 1)
+             if direct.search(line) and "self.inputs = inputs" not in line]
+    assert found == []
 
 
 def test_clone_nested_graph_shares_free_variables():

@@ -1,8 +1,14 @@
 """On-demand analyses of graphs: node order, users, nested graphs, free variables, recursion.
 
-Each analysis is a small function of a root graph.  Results are cached per *IR version*:
-every edit through `myir.ir.edit` bumps the version, so a cached answer is never stale and no
-incremental manager has to be kept consistent (the lesson of Myia's manager).
+Each analysis is a small function of a root graph, cached, and never kept up to date by hand
+(no incremental manager to keep consistent: the lesson of Myia's manager):
+
+* analyses of a whole program (`users`, `reachable_graphs`, ...) are cached per *IR
+  version*, which every edit through `myir.ir.edit` bumps;
+* analyses of one graph (`toposort`, `free_variables`) are cached with the `stamp` of each
+  graph they read (see `Graph.stamp`), and stay valid while those graphs are unchanged.  The
+  optimizer edits one graph at a time, inlining copies of others into it: the others' node
+  orders then need not be computed again after every edit, which was half of its time.
 """
 
 from __future__ import annotations
@@ -67,6 +73,43 @@ def cached(fn):
         if len(cache) > 4096:
             cache.clear()
         cache[key] = (_version[0], graph, result)
+        return result
+
+    return wrapper
+
+
+# The graphs (and their stamps) read by the `cached_by_stamps` analyses being computed,
+# innermost last.
+_reading: list[dict] = []
+
+
+def _read(graph: Graph) -> None:
+    """Note that the analysis being computed depends on `graph`'s structure."""
+    if _reading:
+        _reading[-1][graph] = graph.stamp
+
+
+def cached_by_stamps(fn):
+    """Cache `fn(graph)` while every graph it read (with `_read`, or through the analyses
+    it called) keeps its stamp."""
+    cache: dict = {}
+
+    @functools.wraps(fn)
+    def wrapper(graph):
+        hit = cache.get(id(graph))
+        if hit is not None and hit[0] is graph and all(g.stamp == s for g, s in hit[2]):
+            result, reads = hit[1], hit[2]
+        else:
+            _reading.append({})
+            try:
+                result = fn(graph)
+            finally:
+                reads = tuple(_reading.pop().items())
+            if len(cache) > 4096:
+                cache.clear()
+            cache[id(graph)] = (graph, result, reads)
+        if _reading:  # the analysis calling this one depends on what it read
+            _reading[-1].update(reads)
         return result
 
     return wrapper
@@ -137,7 +180,7 @@ def ancestors(graph: Graph) -> list[Graph]:
     return result
 
 
-@cached
+@cached_by_stamps
 def free_variables(graph: Graph) -> list[Node]:
     """Nodes of enclosing graphs that `graph` needs: those used in its scope, and those that
     closures it refers to capture.  In order of discovery."""
@@ -145,6 +188,7 @@ def free_variables(graph: Graph) -> list[Node]:
     result: dict[int, Node] = {}
     seen: set[int] = set()
     stack: list[Node] = [graph.output]
+    _read(graph)
     while stack:
         node = stack.pop()
         if id(node) in seen:
@@ -153,6 +197,7 @@ def free_variables(graph: Graph) -> list[Node]:
         if node.graph is not None and id(node.graph) in enclosing:
             result.setdefault(id(node), node)
         elif isinstance(node, Apply):
+            _read(node.graph)
             stack.extend(reversed(node.inputs))
         elif is_graph_constant(node):
             h = node.value
@@ -161,11 +206,12 @@ def free_variables(graph: Graph) -> list[Node]:
             if id(h) in enclosing:
                 stack.extend(fv for fv in free_variables(h))
             else:
+                _read(h)
                 stack.append(h.output)
     return list(result.values())
 
 
-@cached
+@cached_by_stamps
 def toposort(graph: Graph) -> list[Node]:
     """The nodes owned by `graph` that its output depends on, inputs before users.
 
@@ -173,6 +219,7 @@ def toposort(graph: Graph) -> list[Node]:
     is source order: generated code then evaluates (and raises) in the order CPython does.
     A graph constant counts as depending on the free variables it captures from `graph`, so
     a closure comes after the values it closes over."""
+    _read(graph)
     deps: dict[int, list[Node]] = {}
     nodes: dict[int, Node] = {}
     stack = [graph.output]

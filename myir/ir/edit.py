@@ -15,7 +15,9 @@ def replace(root: Graph, old: Node, new: Node) -> None:
         if i == OUTPUT:
             user.output = new
         else:
-            user.inputs[i] = new
+            inputs = list(user.inputs)
+            inputs[i] = new
+            user.set_inputs(inputs)
     bump_version()
 
 
@@ -25,7 +27,7 @@ def set_output(graph: Graph, node: Node) -> None:
 
 
 def set_inputs(node: Apply, inputs: list[Node]) -> None:
-    node.inputs = list(inputs)
+    node.set_inputs(inputs)
     bump_version()
 
 

@@ -20,6 +20,8 @@ from typing import Any
 from myir.errors import Location
 
 _ids = itertools.count()
+# Stamps version each graph's structure (see `Graph.stamp`).
+_stamps = itertools.count(1)
 
 
 @dataclass
@@ -60,13 +62,19 @@ class Node:
 
 
 class Apply(Node):
-    """A call: `inputs[0]` applied to `inputs[1:]`."""
+    """A call: `inputs[0]` applied to `inputs[1:]`.  Change the inputs of an existing node
+    with `set_inputs` (never by assigning to `inputs` or its items): the graph's stamp must
+    change with them."""
 
     __slots__ = ("inputs",)
 
     def __init__(self, inputs: list[Node], graph: "Graph", debug: Debug | None = None):
         super().__init__(graph, debug)
         self.inputs = list(inputs)
+
+    def set_inputs(self, inputs: list[Node]) -> None:
+        self.inputs = list(inputs)
+        self.graph.touch()
 
     @property
     def fn(self) -> Node:
@@ -96,7 +104,13 @@ class Constant(Node):
 
 class Graph:
     """A function.  Build one with `Graph(name)`, add parameters with `add_parameter`, make
-    calls with `apply`, and set `output`."""
+    calls with `apply`, and set `output`.
+
+    `stamp` changes whenever the graph's structure may have: its `output` is set or one of
+    its nodes' inputs is (`Apply.set_inputs`).  Analyses of one graph (node order, free
+    variables) are cached with the stamps of the graphs they read, so an edit invalidates
+    only what depends on the edited graph (see myir.ir.analysis).  A graph's `parent` is
+    fixed when it is made."""
 
     def __init__(self, name: str = "g", parent: "Graph | None" = None,
                  location: Location | None = None):
@@ -106,6 +120,16 @@ class Graph:
         self.debug = Debug(name, location)
         # Keyword-argument defaults the frontend resolves at call sites: name -> Node/constant.
         self.defaults: dict[str, Node] = {}
+        self.stamp = next(_stamps)
+
+    def __setattr__(self, name: str, value) -> None:
+        object.__setattr__(self, name, value)
+        if name == "output":
+            object.__setattr__(self, "stamp", next(_stamps))
+
+    def touch(self) -> None:
+        """Record that the graph's structure changed (a node's inputs)."""
+        object.__setattr__(self, "stamp", next(_stamps))
 
     @property
     def name(self) -> str:
