@@ -11,6 +11,7 @@ backend's code.
 from __future__ import annotations
 
 import os
+import sys
 
 from myir.ir.analysis import reachable_graphs
 from myir.ir.edit import Cloner
@@ -19,6 +20,27 @@ from myir.ir.graph import Graph
 # TVM's thread pool uses one thread on these machines unless told otherwise, and reads this
 # only when it is imported: kernels are parallel over the cores this process may use.
 os.environ.setdefault("TVM_NUM_THREADS", str(len(os.sched_getaffinity(0))))
+
+
+def load_tvm():
+    """The `tvm` module, imported without letting tvm_ffi import PyTorch.
+
+    tvm_ffi imports torch at its own import when torch is installed (to work around a symbol
+    clash seen on Windows, and to convert torch tensors), which made `import tvm` take 3 s
+    instead of 1 s on these machines.  myir hands TVM numpy arrays and TVM tensors only, so
+    torch is hidden while TVM loads (unless the program imported it already: then it is
+    simply used) and is importable as usual after."""
+    if "tvm" in sys.modules:
+        return sys.modules["tvm"]
+    hide = "torch" not in sys.modules
+    if hide:
+        sys.modules["torch"] = None  # `import torch` raises ImportError meanwhile
+    try:
+        import tvm
+    finally:
+        if hide and sys.modules.get("torch", 0) is None:
+            del sys.modules["torch"]
+    return tvm
 
 
 def lower_regions(root: Graph, types: dict, target) -> tuple[Graph, list, dict]:

@@ -28,6 +28,8 @@ import stat
 import tempfile
 from pathlib import Path
 
+from backends.tvm import load_tvm
+
 
 def directory() -> Path | None:
     configured = os.environ.get("MYIR_CACHE_DIR")
@@ -78,7 +80,7 @@ class DiskCache:
     def load(self, name: str):
         """(the loaded module, its generated source), or (None, None) when absent or not
         ours.  The source (LLVM IR or CUDA C, for `Region.source`) is text: only shown."""
-        import tvm
+        tvm = load_tvm()
 
         lib, sig, src = (self.root / f"{name}{ext}" for ext in (".so", ".sig", ".txt"))
         try:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from backends.tvm import cache
+from backends.tvm import cache, load_tvm
 from backends.tvm.lowering import Context
 from backends.tvm.program import Program
 from backends.tvm.target import is_gpu
@@ -96,7 +96,7 @@ def compile_program(program: Program, target) -> Compiled:
     """The compiled program, from memory, the disk cache or TVM (in that order)."""
     import time
 
-    import tvm
+    tvm = load_tvm()
 
     from backends.tvm.schedule import cpu_pipeline, gpu_pipeline
 
@@ -163,7 +163,7 @@ def _from_dlpack(x: np.ndarray):
 
 
 def _copy(x: np.ndarray):
-    import tvm
+    tvm = load_tvm()
     buf = tvm.runtime.empty(x.shape, str(x.dtype))
     np.copyto(np.from_dlpack(buf), x)
     return buf
@@ -211,7 +211,7 @@ class Region:
         env = {"fn": self.compiled.function, "np": np,
                "as_tensor": _as_aligned_tensor if self.compiled.aligned_inputs else _as_tensor}
         if gpu:
-            import tvm
+            tvm = load_tvm()
             env.update(tensor=tvm.runtime.tensor, Tensor=tvm.runtime.Tensor, dev=tvm.cuda(0))
         args = []
         for i, spec in enumerate(self.program.inputs):

@@ -21,6 +21,8 @@ float64 exp, log and tanh are written in arithmetic LLVM vectorizes (vmath.py: w
 
 from __future__ import annotations
 
+from backends.tvm import load_tvm
+
 PARALLEL_MIN = 1 << 14   # elements below which the thread pool's wake-up costs more than it saves
 VECTOR = 8               # lanes: float32 on AVX2 (float64 uses two registers: still fine)
 REDUCTION_CHUNKS = 64    # partial sums of a full reduction: enough to balance any core count
@@ -109,7 +111,7 @@ def _unaligned_params(func):
     import re
 
     import numpy as np
-    import tvm
+    tvm = load_tvm()
 
     # TVMScript prints float64's extreme values (a max reduction's initial value) as long
     # literals that its own parser then rejects; name them instead
@@ -128,7 +130,7 @@ def _takes_inputs_unaligned(kept_aligned: list):
     aligned) keep their alignment.  A kernel TVMScript cannot round-trip (it prints some
     float64 constants it then refuses to parse) keeps its alignment and is reported in
     `kept_aligned`: its region then copies misaligned inputs."""
-    import tvm
+    tvm = load_tvm()
     from tvm import relax
 
     call_tir = tvm.ir.Op.get("relax.call_tir")
@@ -203,7 +205,7 @@ def gpu_pipeline(target, float32: bool):
 
 
 def _sequential(target, passes):
-    import tvm
+    tvm = load_tvm()
 
     @tvm.transform.module_pass(opt_level=0)
     def pipeline(mod, ctx):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 
+from backends.tvm import load_tvm
 from myir.errors import MyirError
 
 DEFAULT = "llvm"
@@ -69,7 +70,7 @@ def check(spec) -> None:
 
 def resolve(spec=None):
     """The `tvm.target.Target` for a user's target spec (see the module docstring)."""
-    import tvm
+    tvm = load_tvm()
 
     spec = default_target() if spec is None else spec
     if isinstance(spec, tvm.target.Target):
@@ -98,7 +99,7 @@ def resolve(spec=None):
 
 
 def _cuda_arch() -> str:
-    import tvm
+    tvm = load_tvm()
 
     dev = tvm.cuda(0)
     if dev.exist:

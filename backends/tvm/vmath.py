@@ -32,6 +32,8 @@ import math
 
 import numpy as np
 
+from backends.tvm import load_tvm
+
 LN2_HI = 0.6931471803691238       # 0x3fe62e42fee00000: k * LN2_HI is exact for |k| < 2**21
 LN2_LO = 1.9082149292705877e-10   # ln 2 - LN2_HI
 TWO52 = 4503599627370496.0        # 2**52
@@ -130,7 +132,7 @@ def tanh_f64(x, lanes: int):
 
 def _lowering(fn, op_name):
     """`fn` for float64 (scalar or vector), TVM's own lowering for other dtypes."""
-    import tvm
+    tvm = load_tvm()
     theirs = tvm.ir.Op.get(op_name).get_attr("llvm.FLowerIntrinsic")
 
     def lower(call):

@@ -59,9 +59,21 @@ def bump_version() -> None:
     _version[0] += 1
 
 
+# Every analysis cache, for `clear_caches`.
+_CACHES: list[dict] = []
+
+
+def clear_caches() -> None:
+    """Forget every cached analysis: called when a compilation is done, so that the graphs
+    of finished compilations are not kept alive (and scanned by the garbage collector)."""
+    for cache in _CACHES:
+        cache.clear()
+
+
 def cached(fn):
     """Cache `fn(graph)` until the IR is next edited."""
     cache: dict = {}
+    _CACHES.append(cache)
 
     @functools.wraps(fn)
     def wrapper(graph):
@@ -93,6 +105,7 @@ def cached_by_stamps(fn):
     """Cache `fn(graph)` while every graph it read (with `_read`, or through the analyses
     it called) keeps its stamp."""
     cache: dict = {}
+    _CACHES.append(cache)
 
     @functools.wraps(fn)
     def wrapper(graph):
