@@ -486,12 +486,72 @@ def shape_from_input(node: Apply, ctx) -> Node | None:
     return None
 
 
+# Primitives whose array operands numpy broadcasts against each other.
+BROADCASTING = frozenset("add sub mul truediv floordiv mod pow power lt le gt ge eq ne "
+                         "maximum minimum arctan2 where".split())
+SPREADS = frozenset({"reduce_grad", "broadcast_to_like"})
+
+
+def implicit_broadcast(node: Apply, ctx) -> Node | None:
+    """op(..., reduce_grad(d, x, axis, keepdims), ...) -> op(..., d, ...) for an op that
+    broadcasts its operands, when d (a number or an array that kept the reduced axes) spreads
+    to the result's shape by broadcasting alone, and to the same dtype: a gradient's
+    `x == max(x)` or `dmax * hit` then reads the reduced value instead of first copying it
+    out to a full array.  Broadcasting is exact, so values are unchanged.  A Python number
+    is weakly typed (it does not promote float32 to float64 as the float64 array did), so it
+    is taken only where every other array operand already has the result's dtype."""
+    name = primitive_name(node)
+    t = ctx.type_of(node)
+    if name not in BROADCASTING or _shape(t) is None:
+        return None
+    shapes = [_operand_shape(ctx.type_of(a)) for a in node.args]
+    if None in shapes:
+        return None
+    for k, spread in enumerate(node.args):
+        if primitive_name(spread) not in SPREADS or \
+                (primitive_name(spread) == "reduce_grad" and not _keeps_axes(spread)):
+            continue
+        d = spread.args[0]
+        td = ctx.type_of(d)
+        dshape = _operand_shape(td)
+        if dshape is None:
+            continue
+        rest = shapes[:k] + shapes[k + 1:]
+        try:
+            same_shape = np.broadcast_shapes(*rest, dshape) == t.shape
+        except ValueError:
+            continue
+        weak = isinstance(td, AScalar) and not issubclass(td.pytype, np.generic)
+        if same_shape and (not weak or all(
+                ctx.type_of(a).dtype == t.dtype for i, a in enumerate(node.args)
+                if i != k and isinstance(ctx.type_of(a), AArray))):
+            args = list(node.args)
+            args[k] = d
+            return node.graph.apply(node.fn, *args, location=node.location)
+    return None
+
+
+def _operand_shape(t) -> tuple | None:
+    """The shape a broadcasting op sees: an array's, () for a number, None if unknown."""
+    if isinstance(t, AScalar) and is_number(t):
+        return ()
+    return _shape(t)
+
+
+def _keeps_axes(spread: Apply) -> bool:
+    """reduce_grad(d, x, axis, keepdims) is d broadcast to x's shape, without inserting
+    axes first: the sum it undoes was over every axis, or kept its axes."""
+    axis, keepdims = spread.args[2], spread.args[3]
+    return _const(axis, type(None)) or (_const(keepdims, bool) and keepdims.value)
+
+
 def _same_type(a, b) -> bool:
     return a is not None and b is not None and a == b
 
 
-TYPED_REWRITES = [checks_proved, grad_check_passes, grad_seed_of_float, shape_facts, known_integer, mul_one,
-                  add_zero, gadd_of_numbers, sum_to_like_same_shape, shape_from_input]
+TYPED_REWRITES = [checks_proved, grad_check_passes, grad_seed_of_float, shape_facts,
+                  known_integer, mul_one, add_zero, gadd_of_numbers, sum_to_like_same_shape,
+                  shape_from_input, implicit_broadcast]
 
 
 # ------------------------------------------------------------------ dead code

@@ -562,6 +562,32 @@ def _shape_from_sum():
     return _typed(2, [A34, A34], build)
 
 
+def _spread_into(op, d_type, other_type, other=None, result=None):
+    """op(reduce_grad(d, x, None, False), other): d spread to x's shape (3, 4), then used by
+    an op that broadcasts (`other` a parameter unless given as a constant)."""
+    def build(g, x, d, *rest):
+        spread = g.apply(PR["reduce_grad"], d, x, None, False)
+        operand = rest[0] if rest else Constant(other)
+        node = g.apply(PR[op], spread, operand)
+        typed = [(spread, AArray(_dtype_of(d_type), (3, 4))), (node, result or A34)]
+        return node, typed + ([] if rest else [(operand, AScalar(type(other)))])
+    types = [A34, d_type] + ([other_type] if other is None else [])
+    return _typed(len(types), types, build)
+
+
+def _dtype_of(t):
+    return t.dtype if isinstance(t, AArray) else np.dtype(np.float64)
+
+
+def _spread_read_directly():
+    g, (x, d, y) = _graph(3, "after")
+    g.output = g.apply(PR["mul"], d, y)
+    return g
+
+
+A34_F32 = AArray(np.dtype("float32"), (3, 4))
+
+
 # (typed rewrite, case, () -> (before, types), expected graph or None when nothing changes)
 TYPED_CASES = [
     ("grad_check_passes", "float", lambda: _one_op("grad_check_input", [F64], "x", result=F64),
@@ -644,6 +670,17 @@ TYPED_CASES = [
     ("shape_from_input", "elementwise", _shape_from_log,
      _reduce_grad_of_itself),
     ("shape_from_input", "other_shape_kept", _shape_from_sum, None),
+    ("implicit_broadcast", "numpy_scalar",
+     lambda: _spread_into("mul", AScalar(np.float64), A34), _spread_read_directly),
+    ("implicit_broadcast", "kept_axes",
+     lambda: _spread_into("mul", AArray(np.dtype("float64"), (3, 1)), A34),
+     _spread_read_directly),
+    ("implicit_broadcast", "python_float", lambda: _spread_into("mul", F64, A34),
+     _spread_read_directly),
+    ("implicit_broadcast", "python_float_into_float32_kept",
+     lambda: _spread_into("mul", F64, A34_F32), None),
+    ("implicit_broadcast", "shape_made_by_the_spread_kept",
+     lambda: _spread_into("mul", AScalar(np.float64), None, other=2.0), None),
     ("neg_neg", "int", lambda: _typed(1, [I64], lambda g, x: _neg_neg(g, x, I64)),
      lambda: _returning(1, 0)),
     ("neg_neg", "bool_kept", lambda: _typed(1, [BOOL], lambda g, x: _neg_neg(g, x, I64)),
