@@ -490,12 +490,17 @@ def shape_from_input(node: Apply, ctx) -> Node | None:
 BROADCASTING = frozenset("add sub mul truediv floordiv mod pow power lt le gt ge eq ne "
                          "maximum minimum arctan2 where".split())
 SPREADS = frozenset({"reduce_grad", "broadcast_to_like"})
+# Elementwise primitives of numbers (and arrays, elementwise).
+ELEMENTWISE = BROADCASTING | frozenset("neg exp log log1p expm1 sqrt sin cos tan tanh sinh "
+                                       "cosh arcsin arccos arctan abs square reciprocal "
+                                       "negative".split())
 
 
 def implicit_broadcast(node: Apply, ctx) -> Node | None:
-    """op(..., reduce_grad(d, x, axis, keepdims), ...) -> op(..., d, ...) for an op that
-    broadcasts its operands, when d (a number or an array that kept the reduced axes) spreads
-    to the result's shape by broadcasting alone, and to the same dtype: a gradient's
+    """op(..., spread, ...) -> op(..., d, ...) for an op that broadcasts its operands and a
+    `spread` of a value d (see `_spread_value`: reduce_grad / broadcast_to_like of a number
+    or of an array that kept the reduced axes, or grad_zeros of an array), when d spreads to
+    the result's shape by broadcasting alone, and to the same dtype: a gradient's
     `x == max(x)` or `dmax * hit` then reads the reduced value instead of first copying it
     out to a full array.  Broadcasting is exact, so values are unchanged.  A Python number
     is weakly typed (it does not promote float32 to float64 as the float64 array did), so it
@@ -508,10 +513,9 @@ def implicit_broadcast(node: Apply, ctx) -> Node | None:
     if None in shapes:
         return None
     for k, spread in enumerate(node.args):
-        if primitive_name(spread) not in SPREADS or \
-                (primitive_name(spread) == "reduce_grad" and not _keeps_axes(spread)):
+        d = _spread_value(spread, ctx)
+        if d is None:
             continue
-        d = spread.args[0]
         td = ctx.type_of(d)
         dshape = _operand_shape(td)
         if dshape is None:
@@ -529,6 +533,66 @@ def implicit_broadcast(node: Apply, ctx) -> Node | None:
             args[k] = d
             return node.graph.apply(node.fn, *args, location=node.location)
     return None
+
+
+def _spread_value(node: Node, ctx) -> Node | None:
+    """The value d that `node` spreads over an array's shape, or None: reduce_grad(d, x,
+    axis, keepdims) without inserted axes, broadcast_to_like(d, x), and grad_zeros(x) of an
+    array (d is the 0 of its dtype, a numpy scalar: as strongly typed as the array)."""
+    name = primitive_name(node)
+    if name == "broadcast_to_like" or (name == "reduce_grad" and _keeps_axes(node)):
+        return node.args[0]
+    t = ctx.type_of(node.args[0]) if name == "grad_zeros" else None
+    if isinstance(t, AArray) and t.dtype.kind in "biufc" and ctx.types is not None:
+        zero = Constant(t.dtype.type(0))
+        ctx.types[zero] = AScalar(t.dtype.type, t.dtype.type(0))
+        return zero
+    return None
+
+
+def spread_late(node: Apply, ctx) -> Node | None:
+    """op(spread, c) -> reduce_grad(op(d, c), x, None, False) for an elementwise op of a
+    spread (see `_spread_value`) of a numpy scalar d over x, and numbers c (`dloss / n` of a
+    mean's gradient): one operation on a number instead of one per element, then the same
+    spread.  The values are the same, element by element; d must have the spread's dtype
+    and so must the result, so numpy's promotion is the same for the number as for the
+    array (NEP 50: both are strong)."""
+    name = primitive_name(node)
+    t = ctx.type_of(node)
+    if name not in ELEMENTWISE or not isinstance(t, AArray):
+        return None
+    spreads = [k for k, a in enumerate(node.args) if _spread_value(a, ctx) is not None]
+    if len(spreads) != 1:
+        return None
+    k = spreads[0]
+    spread = node.args[k]
+    d = _spread_value(spread, ctx)
+    td = ctx.type_of(d)
+    numbers = all(isinstance(ctx.type_of(a), AScalar) and is_number(ctx.type_of(a))
+                  for i, a in enumerate(node.args) if i != k)
+    if not (numbers and isinstance(td, AScalar) and issubclass(td.pytype, np.generic)
+            and np.dtype(td.pytype) == t.dtype and ctx.type_of(spread) == t):
+        return None
+    args = list(node.args)
+    args[k] = d
+    inner = node.graph.apply(node.fn, *args, location=node.location)
+    ctx.types[inner] = AScalar(td.pytype)
+    return node.graph.apply(P["reduce_grad"], inner, spread.args[-1] if primitive_name(
+        spread) == "grad_zeros" else spread.args[1], None, False, location=node.location)
+
+
+def spread_of_spread(node: Apply, ctx) -> Node | None:
+    """reduce_grad(reduce_grad(d, x, None, False), y, axis, keepdims) -> reduce_grad(d, y,
+    None, False) for a number d: every element is d either way."""
+    if primitive_name(node) != "reduce_grad" or primitive_name(node.args[0]) != "reduce_grad":
+        return None
+    inner = node.args[0]
+    td = ctx.type_of(inner.args[0])
+    if not (isinstance(td, AScalar) and is_number(td) and _const(inner.args[2], type(None))
+            and _const(inner.args[3], bool) and not inner.args[3].value):
+        return None
+    return node.graph.apply(node.fn, inner.args[0], node.args[1], None, False,
+                            location=node.location)
 
 
 def _operand_shape(t) -> tuple | None:
@@ -551,7 +615,7 @@ def _same_type(a, b) -> bool:
 
 TYPED_REWRITES = [checks_proved, grad_check_passes, grad_seed_of_float, shape_facts,
                   known_integer, mul_one, add_zero, gadd_of_numbers, sum_to_like_same_shape,
-                  shape_from_input, implicit_broadcast]
+                  shape_from_input, implicit_broadcast, spread_late, spread_of_spread]
 
 
 # ------------------------------------------------------------------ dead code

@@ -588,6 +588,43 @@ def _spread_read_directly():
 A34_F32 = AArray(np.dtype("float32"), (3, 4))
 
 
+def _divided_then_spread():
+    g, (x, d) = _graph(2, "after")
+    g.output = g.apply(PR["reduce_grad"], g.apply(PR["truediv"], d, 2.0), x, None, False)
+    return g
+
+
+def _double_spread(d_type):
+    """reduce_grad(reduce_grad(d, x, None, False), y, 1, False), x of shape (3,) and y
+    (3, 4): the second spread inserts an axis first."""
+    def build(g, x, y, d):
+        first = g.apply(PR["reduce_grad"], d, x, None, False)
+        node = g.apply(PR["reduce_grad"], first, y, 1, False)
+        return node, [(first, AArray(np.dtype("float64"), (3,))), (node, A34)]
+    return _typed(3, [AArray(np.dtype("float64"), (3,)), A34, d_type], build)
+
+
+def _single_spread():
+    g, (x, y, d) = _graph(3, "after")
+    g.output = g.apply(PR["reduce_grad"], d, y, None, False)
+    return g
+
+
+def _where_zeros():
+    """where(c, y, grad_zeros(y)): the zeros are the number 0 of y's dtype."""
+    def build(g, c, y):
+        zeros = g.apply(PR["grad_zeros"], y)
+        node = g.apply(PR["where"], c, y, zeros)
+        return node, [(zeros, A34), (node, A34)]
+    return _typed(2, [AArray(np.dtype("bool"), (3, 4)), A34], build)
+
+
+def _where_zero():
+    g, (c, y) = _graph(2, "after")
+    g.output = g.apply(PR["where"], c, y, np.float64(0.0))
+    return g
+
+
 # (typed rewrite, case, () -> (before, types), expected graph or None when nothing changes)
 TYPED_CASES = [
     ("grad_check_passes", "float", lambda: _one_op("grad_check_input", [F64], "x", result=F64),
@@ -680,7 +717,16 @@ TYPED_CASES = [
     ("implicit_broadcast", "python_float_into_float32_kept",
      lambda: _spread_into("mul", F64, A34_F32), None),
     ("implicit_broadcast", "shape_made_by_the_spread_kept",
-     lambda: _spread_into("mul", AScalar(np.float64), None, other=2.0), None),
+     lambda: _spread_into("mul", F64, None, other=2.0), None),
+    ("implicit_broadcast", "zeros", _where_zeros, _where_zero),
+    ("spread_late", "numpy_scalar",
+     lambda: _spread_into("truediv", AScalar(np.float64), None, other=2.0),
+     _divided_then_spread),
+    ("spread_late", "python_float_kept",
+     lambda: _spread_into("truediv", F64, None, other=2.0), None),
+    ("spread_of_spread", "number", lambda: _double_spread(F64), _single_spread),
+    ("spread_of_spread", "array_kept",
+     lambda: _double_spread(AArray(np.dtype("float64"), (3, 1))), None),
     ("neg_neg", "int", lambda: _typed(1, [I64], lambda g, x: _neg_neg(g, x, I64)),
      lambda: _returning(1, 0)),
     ("neg_neg", "bool_kept", lambda: _typed(1, [BOOL], lambda g, x: _neg_neg(g, x, I64)),
