@@ -93,11 +93,13 @@ class Myir(System):
         except Exception as e:  # an ImportError, or a half-written package
             raise Unavailable(f"not available: import myir failed: {short(e)}")
         self.myir = myir
+        # imports are outside the first-call clock for every system (jax's too): `import
+        # myir` leaves its compiler to the first compile, and TVM to the first region
+        import myir.pipeline  # noqa: F401
         if self.backend == "tvm":
-            # imports are outside the first-call clock for every system (jax's too); myir
-            # imports TVM lazily, at the first region it compiles
-            import backends.tvm  # noqa: F401  (sets TVM's thread count before the import)
-            import tvm  # noqa: F401
+            from backends.tvm import load_tvm  # sets TVM's thread count before the import
+
+            load_tvm()
 
     def version(self):
         return getattr(self.myir, "__version__", "dev")
