@@ -97,6 +97,7 @@ class Myir(System):
         # myir` leaves its compiler to the first compile, and TVM to the first region
         import myir.pipeline  # noqa: F401
         if self.backend == "tvm":
+            import backends.tvm.regions  # noqa: F401  (the backend's own modules)
             from backends.tvm import load_tvm  # sets TVM's thread count before the import
 
             load_tvm()
