@@ -119,8 +119,8 @@ def main(argv=()) -> int:
     parser.add_argument("--hidden", type=int, default=32, help="hidden units (default 32)")
     parser.add_argument("--lr", type=float, default=1.0, help="learning rate (default 1.0)")
     parser.add_argument("--target", metavar="T",
-                        help="compile the step with the TVM backend for target T (llvm, "
-                             "cuda, ...); default: the python backend")
+                        help="the TVM target to compile the step for (llvm, native, cuda, "
+                             "...); default: $MYIR_TARGET, else llvm (this machine's CPU)")
     parser.add_argument("--svg", metavar="PATH", default="train_step.svg",
                         help="where to write the optimized graph of the training step "
                              "(default: train_step.svg); '' to skip")
@@ -134,7 +134,7 @@ def main(argv=()) -> int:
     params = init_params(args.hidden, rng)
 
     step = myir.compile(train_step, **backend_options(args.target))
-    where = f"TVM, target {args.target}" if args.target else "python backend"
+    where = f"TVM, target {args.target or os.environ.get('MYIR_TARGET') or 'llvm'}"
     print(f"myir {myir.__version__}: an MLP (2-{args.hidden}-2, tanh) on two spirals "
           f"({len(x)} points, {turns:g} turn{'s' * (turns != 1)}), {steps} steps of gradient descent, {where}")
 
@@ -163,7 +163,8 @@ def main(argv=()) -> int:
     if args.svg:
         from myir.viz import to_svg
 
-        graph = step.lower(params, x, onehot, args.lr).graph("optimized")
+        # the last stage: optimized again once types are known (no closure is left)
+        graph = step.lower(params, x, onehot, args.lr).graph("typed")
         try:
             svg = to_svg(graph, callees=False)
         except myir.MyirError as e:
@@ -171,6 +172,6 @@ def main(argv=()) -> int:
         else:
             with open(args.svg, "w") as f:
                 f.write(svg)
-            print(f"wrote {os.path.abspath(args.svg)}: the training step's optimized graph "
-                  "(the functions it calls are drawn as @name)")
+            print(f"wrote {os.path.abspath(args.svg)}: the training step's optimized graph, "
+                  "gradient included")
     return 0 if agree else 1

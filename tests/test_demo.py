@@ -30,6 +30,12 @@ def test_demo_exits_zero(demo_run):
     assert "Traceback" not in done.stderr
 
 
+def test_demo_runs_on_tvm_for_the_cpu_by_default(demo_run):
+    target = os.environ.get("MYIR_TARGET") or "llvm"
+    assert demo_run[0].stdout.splitlines()[0].endswith(
+        f"steps of gradient descent, TVM, target {target}")
+
+
 def test_demo_reaches_the_stated_accuracy(demo_run):
     out = demo_run[0].stdout
     accuracy = float(re.search(r"accuracy ([\d.]+)%", out).group(1)) / 100
