@@ -20,7 +20,7 @@ import traceback
 
 import numpy as np
 
-STAGES = ("parsed", "expanded", "optimized", "source")
+STAGES = ("parsed", "expanded", "optimized", "typed", "source")
 
 
 class CliError(Exception):
@@ -205,7 +205,9 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--stage", choices=STAGES, default="optimized",
                       help="parsed: straight from the source; expanded: grad macros replaced "
                            "by the J transform (backpropagator closures); optimized: after "
-                           "the optimizer (default); source: the generated Python")
+                           "the optimizer (default); typed: specialised to the arguments' "
+                           "types and optimized again, the graph the backend compiles; "
+                           "source: the generated Python")
     show.add_argument("--format", choices=("text", "dot", "svg"),
                       help="text: the readable IR (default); dot: Graphviz source; svg: a "
                            "picture (needs Graphviz's dot or the pip package graphviz-pure). "

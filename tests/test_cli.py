@@ -40,6 +40,15 @@ def test_show_parsed_text():
     assert "%y = mul(" in out
 
 
+def test_show_typed_stage_is_the_final_graph():
+    """The typed stage is what the backend compiles: types shown, the gradient's checks of
+    its input and seed gone once types prove them."""
+    optimized = ok("show", f"{FUNCTIONS}:f", "--grad", "x", "--stage", "optimized", "2.0", "3.0")
+    typed = ok("show", f"{FUNCTIONS}:f", "--grad", "x", "--stage", "typed", "2.0", "3.0")
+    assert "grad_check_input" in optimized and "grad_check_input" not in typed
+    assert "float" in typed
+
+
 def test_show_gradient_stages():
     expanded = ok("show", f"{FUNCTIONS}:f", "--grad", "x,y", "--stage", "expanded")
     assert "graph J_f(" in expanded and "graph bprop_f(" in expanded
