@@ -19,7 +19,7 @@ import pytest
 tvm = pytest.importorskip("tvm")
 
 from backends.python.impls import IMPLS, SYNTAX, callable_of  # noqa: E402
-from backends.tvm import cache, region  # noqa: E402
+from backends.tvm import cache, region, schedule  # noqa: E402
 from backends.tvm.lowering import KEPT_IN_NUMPY, KEPT_ON_CPU, LOWERINGS  # noqa: E402
 from backends.tvm.program import Op, Program, Ref, Spec  # noqa: E402
 from backends.tvm.region import Region, compile_program  # noqa: E402
@@ -491,6 +491,26 @@ def test_fills_are_read_as_scalars_not_written_out():
         np.testing.assert_array_equal(a, w)
     kernels = set(re.findall(r"define[^\n]*@__tvm_ffi_(\w+)\(", r.source))
     assert kernels and not kernels & {"zeros", "broadcast_to"}, kernels   # no fill written out
+
+
+@pytest.mark.parametrize("n", [100_000, 99_999, 1 << 16])
+@pytest.mark.parametrize("reduce, chain", [("sum", ("exp", "mul")), ("max", ("sin",))])
+def test_full_reduction_of_an_elementwise_chain_is_vectorized(n, reduce, chain):
+    """sum(exp(x) * 2) and max(sin(x)) over n elements: one partial result per chunk and
+    vector lane (schedule._parallel_full_reduction) where n splits into whole steps of VECTOR
+    lanes (not 99,999), so the chain runs 8 lanes wide; numpy's values (a sum to rounding:
+    it adds in another order)."""
+    x = np.random.default_rng(n).uniform(-1, 1, n)
+    a, s = Spec(np.dtype("float64"), (n,)), Spec(np.dtype("float64"), ())
+    ops = [Op(chain[0], (Ref("in", 0),), a)]
+    if len(chain) > 1:
+        ops.append(Op(chain[1], (Ref("op", 0), Ref("const", value=2.0)), a))
+    ops.append(Op(reduce, (Ref("op", len(ops) - 1), Ref("const", value=None),
+                           Ref("const", value=False)), s))
+    r = Region("r", Program((a,), tuple(ops), (len(ops) - 1,)), CPU)
+    want = getattr(np, reduce)(np.exp(x) * 2.0 if len(chain) > 1 else np.sin(x))
+    np.testing.assert_allclose(r(x), want, rtol=1e-13)
+    assert ("<8 x double>" in r.source) == (n % schedule.VECTOR == 0)
 
 
 def test_reduction_over_length_one_axes_then_elementwise():

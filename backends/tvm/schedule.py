@@ -90,14 +90,41 @@ def _schedule_cpu(func, target, tunable):
 
 def _parallel_full_reduction(sch, iters, loops, dom) -> None:
     """A reduction to one value (np.sum of a fused elementwise chain: the chain is inlined
-    into it) would run serially; rfactor splits it into REDUCTION_CHUNKS partial sums
-    computed in parallel, then adds those."""
-    if set(dom) != {"R"} or _static_extent(iters, len(dom)) < 4 * PARALLEL_MIN:
+    into it) would run serially, one element at a time; rfactor splits it into partial
+    results computed in parallel, then combines those.  Where the elements split into whole
+    steps of VECTOR lanes, there is one partial result per chunk and lane, so the chain runs
+    VECTOR lanes wide (Black-Scholes' 35 float64 operations then a sum, on one core: 5.7 ms
+    -> 2.0 ms for 100,000 options, numpy 4.8 ms); otherwise REDUCTION_CHUNKS scalar ones."""
+    extent = _static_extent(iters, len(dom))
+    if set(dom) != {"R"} or extent < 4 * PARALLEL_MIN:
         return
     r = sch.fuse(*loops) if len(loops) > 1 else loops[0]
-    chunks, _ = sch.split(r, [REDUCTION_CHUNKS, None])
-    partial = sch.rfactor(chunks, 0)
-    sch.parallel(sch.get_loops(partial)[-2])   # the chunk loop, in the partial-sum block
+    chunks = _chunks(extent)
+    if chunks is None:
+        chunks, _ = sch.split(r, [REDUCTION_CHUNKS, None])
+        partial = sch.rfactor(chunks, 0)
+        sch.parallel(sch.get_loops(partial)[-2])   # the chunk loop, in the partial-sum block
+        return
+    # chunk c, lane l sums elements c * (extent / chunks) + m * VECTOR + l over m: the lanes
+    # of one step m are adjacent elements, so the partial-sum block's lane loop vectorizes
+    c, m, lane = sch.split(r, [chunks, None, VECTOR])
+    sch.reorder(c, lane, m)
+    partial = sch.rfactor(sch.fuse(c, lane), 0)
+    cl, m = sch.get_loops(partial)[-2:]
+    c, lane = sch.split(cl, [chunks, VECTOR])
+    sch.reorder(c, m, lane)
+    sch.vectorize(lane)
+    sch.parallel(c)
+
+
+def _chunks(extent: int) -> int | None:
+    """The number of chunks (nearest REDUCTION_CHUNKS) that splits `extent` elements into
+    whole steps of VECTOR lanes, or None where there is none."""
+    if extent % VECTOR:
+        return None
+    steps = extent // VECTOR
+    divisors = [d for d in range(8, 4 * REDUCTION_CHUNKS + 1) if steps % d == 0]
+    return min(divisors, key=lambda d: abs(d - REDUCTION_CHUNKS), default=None)
 
 
 def _unaligned_params(func):
