@@ -493,7 +493,7 @@ def test_fills_are_read_as_scalars_not_written_out():
     assert kernels and not kernels & {"zeros", "broadcast_to"}, kernels   # no fill written out
 
 
-@pytest.mark.parametrize("n", [100_000, 99_999, 1 << 16])
+@pytest.mark.parametrize("n", [100_000, 99_999, 1 << 16, 10_000, 1_000])
 @pytest.mark.parametrize("reduce, chain", [("sum", ("exp", "mul")), ("max", ("sin",))])
 def test_full_reduction_of_an_elementwise_chain_is_vectorized(n, reduce, chain):
     """sum(exp(x) * 2) and max(sin(x)) over n elements: one partial result per chunk and
@@ -511,6 +511,19 @@ def test_full_reduction_of_an_elementwise_chain_is_vectorized(n, reduce, chain):
     want = getattr(np, reduce)(np.exp(x) * 2.0 if len(chain) > 1 else np.sin(x))
     np.testing.assert_allclose(r(x), want, rtol=1e-13)
     assert ("<8 x double>" in r.source) == (n % schedule.VECTOR == 0)
+
+
+@pytest.mark.parametrize("n", [1_000, 100_000])
+def test_mean_of_an_elementwise_chain_compiles(n):
+    """np.mean is a sum then a division in one TVM function, where TVM 0.27's rfactor fails
+    (schedule.py tries it on a copy): the region compiles, with a serial reduction, instead
+    of falling back to numpy with a warning."""
+    x = np.random.default_rng(n).uniform(-1, 1, n)
+    a, s = Spec(np.dtype("float64"), (n,)), Spec(np.dtype("float64"), ())
+    program = Program((a,), (Op("mul", (Ref("in", 0), Ref("const", value=3.0)), a),
+                             Op("mean", (Ref("op", 0), Ref("const", value=None),
+                                         Ref("const", value=False)), s)), (1,))
+    np.testing.assert_allclose(Region("r", program, CPU)(x), np.mean(x * 3.0), rtol=1e-13)
 
 
 def test_reduction_over_length_one_axes_then_elementwise():

@@ -61,7 +61,15 @@ def _schedule_cpu(func, target, tunable):
         loops = sch.get_loops(info.block_rv)
         lead = len(dom) - len(dom.lstrip("S"))
         if lead == 0 or (not info.is_injective() and _static_extent(info.iters, lead) == 1):
-            _parallel_full_reduction(sch, info.iters[lead:], loops[lead:], dom[lead:])
+            # on a copy: TVM 0.27's rfactor fails (an InternalError) on a reduction block
+            # followed by another one in its function (np.mean's division); such a reduction
+            # then runs serially, in TVM
+            trial = sch.copy()
+            try:
+                _parallel_full_reduction(trial, info.iters[lead:], loops[lead:], dom[lead:])
+            except Exception:  # noqa: BLE001 - TVM's error: the serial schedule stays
+                continue
+            sch = trial
             continue
         if info.is_injective():
             outer = sch.fuse(*loops[:lead]) if lead > 1 else loops[0]
@@ -94,12 +102,16 @@ def _parallel_full_reduction(sch, iters, loops, dom) -> None:
     results computed in parallel, then combines those.  Where the elements split into whole
     steps of VECTOR lanes, there is one partial result per chunk and lane, so the chain runs
     VECTOR lanes wide (Black-Scholes' 35 float64 operations then a sum, on one core: 5.7 ms
-    -> 2.0 ms for 100,000 options, numpy 4.8 ms); otherwise REDUCTION_CHUNKS scalar ones."""
+    -> 2.0 ms for 100,000 options, numpy 4.8 ms); otherwise REDUCTION_CHUNKS scalar ones.
+    Below 4 * PARALLEL_MIN elements there is one chunk, still VECTOR lanes wide."""
     extent = _static_extent(iters, len(dom))
-    if set(dom) != {"R"} or extent < 4 * PARALLEL_MIN:
+    parallel = extent >= 4 * PARALLEL_MIN
+    if set(dom) != {"R"} or extent < 4 * VECTOR:
+        return
+    chunks = _chunks(extent) if parallel else 1 if extent % VECTOR == 0 else None
+    if chunks is None and not parallel:
         return
     r = sch.fuse(*loops) if len(loops) > 1 else loops[0]
-    chunks = _chunks(extent)
     if chunks is None:
         chunks, _ = sch.split(r, [REDUCTION_CHUNKS, None])
         partial = sch.rfactor(chunks, 0)
@@ -114,7 +126,8 @@ def _parallel_full_reduction(sch, iters, loops, dom) -> None:
     c, lane = sch.split(cl, [chunks, VECTOR])
     sch.reorder(c, m, lane)
     sch.vectorize(lane)
-    sch.parallel(c)
+    if chunks > 1:
+        sch.parallel(c)
 
 
 def _chunks(extent: int) -> int | None:
