@@ -328,10 +328,12 @@ def _shape(t) -> tuple | None:
 
 
 def grad_check_passes(node: Apply, ctx) -> Node | None:
-    """grad_check_input(x, name) -> x when x is known to be a float or float array: the
-    check cannot fail."""
-    if primitive_name(node) == "grad_check_input" and is_float(ctx.type_of(node.args[0])):
-        return node.args[0]
+    """grad_check_input(x, name) -> x when x is known to be a float or float array, or a
+    tuple (the check looks at numbers and arrays only, not into tuples): it cannot fail."""
+    if primitive_name(node) == "grad_check_input":
+        t = ctx.type_of(node.args[0])
+        if is_float(t) or isinstance(t, ATuple):
+            return node.args[0]
     return None
 
 
