@@ -500,7 +500,7 @@ ELEMENTWISE = BROADCASTING | frozenset("neg exp log log1p expm1 sqrt sin cos tan
 
 def implicit_broadcast(node: Apply, ctx) -> Node | None:
     """op(..., spread, ...) -> op(..., d, ...) for an op that broadcasts its operands and a
-    `spread` of a value d (see `_spread_value`: reduce_grad / broadcast_to_like of a number
+    `spread` of a value d (see `_spread`: reduce_grad / broadcast_to_like of a number
     or of an array that kept the reduced axes, or grad_zeros of an array), when d spreads to
     the result's shape by broadcasting alone, and to the same dtype: a gradient's
     `x == max(x)` or `dmax * hit` then reads the reduced value instead of first copying it
@@ -515,9 +515,10 @@ def implicit_broadcast(node: Apply, ctx) -> Node | None:
     if None in shapes:
         return None
     for k, spread in enumerate(node.args):
-        d = _spread_value(spread, ctx)
-        if d is None:
+        found = _spread(spread, ctx)
+        if found is None:
             continue
+        d = found[0]
         td = ctx.type_of(d)
         dshape = _operand_shape(td)
         if dshape is None:
@@ -537,24 +538,25 @@ def implicit_broadcast(node: Apply, ctx) -> Node | None:
     return None
 
 
-def _spread_value(node: Node, ctx) -> Node | None:
-    """The value d that `node` spreads over an array's shape, or None: reduce_grad(d, x,
-    axis, keepdims) without inserted axes, broadcast_to_like(d, x), and grad_zeros(x) of an
-    array (d is the 0 of its dtype, a numpy scalar: as strongly typed as the array)."""
+def _spread(node: Node, ctx) -> tuple[Node, Node] | None:
+    """(d, x) when `node` spreads the value d over the shape of the array x, else None:
+    reduce_grad(d, x, axis, keepdims) without inserted axes, broadcast_to_like(d, x), and
+    grad_zeros(x) of an array (d is the 0 of its dtype, a numpy scalar: as strongly typed as
+    the array)."""
     name = primitive_name(node)
     if name == "broadcast_to_like" or (name == "reduce_grad" and _keeps_axes(node)):
-        return node.args[0]
+        return node.args[0], node.args[1]
     t = ctx.type_of(node.args[0]) if name == "grad_zeros" else None
     if isinstance(t, AArray) and t.dtype.kind in "biufc" and ctx.types is not None:
         zero = Constant(t.dtype.type(0))
         ctx.types[zero] = AScalar(t.dtype.type, t.dtype.type(0))
-        return zero
+        return zero, node.args[0]
     return None
 
 
 def spread_late(node: Apply, ctx) -> Node | None:
     """op(spread, c) -> reduce_grad(op(d, c), x, None, False) for an elementwise op of a
-    spread (see `_spread_value`) of a numpy scalar d over x, and numbers c (`dloss / n` of a
+    spread (see `_spread`) of a numpy scalar d over x, and numbers c (`dloss / n` of a
     mean's gradient): one operation on a number instead of one per element, then the same
     spread.  The values are the same, element by element; d must have the spread's dtype
     and so must the result, so numpy's promotion is the same for the number as for the
@@ -563,12 +565,12 @@ def spread_late(node: Apply, ctx) -> Node | None:
     t = ctx.type_of(node)
     if name not in ELEMENTWISE or not isinstance(t, AArray):
         return None
-    spreads = [k for k, a in enumerate(node.args) if _spread_value(a, ctx) is not None]
+    spreads = [(k, found) for k, found in enumerate(_spread(a, ctx) for a in node.args)
+               if found is not None]
     if len(spreads) != 1:
         return None
-    k = spreads[0]
+    [(k, (d, x))] = spreads
     spread = node.args[k]
-    d = _spread_value(spread, ctx)
     td = ctx.type_of(d)
     numbers = all(isinstance(ctx.type_of(a), AScalar) and is_number(ctx.type_of(a))
                   for i, a in enumerate(node.args) if i != k)
@@ -579,8 +581,7 @@ def spread_late(node: Apply, ctx) -> Node | None:
     args[k] = d
     inner = node.graph.apply(node.fn, *args, location=node.location)
     ctx.types[inner] = AScalar(td.pytype)
-    return node.graph.apply(P["reduce_grad"], inner, spread.args[-1] if primitive_name(
-        spread) == "grad_zeros" else spread.args[1], None, False, location=node.location)
+    return node.graph.apply(P["reduce_grad"], inner, x, None, False, location=node.location)
 
 
 def spread_of_spread(node: Apply, ctx) -> Node | None:
