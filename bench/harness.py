@@ -39,6 +39,7 @@ class Cell:
     calls_per_sample: int = 0
     samples_ns: list = field(default_factory=list)
     first_call_ms: list = field(default_factory=list)
+    first_call_saved_ms: list = field(default_factory=list)   # myir: the program saved
 
     @property
     def median_us(self):
@@ -123,13 +124,14 @@ def prepare(system, workload, mode, inputs, reference):
     return cell, (fn, args)
 
 
-def first_call_ms(system, workload, mode, runs):
-    """First-call times (ms) of `runs` fresh processes, or a failure reason."""
+def first_call_ms(system, workload, mode, runs, **env):
+    """First-call times (ms) of `runs` fresh processes (with `env` added to the
+    environment), or a failure reason."""
     times = []
     for _ in range(runs):
         proc = subprocess.run(
             [sys.executable, "-m", "bench.firstcall", system, workload, mode],
-            cwd=REPO, capture_output=True, text=True, timeout=600, env=os.environ.copy())
+            cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, **env})
         try:
             result = json.loads(proc.stdout.strip().splitlines()[-1])
         except (IndexError, json.JSONDecodeError):
@@ -138,6 +140,23 @@ def first_call_ms(system, workload, mode, runs):
             return result.get("reason", "?")
         times.append(result["first_call_ms"])
     return times
+
+
+def measure_first_calls(cell, runs):
+    """myir's first call twice: running the pipeline (regions found in the disk cache:
+    the cell's own run compiled them), and loading the program saved by one more process."""
+    if cell.system.startswith("myir"):
+        variants = {"first_call_ms": {"MYIR_PROGRAM_CACHE": "off"},
+                    "first_call_saved_ms": {"MYIR_PROGRAM_CACHE": "on"}}
+        first_call_ms(cell.system, cell.workload, cell.mode, 1, MYIR_PROGRAM_CACHE="on")
+    else:
+        variants = {"first_call_ms": {}}
+    for attribute, env in variants.items():
+        times = first_call_ms(cell.system, cell.workload, cell.mode, runs, **env)
+        if isinstance(times, str):
+            cell.reason = f"first call: {times}"
+            return
+        setattr(cell, attribute, times)
 
 
 def run(args):
@@ -172,11 +191,7 @@ def run(args):
     if args.firstcall_runs:
         for cell in cells:
             if cell.status == "ok" and cell.system.split("-")[0] in FIRSTCALL_SYSTEMS:
-                times = first_call_ms(cell.system, cell.workload, cell.mode, args.firstcall_runs)
-                if isinstance(times, str):
-                    cell.reason = f"first call: {times}"
-                else:
-                    cell.first_call_ms = times
+                measure_first_calls(cell, args.firstcall_runs)
     return systems, cells
 
 

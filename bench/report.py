@@ -64,20 +64,43 @@ def markdown(meta, systems, cells):
             lines += ["", "(No myir timings in this mode, so no ratio columns.)"]
     first = [c for c in cells if c.first_call_ms]
     if first:
-        cols = list(dict.fromkeys(c.system for c in first))
-        lines += ["", f"## First call, ms (compile + first run, median of "
-                  f"{meta['firstcall_runs']} fresh processes)", "",
-                  "| workload | mode | " + " | ".join(cols) + " |",
-                  "|---|---|" + "---:|" * len(cols)]
-        for w in workloads:
-            for mode in modes:
-                row = [by_key[w, mode, s].first_call_ms for s in cols]
-                if any(row):
-                    lines.append(f"| {w} | {mode} | " + " | ".join(
-                        fmt(statistics.median(t)) if t else "" for t in row) + " |")
+        lines += first_call_table(first, by_key, workloads, modes, meta["firstcall_runs"])
     if notes:
         lines += ["", "Notes:", ""] + [f"{n}. {text}" for text, n in notes.items()]
     return "\n".join(lines) + "\n"
+
+
+def first_call_table(first, by_key, workloads, modes, runs) -> list[str]:
+    """Each system's first call; for myir, also with its program saved (`saved`), and the
+    ratio of that to JAX's first call."""
+    systems = list(dict.fromkeys(c.system for c in first))
+    cols = [(s, "first_call_ms") for s in systems]
+    cols += [(s, "first_call_saved_ms") for s in systems if s.startswith("myir")]
+    names = [s + (" saved" if a == "first_call_saved_ms" else "") for s, a in cols]
+    ratio_of = [(s, a) for s, a in cols if a == "first_call_saved_ms"] if "jax" in systems else []
+    names += [f"{s} saved/jax" for s, _ in ratio_of]
+    lines = ["", f"## First call, ms (compile + first run, median of {runs} fresh processes)",
+             "", "`saved`: a program saved by an earlier process is loaded (myir/saved.py); "
+             "otherwise the pipeline runs, with TVM's regions found in the disk cache.", "",
+             "| workload | mode | " + " | ".join(names) + " |",
+             "|---|---|" + "---:|" * len(names)]
+
+    def median(system, workload, mode, attribute):
+        times = getattr(by_key[workload, mode, system], attribute)
+        return statistics.median(times) if times else None
+
+    for w in workloads:
+        for mode in modes:
+            row = [median(s, w, mode, a) for s, a in cols]
+            if not any(row):
+                continue
+            jax = median("jax", w, mode, "first_call_ms") if ratio_of else None
+            ratios = [(m / jax if m and jax else None)
+                      for m in (median(s, w, mode, a) for s, a in ratio_of)]
+            lines.append(f"| {w} | {mode} | " + " | ".join(
+                [fmt(t) if t else "" for t in row] +
+                [f"{r:.3f}x" if r else "" for r in ratios]) + " |")
+    return lines
 
 
 def chart(systems, cells, path):

@@ -96,6 +96,7 @@ class Myir(System):
         # imports are outside the first-call clock for every system (jax's too): `import
         # myir` leaves its compiler to the first compile, and TVM to the first region
         import myir.pipeline  # noqa: F401
+        import myir.saved  # noqa: F401
         if self.backend == "tvm":
             import backends.tvm.regions  # noqa: F401  (the backend's own modules)
             from backends.tvm import load_tvm  # sets TVM's thread count before the import

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from frontend import resolve
+from frontend.fingerprint import fingerprint
 from myir.errors import Location, MyirSyntaxError
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
@@ -92,20 +93,25 @@ class Source:
 
 
 _lock = threading.RLock()
-_parsed: dict = {}
+_parsed: dict = {}   # function -> (its fingerprint when parsed, its graph)
 
 
 def parse(fn) -> Graph:
-    """The graph of a Python function (parsed once per function object; thread-safe)."""
+    """The graph of a Python function, parsed again only when something it reads has
+    changed (`frontend.fingerprint`: its source, the globals, cells and defaults it uses,
+    and those of the functions it calls).  So a new compile sees globals as they are now,
+    as a fresh process would, and a program saved to disk (`myir/saved.py`) always is
+    what a fresh process would compile from the same values.  Thread-safe."""
     fn = resolve.unwrap_function(fn)
     with _lock:
-        graph = _parsed.get(fn)
-        if graph is None:
-            graph = _parse_new(fn)
-        return graph
+        stamp = fingerprint(fn) if isinstance(fn, types.FunctionType) else None
+        cached = _parsed.get(fn)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        return _parse_new(fn, stamp)
 
 
-def _parse_new(fn) -> Graph:
+def _parse_new(fn, stamp) -> Graph:
     try:
         lines, first_line = inspect.getsourcelines(fn)
         filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
@@ -135,7 +141,7 @@ def _parse_new(fn) -> Graph:
     tree = ast.parse(dedented)
     target = _find_definition(tree, fn)
     graph = Graph(fn.__name__, None, source.loc(target))
-    _parsed[fn] = graph  # before parsing the body: recursion refers to this graph
+    _parsed[fn] = (stamp, graph)  # before parsing the body: recursion refers to this graph
     try:
         FunctionParser(source, None, target, graph, fn).parse()
     except BaseException:
@@ -388,7 +394,7 @@ class FunctionParser:
         if isinstance(value, type) and issubclass(value, Exception):
             return Constant(value)
         if resolve.is_embeddable(value):
-            return Constant(value)
+            return Constant(resolve.frozen(value))
         if value in (zip, enumerate):
             self.error(node, f"`{name}` can only be used as the iterable of a `for` loop",
                        f"write `for a, b in {name}(...):`")

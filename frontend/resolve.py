@@ -1,9 +1,10 @@
 """What names outside a function mean: module globals, builtins, `math` and `numpy` members.
 
-Resolution happens once, at compile time, from the function's `__globals__`: functions are
-parsed into graphs, numbers, tuples and arrays are embedded as constants (so rebinding a
-module global after compiling does not change the compiled function), and `np.NAME` /
-`math.NAME` map to primitives through the tables below.
+Resolution happens at compile time, from the function's `__globals__`: functions are
+parsed into graphs, numbers, tuples and arrays are embedded as constants (arrays copied: so
+neither rebinding a module global after compiling nor writing into its array changes the
+compiled function; a new compile sees the new values), and `np.NAME` / `math.NAME` map to
+primitives through the tables below.
 """
 
 from __future__ import annotations
@@ -74,6 +75,19 @@ def is_embeddable(value) -> bool:
         return all(is_embeddable(v) for v in value)
     return isinstance(value, CONSTANT_TYPES) or (isinstance(value, type) and (
         issubclass(value, np.generic) or value in (float, int, bool)))
+
+
+def frozen(value):
+    """A constant as compiled code holds it: arrays copied and read-only, so the value is the
+    one at compile time — in this process and in a program saved to disk alike — even if the
+    program later writes into the array it came from."""
+    if isinstance(value, np.ndarray):
+        value = value.copy()
+        value.flags.writeable = False
+        return value
+    if isinstance(value, tuple):
+        return tuple(frozen(v) for v in value)
+    return value
 
 
 class Namespace:

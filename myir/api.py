@@ -38,7 +38,8 @@ def signature_of(value):
 class Lowered:
     """The pipeline's result for one argument signature: the graph after each stage, the
     generated source, the function that runs it, and how long each step of the pipeline took
-    (`timings`, step -> ms: where compile time goes, and what inference costs)."""
+    (`timings`, step -> ms: where compile time goes, and what inference costs).  A program
+    loaded from the disk cache (`from_disk`, see `myir/saved.py`) has no stages."""
 
     function: object
     stages: dict[str, Graph]
@@ -46,6 +47,9 @@ class Lowered:
     entry: object
     regions: list = field(default_factory=list)
     timings: dict = field(default_factory=dict)
+    generated: object = field(default=None, repr=False)  # the generated module (`Generated`)
+    code: object = field(default=None, repr=False)       # and its compiled code
+    from_disk: bool = False
 
     def graph(self, stage: str = "optimized") -> Graph:
         if stage == "optimized" and stage not in self.stages:
@@ -100,7 +104,7 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         if kwargs or len(args) != self._nparams:
             args = self._bind(args, kwargs)
-        return self._lookup(args).entry(*args)
+        return self._lookup(args, stages=False).entry(*args)
 
     def _bind(self, args, kwargs) -> tuple:
         try:
@@ -113,18 +117,33 @@ class CompiledFunction:
         bound.apply_defaults()
         return bound.args
 
-    def _lookup(self, args) -> Lowered:
+    def _lookup(self, args, stages: bool) -> Lowered:
+        """The compiled program for the arguments' signature, with its stages if asked
+        (a program loaded from the disk cache has none: `myir/saved.py`)."""
         key = tuple(signature_of(a) for a in args)
         lowered = self._by_signature.get(key)
-        if lowered is None:
+        if lowered is None or stages and lowered.from_disk:
             with self._lock:
                 lowered = self._by_signature.get(key)
-                if lowered is None:
-                    lowered = self._run_pipeline(args)
+                if lowered is None or stages and lowered.from_disk:
                     first = not self._by_signature
-                    self._by_signature[key] = lowered
+                    lowered = self._by_signature[key] = self._compile(args, key, stages)
                     if first:
                         self._call_entry_directly(key, lowered.entry)
+        return lowered
+
+    def _compile(self, args, key: tuple, stages: bool) -> Lowered:
+        """A call loads the program from the disk cache, or compiles and saves it; `lower`
+        always compiles (it shows the stages)."""
+        from myir import saved
+
+        name = None if stages else saved.key(self.fn, self.__myir_transforms__, self.backend,
+                                            self.options, key)
+        lowered = saved.load(name, self.fn) if name is not None else None
+        if lowered is None:
+            lowered = self._run_pipeline(args)
+            if name is not None:
+                saved.save(name, lowered)
         return lowered
 
     def _call_entry_directly(self, key: tuple, entry):
@@ -161,7 +180,7 @@ class CompiledFunction:
         """Run the pipeline for these arguments (without running the function)."""
         if kwargs or len(args) != self._nparams:
             args = self._bind(args, kwargs)
-        return self._lookup(args)
+        return self._lookup(args, stages=True)
 
     def _run_pipeline(self, args) -> Lowered:
         from myir.pipeline import run_pipeline

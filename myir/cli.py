@@ -1,8 +1,9 @@
-"""The command line: `python -m myir show|run|demo`.
+"""The command line: `python -m myir show|run|demo|cache`.
 
     python -m myir show model.py:loss --grad w --stage optimized --format svg -o loss.svg
     python -m myir run model.py:loss "[1.0, 2.0]" 3.0 --grad w
     python -m myir demo
+    python -m myir cache [--clear]
 
 Mistakes in the input (a missing file, an unknown function, an argument that is not a
 literal, a program outside the subset) are reported as one clear message and exit status
@@ -180,6 +181,26 @@ def cmd_demo(args) -> int:
     return demo(args.demo_args)
 
 
+def cmd_cache(args) -> int:
+    from myir.cache import directory, open_cache
+
+    disk = open_cache()
+    if disk is None:
+        where = directory()
+        raise CliError("the disk cache is off (MYIR_CACHE_DIR=off)" if where is None
+                       else f"the disk cache at {where} cannot be used (not owned by you, "
+                            "or writable by others)")
+    if args.clear:
+        print(f"removed {disk.clear()} files from {disk.root}")
+        return 0
+    print(disk.root)
+    for kind, paths in disk.contents().items():
+        count = sum(not p.name.endswith((".sig", ".txt")) for p in paths)
+        size = sum(p.stat().st_size for p in paths if p.exists())
+        print(f"  {kind}: {count} ({size / 2**20:.1f} MiB)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m myir",
@@ -238,7 +259,14 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train an MLP on two spirals with a compiled training step "
                     "(options: python -m myir demo --help).", add_help=False)
     demo.set_defaults(run=cmd_demo)
-    parser.commands = {"show": show, "run": run, "demo": demo}
+    cache = sub.add_parser(
+        "cache", help="show or clear the disk cache of saved programs and compiled regions",
+        description="Show where the disk cache is and what it holds: programs saved by "
+                    "compiled functions (loaded by later processes instead of compiling) "
+                    "and regions compiled by TVM.")
+    cache.add_argument("--clear", action="store_true", help="remove them all")
+    cache.set_defaults(run=cmd_cache)
+    parser.commands = {"show": show, "run": run, "demo": demo, "cache": cache}
     return parser
 
 

@@ -14,7 +14,7 @@ import os
 import sys
 import time
 
-from backends.python import compile_module, generate
+from backends.python import entry_function, generate, module_code
 from frontend import parse, wrap_macros
 from myir.api import Lowered
 from myir.ir.analysis import clear_caches
@@ -68,8 +68,9 @@ def _run_pipeline(fn, args, backend: str, options: dict, transforms) -> Lowered:
     if backend == "tvm":
         final, regions = step("tvm", _tvm_regions, final, types, stages, options.get("target"))
     generated = step("codegen", generate, final)
-    entry = step("codegen", compile_module, generated, fn.__code__.co_filename)
-    return Lowered(fn, stages, generated.source, entry, regions, timings)
+    code = step("codegen", module_code, generated, fn.__code__.co_filename)
+    entry = step("codegen", entry_function, code, generated.namespace, generated.entry)
+    return Lowered(fn, stages, generated.source, entry, regions, timings, generated, code)
 
 
 class _Stopwatch:

@@ -8,6 +8,10 @@ import os
 
 from hypothesis import HealthCheck, settings
 
+# Tests exercise the pipeline: programs saved by an earlier run (myir/saved.py) are not
+# loaded, except where a test asks for them (tests/test_saved.py, the `myir-saved` mode).
+os.environ.setdefault("MYIR_PROGRAM_CACHE", "off")
+
 settings.register_profile(
     "ci",
     max_examples=60,

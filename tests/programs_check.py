@@ -7,8 +7,11 @@ modes a test runs in:
   compiler; select it alone with `-k cpython`.
 - `myir-<backend>`: the function compiled with `myir.compile(f, backend=<backend>)`
   (`myir-default`: `myir.compile(f)`).  The backends come from the environment variable
-  `MYIR_TEST_BACKENDS` (comma separated; default `python,tvm`: the reference backend and
-  the default one).
+  `MYIR_TEST_BACKENDS` (comma separated; default `python,tvm,saved`: the reference backend,
+  the default one, and `saved`, below).
+- `myir-saved`: the python backend's program for each call's signature, saved to a disk
+  cache by one compiled function and *loaded* by another (`myir/saved.py`): what a second
+  process runs.  It fails if a program cannot be saved.
 
 "Same result" means exactly what CPython gives (on the tvm backend, floats within
 `TVM_TOLERANCE`, see below): the same type (a Python `float` is not a
@@ -20,9 +23,13 @@ for exceptions the same type and message.  The arguments after the call must be 
 
 from __future__ import annotations
 
+import atexit
 import copy
+import functools
 import math
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +37,7 @@ import numpy as np
 import pytest
 
 
-DEFAULT_BACKENDS = "python,tvm"
+DEFAULT_BACKENDS = "python,tvm,saved"
 
 
 def modes() -> list[str]:
@@ -57,6 +64,8 @@ def make_jit(mode: str, memo: bool = True):
     backend = mode.split("-", 1)[1]
 
     def fresh(f):
+        if backend == "saved":
+            return _Saved(f)
         return myir.compile(f) if backend == "default" else myir.compile(f, backend=backend)
 
     tvm = backend == "tvm" or (backend == "default" and myir.api.DEFAULT_BACKEND == "tvm")
@@ -71,6 +80,53 @@ def make_jit(mode: str, memo: bool = True):
 
     jit.tolerance = TVM_TOLERANCE if tvm else None
     return jit
+
+
+class _Saved:
+    """`f` as a second process runs it: each call's program compiled and saved by one
+    compiled function, then loaded from the disk cache and run by a new one.  Anything but
+    calling (`lower`, ...) goes to a compiled function of the python backend."""
+
+    def __init__(self, f):
+        import myir
+
+        self.f = f
+        self.compiled = myir.compile(f, backend="python")
+
+    def __getattr__(self, name):
+        return getattr(self.compiled, name)
+
+    def __call__(self, *args, **kwargs):
+        import myir
+
+        previous = {v: os.environ.get(v) for v in ("MYIR_CACHE_DIR", "MYIR_PROGRAM_CACHE")}
+        os.environ.update(MYIR_CACHE_DIR=_saved_directory(), MYIR_PROGRAM_CACHE="on")
+        try:
+            try:
+                myir.compile(self.f, backend="python")(*copy.deepcopy(args),
+                                                       **copy.deepcopy(kwargs))
+            except Exception:   # noqa: BLE001 - the loaded program must raise it again
+                pass
+            loaded = myir.compile(self.f, backend="python")
+            try:
+                return loaded(*args, **kwargs)
+            finally:
+                assert all(p.from_disk for p in loaded._by_signature.values()), \
+                    f"{self.f.__qualname__}: the program was not saved"
+        finally:
+            for name, value in previous.items():
+                if value is None:
+                    del os.environ[name]
+                else:
+                    os.environ[name] = value
+
+
+@functools.cache
+def _saved_directory() -> str:
+    """One disk cache for the session's saved programs, removed when the session ends."""
+    directory = tempfile.mkdtemp(prefix="myir-saved-")
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    return directory
 
 
 @pytest.fixture(scope="session", params=modes())

@@ -24,6 +24,7 @@ from backends.tvm.lowering import KEPT_IN_NUMPY, KEPT_ON_CPU, LOWERINGS  # noqa:
 from backends.tvm.program import Op, Program, Ref, Spec  # noqa: E402
 from backends.tvm.region import Region, compile_program  # noqa: E402
 from backends.tvm.target import resolve  # noqa: E402
+from myir.cache import DiskCache  # noqa: E402
 from myir.errors import MyirError  # noqa: E402
 
 CPU = resolve("llvm")
@@ -206,11 +207,11 @@ def test_a_second_process_loads_the_region_from_the_disk_cache(tmp_path):
 
 
 def test_disk_cache_ignores_libraries_it_did_not_sign(tmp_path):
-    disk = cache.DiskCache(tmp_path / "c")
-    assert disk.load("nothing") == (None, None)
+    disk = DiskCache(tmp_path / "c")
+    assert cache.load(disk, "nothing") == (None, None)
     (tmp_path / "c" / "planted.so").write_bytes(b"\x7fELF not ours")
-    (tmp_path / "c" / "planted.sig").write_text("0" * 64)
-    assert disk.load("planted") == (None, None)
+    (tmp_path / "c" / "planted.so.sig").write_text("0" * 64)
+    assert cache.load(disk, "planted") == (None, None)
 
 
 def test_disk_cache_refuses_a_directory_others_can_write(tmp_path):
@@ -218,7 +219,7 @@ def test_disk_cache_refuses_a_directory_others_can_write(tmp_path):
     d.mkdir()
     d.chmod(0o777)
     with pytest.raises(PermissionError):
-        cache.DiskCache(d)
+        DiskCache(d)
 
 
 @pytest.mark.parametrize("spec, kind, attr", [

@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import ast
 import builtins
+import importlib
 import keyword
 import math
 import re
+import types
 from dataclasses import dataclass
 
 import numpy as np
@@ -195,6 +197,8 @@ class Emitter:
         self.users = users(root)
         self.names = Names(["np", "math", *dir(builtins)])
         self.namespace: dict = {"np": np, "math": math}
+        # how to rebuild the namespace's values that are not data (`Generated.recipes`)
+        self.recipes: dict = {"np": ("module", "numpy"), "math": ("module", "math")}
         self.lines: list[tuple[str, Location | None]] = []
         self.globals_of: dict[int, str] = {}
         self.loop_stack: list[Graph] = []
@@ -225,11 +229,13 @@ class Emitter:
     def graph_name(self, g: Graph) -> str:
         return self.names(g, g.name)
 
-    def global_ref(self, value, base: str) -> str:
+    def global_ref(self, value, base: str, recipe: tuple | None = None) -> str:
         key = id(value)
         if key not in self.globals_of:
             name = self.names.fresh("_" + base)
             self.namespace[name] = value
+            if recipe is not None:
+                self.recipes[name] = recipe
             self.globals_of[key] = name
         return self.globals_of[key]
 
@@ -246,7 +252,8 @@ class Emitter:
         if isinstance(value, tuple) and all(isinstance(v, (int, bool, str, type(None))) for v in value):
             return repr(value)
         if isinstance(value, Primitive):
-            return self.global_ref(callable_of(value.name), value.name)
+            return self.global_ref(callable_of(value.name), value.name,
+                                   ("primitive", value.name))
         base = getattr(value, "__name__", type(value).__name__)
         return self.global_ref(value, str(base))
 
@@ -530,24 +537,32 @@ class Emitter:
 @dataclass
 class Generated:
     """A generated module: its source, the globals it needs, its entry function's name, and
-    the user's source location of each line."""
+    the user's source location of each line.  `recipes` says how to rebuild the globals
+    that are not data (primitives' implementations, modules), so a module saved to disk
+    (`myir/saved.py`) needs to pickle only data."""
 
     source: str
     namespace: dict
     entry: str
     locations: list
+    recipes: dict
 
 
 def generate(root: Graph) -> Generated:
     emitter = Emitter(root)
     source = emitter.module()
     return Generated(source, emitter.namespace, emitter.graph_name(root),
-                     [loc for _, loc in emitter.lines])
+                     [loc for _, loc in emitter.lines], emitter.recipes)
 
 
 def compile_module(gen: Generated, filename: str):
-    """The entry function of a generated module, compiled so that its code objects carry the
-    user's file and line numbers."""
+    """The entry function of a generated module (see `module_code`)."""
+    return entry_function(module_code(gen, filename), gen.namespace, gen.entry)
+
+
+def module_code(gen: Generated, filename: str) -> types.CodeType:
+    """The generated module's code, compiled so that its code objects carry the user's file
+    and line numbers."""
     tree = ast.parse(gen.source)
     locations = gen.locations
     last = None
@@ -560,7 +575,17 @@ def compile_module(gen: Generated, filename: str):
                 node.col_offset = loc.column - 1
                 node.end_col_offset = (loc.end_column or loc.column + 1) - 1
                 last = loc
-    code = compile(tree, filename, "exec")
-    namespace = dict(gen.namespace)
+    return compile(tree, filename, "exec")
+
+
+def entry_function(code: types.CodeType, namespace: dict, entry: str):
+    """Run a compiled module's code in a copy of its namespace; its entry function."""
+    namespace = dict(namespace)
     exec(code, namespace)
-    return namespace[gen.entry]
+    return namespace[entry]
+
+
+def rebuild(recipe: tuple):
+    """A namespace value from its recipe (see `Generated.recipes`)."""
+    kind, name = recipe
+    return callable_of(name) if kind == "primitive" else importlib.import_module(name)

@@ -32,6 +32,7 @@ from backends.tvm import cache, load_tvm
 from backends.tvm.lowering import Context
 from backends.tvm.program import Program
 from backends.tvm.target import is_gpu
+from myir.cache import open_cache
 
 
 def build_module(program: Program):
@@ -109,9 +110,9 @@ def compile_program(program: Program, target) -> Compiled:
         start = time.perf_counter()
         device = tvm.cuda(0) if is_gpu(target) else tvm.cpu()
         # a CUDA library only loads where there is a GPU (and its driver)
-        disk = cache.open_cache() if device.exist else None
+        disk = open_cache() if device.exist else None
         name = cache.key(program.key, target, tvm.__version__)
-        lib, source = disk.load(name) if disk is not None else (None, None)
+        lib, source = cache.load(disk, name) if disk is not None else (None, None)
         from_disk = lib is not None
         kept_aligned: list = []
         if lib is None:
@@ -122,7 +123,7 @@ def compile_program(program: Program, target) -> Compiled:
             lib = lib.mod if hasattr(lib, "mod") else lib
             if disk is not None and not kept_aligned:
                 source = generated_source(lib)
-                disk.store(name, lib, source)
+                cache.store(disk, name, lib, source)
         function = _main_function(lib, device) if device.exist else None
         STATS["disk_hits" if from_disk else "compiled"] += 1
         result = Compiled(program, function, lib, from_disk, time.perf_counter() - start,
@@ -186,6 +187,12 @@ class Region:
         self.__name__ = self.name
         self.compiled = compile_program(self.program, self.target)
         self._call = self._make_call()
+
+    def __reduce__(self):
+        """Pickled as what it is compiled from (`myir/saved.py`): unpickling compiles it
+        again, from the memory or disk cache."""
+        return Region, (self.name, self.program, self.target, self.inputs, self.outputs,
+                        self.on_device)
 
     @property
     def ir(self) -> str:

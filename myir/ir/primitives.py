@@ -57,6 +57,9 @@ class _Unbound:
     def __repr__(self) -> str:
         return "UNBOUND"
 
+    def __reduce__(self) -> str:
+        return "UNBOUND"    # the one instance, also in a program loaded from disk
+
 
 UNBOUND = _Unbound()
 

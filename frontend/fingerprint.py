@@ -1,0 +1,142 @@
+"""What parsing a function reads, as one hash: the part of a saved program's key that says
+which Python it was compiled from (`myir/saved.py`).
+
+The parser reads a function's source text and the values of the names it uses that are not
+its own: module globals and builtins, the cells of a closure made in plain Python, the
+default values of its parameters, attributes of modules it reaches — and the same again for
+every function it calls.  The fingerprint hashes all of that from the function objects
+alone, without parsing, so a process can find a program another process compiled before it
+does any of the work.
+
+It over-approximates rather than miss anything the parser reads: every name of a function's
+code (`co_names` holds global and attribute names alike) is looked up and hashed, and so is
+the whole text of the function's source file (what `inspect`, and so the parser, reads; a
+file edited since it was imported is read anew).  A value the parser rejects is hashed as its
+type only: a program that compiled cannot have used it.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import linecache
+import types
+
+import numpy as np
+
+from frontend import resolve
+from myir.ir.primitives import Primitive
+
+# Functions of myir itself (`myir.grad`, ...) are part of myir's version, hashed apart.
+_OWN_PACKAGES = {"myir", "frontend", "passes", "backends"}
+_SCALARS = (bool, int, float, complex, str, type(None), type(Ellipsis))
+_MODULE_DEPTH = 3   # `a.b.c.f`: how deep into modules reached as attributes
+
+
+def fingerprint(fn) -> str:
+    """A hex digest of everything `parse(fn)` reads, for a plain Python function."""
+    return _Fingerprint().of(fn)
+
+
+class _Fingerprint:
+    def __init__(self):
+        self.lines: list[str] = []
+        self.labels: dict[int, str] = {}     # id(function) -> its label in `lines`
+        self.pending: list = []
+        self.texts: dict[str, str] = {}      # file -> hash of its text
+
+    def of(self, fn) -> str:
+        self.function(fn)
+        while self.pending:
+            self.describe(self.pending.pop())
+        return hashlib.sha256("\n".join(self.lines).encode()).hexdigest()
+
+    def function(self, fn) -> str:
+        """The label of a user function, to be described once (functions may recurse)."""
+        label = self.labels.get(id(fn))
+        if label is None:
+            label = self.labels[id(fn)] = f"{fn.__qualname__}#{len(self.labels)}"
+            self.pending.append(fn)
+        return label
+
+    def describe(self, fn) -> None:
+        code = fn.__code__
+        self.lines.append(f"def {self.labels[id(fn)]} {code.co_filename}:{code.co_firstlineno} "
+                          f"{self.text(code.co_filename, fn.__globals__)} "
+                          f"{hashlib.sha256(code.co_code).hexdigest()}")
+        names = _names(code)
+        for name in sorted(names):
+            try:
+                value = resolve.lookup_global(name, fn.__globals__)
+            except KeyError:
+                continue
+            self.lines.append(f"  global {name} = {self.value(value, names)}")
+        for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+            try:
+                contents = self.value(cell.cell_contents, names)
+            except ValueError:      # a cell not yet assigned
+                contents = "<empty>"
+            self.lines.append(f"  cell {name} = {contents}")
+        for value in fn.__defaults__ or ():
+            self.lines.append(f"  default {self.value(value, names)}")
+        for name, value in sorted((fn.__kwdefaults__ or {}).items()):
+            self.lines.append(f"  default {name} = {self.value(value, names)}")
+
+    def text(self, filename: str, module_globals: dict) -> str:
+        if filename not in self.texts:
+            linecache.checkcache(filename)
+            text = "".join(linecache.getlines(filename, module_globals))
+            self.texts[filename] = hashlib.sha256(text.encode()).hexdigest()
+        return self.texts[filename]
+
+    def value(self, value, names: set, depth: int = 0) -> str:
+        """A value's description, as precise as the parser's use of it."""
+        if isinstance(value, _SCALARS):
+            return f"{type(value).__name__} {value!r}"
+        if isinstance(value, np.generic):
+            return f"{value.dtype.str} {value.tobytes().hex()}"
+        if isinstance(value, np.ndarray):
+            data = repr(value.tolist()).encode() if value.dtype.hasobject \
+                else np.ascontiguousarray(value).tobytes()
+            return f"array {value.dtype.str} {value.shape} {hashlib.sha256(data).hexdigest()}"
+        if isinstance(value, tuple):
+            return f"({', '.join(self.value(v, names, depth) for v in value)})"
+        if isinstance(value, Primitive):
+            return f"primitive {value.name}"
+        if isinstance(value, types.ModuleType):
+            return self.module(value, names, depth)
+        if isinstance(value, type):
+            return f"type {value.__module__}.{value.__qualname__}"
+        if isinstance(value, types.BuiltinFunctionType) \
+                and getattr(builtins, value.__name__, None) is value:
+            return f"builtin {value.__name__}"
+        try:
+            inner = getattr(value, "__myir_function__", None)
+        except Exception:   # noqa: BLE001 - an object with a strange __getattr__
+            inner = None
+        if inner is not None:       # compiled: its function and transforms are what is read
+            transforms = getattr(value, "__myir_transforms__", ())
+            return f"compiled {transforms!r} {self.value(inner, names, depth)}"
+        if isinstance(value, types.FunctionType):
+            if value.__module__.partition(".")[0] in _OWN_PACKAGES:
+                return f"myir {value.__module__}.{value.__qualname__}"
+            return f"function {self.function(value)}"
+        return f"opaque {type(value).__module__}.{type(value).__qualname__}"
+
+    def module(self, module: types.ModuleType, names: set, depth: int) -> str:
+        """np and math resolve through myir's own tables; any other module through its
+        attributes (those named in the code)."""
+        if resolve.namespace_of(module) is not None or depth == _MODULE_DEPTH:
+            return f"module {module.__name__}"
+        attributes = (f"{n}: {self.value(getattr(module, n), names, depth + 1)}"
+                      for n in sorted(names) if hasattr(module, n))
+        return f"module {module.__name__} {{{', '.join(attributes)}}}"
+
+
+def _names(code: types.CodeType) -> set[str]:
+    """The names a function's code and the code of the functions nested in it use."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _names(const)
+    return names

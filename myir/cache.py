@@ -1,0 +1,125 @@
+"""The disk cache: a directory of files only this user's myir wrote, so a second process
+skips work the first one did (TVM's compilation of regions, `backends/tvm/cache.py`; the
+whole pipeline of a compiled function, `myir/saved.py`).
+
+Loading what is cached runs its code (a shared library, a pickled program), so the cache
+only ever loads files it wrote itself:
+
+* the directory is created owner-only (0700) and refused if anyone else owns it or can
+  write to it;
+* every file is written with an HMAC-SHA256 signature (`<name>.sig`) under a per-user secret
+  kept in the directory (0600); a file whose signature does not verify is ignored (and
+  rebuilt).  Another user cannot plant a file: they can neither write the directory nor
+  sign without the secret.
+* writes go to a temporary file first and are renamed into place, so a concurrent reader
+  never sees half a file.
+
+The cache lives in `$MYIR_CACHE_DIR`, else `$XDG_CACHE_HOME/myir`, else `~/.cache/myir`;
+`MYIR_CACHE_DIR=off` disables it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+
+def directory() -> Path | None:
+    configured = os.environ.get("MYIR_CACHE_DIR")
+    if configured == "off":
+        return None
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "myir"
+
+
+class DiskCache:
+    def __init__(self, root: Path):
+        self.root = root
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = root.stat()
+        if info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            raise PermissionError(f"{root} is not owned by this user or is writable by others")
+        self.secret = self._secret()
+
+    def _secret(self) -> bytes:
+        path = self.root / "secret"
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            return path.read_bytes()
+        with os.fdopen(fd, "wb") as f:
+            f.write(os.urandom(32))
+        return path.read_bytes()
+
+    def _signature(self, data: bytes) -> str:
+        return hmac.new(self.secret, data, hashlib.sha256).hexdigest()
+
+    def path(self, name: str) -> Path:
+        return self.root / name
+
+    def read(self, name: str) -> bytes | None:
+        """The contents of file `name`, or None when absent or not signed by this user."""
+        try:
+            data, expected = self.path(name).read_bytes(), self.path(f"{name}.sig").read_text()
+        except OSError:
+            return None
+        return data if hmac.compare_digest(self._signature(data), expected) else None
+
+    def write(self, name: str, data: bytes) -> None:
+        """Store `data` as file `name`, signed; readers see the old file or the new one."""
+        fd, tmp = tempfile.mkstemp(dir=self.root)
+        sig_tmp = Path(f"{tmp}.sig")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            sig_tmp.write_text(self._signature(data))
+            os.replace(sig_tmp, self.path(f"{name}.sig"))   # before the file: the new file
+            os.replace(tmp, self.path(name))                 # never meets an old signature
+        finally:
+            for leftover in (Path(tmp), sig_tmp):
+                leftover.unlink(missing_ok=True)
+
+    def contents(self) -> dict[str, list[Path]]:
+        """The files in the cache by kind: saved programs and compiled regions (with their
+        signatures and shown sources)."""
+        kinds: dict[str, list[Path]] = {"programs": [], "regions": []}
+        for path in self.root.iterdir():
+            if path.name.startswith("program-"):
+                kinds["programs"].append(path)
+            elif path.name.split(".", 1)[-1] in ("so", "so.sig", "txt"):
+                kinds["regions"].append(path)
+        return kinds
+
+    def clear(self) -> int:
+        """Remove every saved program and compiled region; the number of files removed."""
+        files = [p for paths in self.contents().values() for p in paths]
+        for path in files:
+            path.unlink(missing_ok=True)
+        return len(files)
+
+    def write_text(self, name: str, text: str) -> None:
+        """An unsigned text file, for show only (never executed or unpickled)."""
+        self.path(name).write_text(text)
+
+
+_caches: dict[Path, DiskCache | None] = {}
+
+
+def open_cache() -> DiskCache | None:
+    """The user's disk cache, or None when disabled or unusable (then work is redone in
+    every process: slower, never wrong)."""
+    root = directory()
+    if root is None:
+        return None
+    if root not in _caches:
+        try:
+            _caches[root] = DiskCache(root)
+        except OSError:
+            _caches[root] = None
+    return _caches[root]

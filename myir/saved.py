@@ -1,0 +1,120 @@
+"""Compiled programs saved in the disk cache (`myir/cache.py`): a fresh process calling a
+function compiled before, for the same argument types, skips the whole pipeline.
+
+A program is saved under a key that hashes everything the pipeline's result depends on:
+
+* myir's own source (every module of `myir/`, `frontend/`, `passes/`, `backends/`) and the
+  versions of Python (the code is saved marshalled) and numpy;
+* the function: `frontend.fingerprint` — its source and everything it reads, transitively;
+* its transforms (`grad`), backend and options, and the environment variables that act as
+  options (`MYIR_TARGET`, `MYIR_OPTIMIZE`);
+* the argument signature (`api.signature_of`).
+
+What is saved is the generated module: its code (marshalled), source and entry's name, the
+data of its namespace (pickled: numbers, arrays, exception classes, compiled regions), and the
+recipes of the rest (`Generated.recipes`).  A region is pickled as its program and target
+and compiled again when loaded, which finds it in the region cache.  A saved program has no
+graphs, so `lower()` always runs the pipeline.  A program whose namespace cannot be pickled
+is simply not saved.
+
+`MYIR_PROGRAM_CACHE=off` disables saved programs (the region cache stays);
+`MYIR_CACHE_DIR=off` disables both.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import marshal
+import os
+import pickle
+import sys
+import time
+
+import numpy as np
+
+from backends.python.codegen import entry_function, rebuild
+from frontend.fingerprint import fingerprint
+from myir.api import Lowered
+from myir.cache import open_cache
+
+_FORMAT = 1
+_PACKAGES = ("myir", "frontend", "passes", "backends")
+STATS = {"saved": 0, "loaded": 0, "not_saved": 0}
+
+
+def key(fn, transforms: tuple, backend: str, options: dict, signature: tuple) -> str | None:
+    """The program's name in the cache, or None when saved programs are off."""
+    if os.environ.get("MYIR_PROGRAM_CACHE") == "off" or open_cache() is None:
+        return None
+    parts = [f"myir program {_FORMAT}", _myir_version(), sys.version, np.__version__,
+             fingerprint(fn), repr(transforms), backend, repr(sorted(options.items())),
+             *(f"{v}={os.environ.get(v)}" for v in ("MYIR_TARGET", "MYIR_OPTIMIZE")),
+             repr(signature)]
+    return "program-" + hashlib.sha256("\n".join(parts).encode()).hexdigest()[:40]
+
+
+@functools.cache
+def _myir_version() -> str:
+    """A hash of the path, size and modification time of every source file of the packages
+    that turn a function into a program.  (Hashing their contents took 2 ms, a third of a
+    first call that finds its program saved; any edit, checkout or reinstall changes a
+    file's time.)"""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return hashlib.sha256("\n".join(
+        _source_files(os.path.join(root, package), package) for package in _PACKAGES
+    ).encode()).hexdigest()
+
+
+def _source_files(directory: str, relative: str) -> str:
+    lines = []
+    for entry in sorted(os.scandir(directory), key=lambda e: e.name):
+        name = f"{relative}/{entry.name}"
+        if entry.is_dir():
+            lines.append(_source_files(entry.path, name))
+        elif entry.name.endswith(".py"):
+            info = entry.stat()
+            lines.append(f"{name} {info.st_size} {info.st_mtime_ns}")
+    return "\n".join(lines)
+
+
+def load(name: str, fn) -> Lowered | None:
+    """The saved program `name`, ready to call, or None (absent, not ours, or unreadable)."""
+    disk = open_cache()
+    data = disk.read(name) if disk is not None else None
+    if data is None:
+        return None
+    start = time.perf_counter()
+    try:
+        saved = pickle.loads(data)
+        namespace = saved["namespace"]
+        namespace.update((n, rebuild(recipe)) for n, recipe in saved["recipes"].items())
+        entry = entry_function(marshal.loads(saved["code"]), namespace, saved["entry"])
+    except Exception:   # e.g. a class it refers to is gone: compile afresh
+        return None
+    STATS["loaded"] += 1
+    return Lowered(fn, {}, saved["source"], entry, saved["regions"],
+                   {"load": (time.perf_counter() - start) * 1e3}, from_disk=True)
+
+
+def save(name: str, lowered: Lowered) -> None:
+    """Save a freshly compiled program under `name`, when its namespace can be pickled."""
+    disk = open_cache()
+    if disk is None:
+        return
+    generated = lowered.generated
+    data = {n: v for n, v in generated.namespace.items() if n not in generated.recipes}
+    try:
+        payload = pickle.dumps({"source": generated.source, "entry": generated.entry,
+                                "code": marshal.dumps(lowered.code), "namespace": data,
+                                "recipes": generated.recipes, "regions": lowered.regions},
+                               protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:   # a value pickle cannot write (a lambda, a local class)
+        STATS["not_saved"] += 1
+        return
+    try:
+        disk.write(name, payload)
+    except OSError:
+        STATS["not_saved"] += 1
+        return
+    STATS["saved"] += 1
