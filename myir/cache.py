@@ -15,7 +15,8 @@ only ever loads files it wrote itself:
   never sees half a file.
 
 The cache lives in `$MYIR_CACHE_DIR`, else `$XDG_CACHE_HOME/myir`, else `~/.cache/myir`;
-`MYIR_CACHE_DIR=off` disables it.
+`MYIR_CACHE_DIR=off` disables it.  It keeps under `$MYIR_CACHE_LIMIT_MB` (default 1024): when
+a write takes it over, the least recently used files go (a read marks a file used).
 """
 
 from __future__ import annotations
@@ -69,7 +70,13 @@ class DiskCache:
             data, expected = self.path(name).read_bytes(), self.path(f"{name}.sig").read_text()
         except OSError:
             return None
-        return data if hmac.compare_digest(self._signature(data), expected) else None
+        if not hmac.compare_digest(self._signature(data), expected):
+            return None
+        try:
+            os.utime(self.path(name))   # used now: the last to go when the cache is trimmed
+        except OSError:
+            pass
+        return data
 
     def write(self, name: str, data: bytes) -> None:
         """Store `data` as file `name`, signed; readers see the old file or the new one."""
@@ -84,6 +91,29 @@ class DiskCache:
         finally:
             for leftover in (Path(tmp), sig_tmp):
                 leftover.unlink(missing_ok=True)
+        self.trim()
+
+    def trim(self) -> None:
+        """Keep the cache under its size limit: when over it, remove the least recently
+        used files down to 3/4 of it.  (A file whose companion went with it — a library's
+        signature, say — is absent to `read`, and made again when next needed.)"""
+        limit = _limit_mb() << 20
+        files = []
+        for entry in os.scandir(self.root):
+            if entry.name != "secret" and entry.is_file():
+                info = entry.stat()
+                files.append((info.st_mtime_ns, info.st_size, entry.path))
+        total = sum(size for _, size, _ in files)
+        if total <= limit:
+            return
+        for _, size, path in sorted(files):
+            if total <= limit * 3 // 4:
+                break
+            try:
+                os.unlink(path)
+            except OSError:     # another process removed it meanwhile
+                pass
+            total -= size
 
     def contents(self) -> dict[str, list[Path]]:
         """The files in the cache by kind: saved programs and compiled regions (with their
@@ -106,6 +136,31 @@ class DiskCache:
     def write_text(self, name: str, text: str) -> None:
         """An unsigned text file, for show only (never executed or unpickled)."""
         self.path(name).write_text(text)
+
+
+def _limit_mb() -> int:
+    try:
+        return int(os.environ.get("MYIR_CACHE_LIMIT_MB", ""))
+    except ValueError:      # unset or not a number: the default
+        return 1024
+
+
+def source_version(*directories: str) -> str:
+    """A hash of the path, size and modification time of every Python file under these
+    directories: what a cached file was made by.  (Hashing their contents took 1–2 ms of a
+    first call that finds everything cached; any edit, checkout or reinstall changes a
+    file's time.)"""
+    return hashlib.sha256("\n".join(
+        line for d in directories for line in _source_files(d)).encode()).hexdigest()
+
+
+def _source_files(directory: str):
+    for entry in sorted(os.scandir(directory), key=lambda e: e.name):
+        if entry.is_dir():
+            yield from _source_files(entry.path)
+        elif entry.name.endswith(".py"):
+            info = entry.stat()
+            yield f"{entry.path} {info.st_size} {info.st_mtime_ns}"
 
 
 _caches: dict[Path, DiskCache | None] = {}

@@ -36,7 +36,7 @@ import numpy as np
 from backends.python.codegen import entry_function, rebuild
 from frontend.fingerprint import fingerprint
 from myir.api import Lowered
-from myir.cache import open_cache
+from myir.cache import open_cache, source_version
 
 _FORMAT = 1
 _PACKAGES = ("myir", "frontend", "passes", "backends")
@@ -56,26 +56,9 @@ def key(fn, transforms: tuple, backend: str, options: dict, signature: tuple) ->
 
 @functools.cache
 def _myir_version() -> str:
-    """A hash of the path, size and modification time of every source file of the packages
-    that turn a function into a program.  (Hashing their contents took 2 ms, a third of a
-    first call that finds its program saved; any edit, checkout or reinstall changes a
-    file's time.)"""
+    """What turns a function into a program: the source of these packages."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return hashlib.sha256("\n".join(
-        _source_files(os.path.join(root, package), package) for package in _PACKAGES
-    ).encode()).hexdigest()
-
-
-def _source_files(directory: str, relative: str) -> str:
-    lines = []
-    for entry in sorted(os.scandir(directory), key=lambda e: e.name):
-        name = f"{relative}/{entry.name}"
-        if entry.is_dir():
-            lines.append(_source_files(entry.path, name))
-        elif entry.name.endswith(".py"):
-            info = entry.stat()
-            lines.append(f"{name} {info.st_size} {info.st_mtime_ns}")
-    return "\n".join(lines)
+    return source_version(*(os.path.join(root, package) for package in _PACKAGES))
 
 
 def load(name: str, fn) -> Lowered | None:

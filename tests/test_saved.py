@@ -248,3 +248,18 @@ def test_the_cli_shows_and_clears_the_cache(cache_dir, capsys):
     assert "removed" in capsys.readouterr().out
     assert main(["cache"]) == 0
     assert "programs: 0 " in capsys.readouterr().out
+
+
+def test_the_cache_keeps_under_its_limit_dropping_the_least_recently_used(tmp_path, monkeypatch):
+    from myir.cache import DiskCache
+
+    monkeypatch.setenv("MYIR_CACHE_LIMIT_MB", "1")
+    disk = DiskCache(tmp_path / "c")
+    block = b"x" * (300 << 10)
+    for name in ("a", "b", "c"):
+        disk.write(name, block)
+        os.utime(disk.path(name), ns=(0, {"a": 1, "b": 2, "c": 3}[name] * 10**9))
+    assert disk.read("a") == block          # a is used now: b is the oldest
+    disk.write("d", block)                  # 1.2 MiB > 1 MiB: trimmed to <= 0.75 MiB
+    assert [n for n in "abcd" if disk.read(n) is not None] == ["a", "d"]
+    assert (tmp_path / "c" / "secret").exists()

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from backends.tvm import load_tvm
-from myir.cache import DiskCache
+from myir.cache import DiskCache, source_version
 
 
 def key(program_key: str, target, tvm_version: str) -> str:
@@ -25,11 +25,8 @@ def key(program_key: str, target, tvm_version: str) -> str:
 
 @functools.cache
 def _backend_version() -> str:
-    """A hash of this package's source: what turns a program into kernels."""
-    digest = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
+    """What turns a program into kernels: this package's source."""
+    return source_version(os.path.dirname(os.path.abspath(__file__)))
 
 
 def load(disk: DiskCache, name: str):

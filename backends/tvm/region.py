@@ -98,9 +98,6 @@ def compile_program(program: Program, target) -> Compiled:
     import time
 
     tvm = load_tvm()
-
-    from backends.tvm.schedule import cpu_pipeline, gpu_pipeline
-
     memo = (program.key, str(target))
     with _lock:
         found = _compiled.get(memo)
@@ -116,6 +113,8 @@ def compile_program(program: Program, target) -> Compiled:
         from_disk = lib is not None
         kept_aligned: list = []
         if lib is None:
+            from backends.tvm.schedule import cpu_pipeline, gpu_pipeline
+
             float32 = all(op.out.dtype != np.float64 for op in program.ops)
             pipeline = gpu_pipeline(target, float32) if is_gpu(target) \
                 else cpu_pipeline(target, float32, kept_aligned)
