@@ -310,7 +310,7 @@ def located(a, origin):
         return a
     if type(a) is ATuple:
         items = tuple(located(x, origin) for x in a.items)
-        return a if all(x is y for x, y in zip(items, a.items)) else ATuple(items)
+        return a if _same(items, a.items) else ATuple(items)
     return a
 
 
@@ -319,13 +319,27 @@ def truncate(a, depth: int):
     that stops a recursion from building ever deeper values (a chain of gradient envs)."""
     if type(a) is AUnion:
         items = tuple(truncate(x, depth) for x in a.options)
-        return ANY if any(x is ANY for x in items) else AUnion(items, a.origin)
+        if any(x is ANY for x in items):
+            return ANY
+        return a if _same(items, a.options) else AUnion(items, a.origin)
     if isinstance(a, ATuple):
-        return ANY if depth == 0 else ATuple(tuple(truncate(x, depth - 1) for x in a.items))
+        if depth == 0:
+            return ANY
+        items = tuple(truncate(x, depth - 1) for x in a.items)
+        return a if _same(items, a.items) else ATuple(items)
     if isinstance(a, AEnv):
-        return ANY if depth == 0 else AEnv(tuple((k, truncate(v, depth - 1))
-                                                 for k, v in a.items), a.complete)
+        if depth == 0:
+            return ANY
+        items = tuple((k, truncate(v, depth - 1)) for k, v in a.items)
+        return a if all(x[1] is y[1] for x, y in zip(items, a.items)) \
+            else AEnv(items, a.complete)
     return a
+
+
+def _same(new: tuple, old: tuple) -> bool:
+    """Whether a rebuilt tuple of values holds the very same objects: then the value is
+    returned itself, not a copy (equality tests then stop at identity)."""
+    return all(x is y for x, y in zip(new, old))
 
 
 def widen(a):

@@ -19,8 +19,11 @@ nodes as a free variable.
 Termination comes from widening: a recursive
 graph (a loop) gets one frame per shape of arguments ("skeleton": types without constant
 values or dimension sizes) whose arguments are joined, so a loop counter becomes `int` and a
-carried array that changes shape gets `None` dimensions; other graphs get one frame per
-argument values (so constants stay known across calls) up to a limit, then one joined frame.
+carried array that changes shape gets `None` dimensions; its scalar arguments lose their
+constant values at the first call already (the first iteration's `i = 0` would be joined
+away by the second, after a round of evaluations for nothing: a third of the evaluations
+of a small loop).  Other graphs get one frame per argument values (so constants stay known
+across calls) up to a limit, then one joined frame.
 
 **Errors.**  A rule raises `RuleError` only when every runtime value it describes would fail.
 Errors are collected during the fixpoint and reported (as a located `MyirTypeError`) only for
@@ -214,6 +217,10 @@ class Interpreter:
         if family.joined is not None:
             return self._widen(family.joined, args)
         recursive = graph in self.recursive
+        if recursive:
+            # scalars' constant values go at once: the recursive call joins them away,
+            # and every frame evaluated with them before would be evaluated again
+            args = tuple(map(widen, args))
         key = tuple(map(skeleton, args)) if recursive else args
         frame = family.frames.get(key)
         if frame is not None:
@@ -287,8 +294,10 @@ class Interpreter:
             frame.output = located(output, graph.location)
             for caller in frame.callers:
                 self.schedule(caller)
+        if not frame.children:
+            return
         changed = {n for n, t in types.items() if old.get(n, BOTTOM) != t}
-        if changed and frame.children:  # nested frames read some of these nodes
+        if changed:  # nested frames read some of these nodes
             stack = list(frame.children)
             while stack:
                 nested = stack.pop()
@@ -539,10 +548,6 @@ class Group:
         return group
 
 
-def signature(frame: Frame) -> tuple:
-    return tuple(map(widen, frame.args))
-
-
 class Specialiser:
     def __init__(self, interp: Interpreter, frames: list[Frame]):
         self.interp = interp
@@ -553,17 +558,24 @@ class Specialiser:
         self.pending: deque[Group] = deque()
         self.types: dict[Node, object] = {}
         self.users = users(frames[0].graph)
+        self.signatures: dict[Frame, tuple] = {}   # each frame's arguments, widened
+
+    def signature(self, frame: Frame) -> tuple:
+        sig = self.signatures.get(frame)
+        if sig is None:
+            sig = self.signatures[frame] = tuple(map(widen, frame.args))
+        return sig
 
     def group(self, graph: Graph, parent: Group | None, frames: list[Frame]) -> Group:
         """The copy of `graph` (nested in `parent`'s copy) for calls that reach `frames`."""
-        sigs = {signature(f) for f in frames}
+        sigs = {self.signature(f) for f in frames}
         sig = sigs.pop() if len(sigs) == 1 else MERGED
         key = (graph, id(parent), sig)
         group = self.groups.get(key)
         if group is None:
             parents = set(parent.frames) if parent is not None else {None}
             members = [f for f in self.by_graph.get(graph, ())
-                       if f.parent in parents and (sig is MERGED or signature(f) == sig)]
+                       if f.parent in parents and (sig is MERGED or self.signature(f) == sig)]
             group = self.groups[key] = Group(graph, parent, members)
             self.pending.append(group)
         return group
