@@ -20,10 +20,11 @@ Termination comes from widening: a recursive
 graph (a loop) gets one frame per shape of arguments ("skeleton": types without constant
 values or dimension sizes) whose arguments are joined, so a loop counter becomes `int` and a
 carried array that changes shape gets `None` dimensions; its scalar arguments lose their
-constant values at the first call already (the first iteration's `i = 0` would be joined
-away by the second, after a round of evaluations for nothing: a third of the evaluations
-of a small loop).  Other graphs get one frame per argument values (so constants stay known
-across calls) up to a limit, then one joined frame.
+constant values at the first call already (the first iteration's `i = 0` is joined away by
+the second).  Other graphs get one frame per argument values (so constants stay known
+across calls) up to a limit, then one joined frame.  A frame whose parent (at any depth) is
+queued waits for it: the parent's evaluation may change the values the frame reads.  Both
+save rounds of evaluations for nothing: a small loop's forward took 12 evaluations, now 7.
 
 **Errors.**  A rule raises `RuleError` only when every runtime value it describes would fail.
 Errors are collected during the fixpoint and reported (as a located `MyirTypeError`) only for
@@ -217,9 +218,7 @@ class Interpreter:
         if family.joined is not None:
             return self._widen(family.joined, args)
         recursive = graph in self.recursive
-        if recursive:
-            # scalars' constant values go at once: the recursive call joins them away,
-            # and every frame evaluated with them before would be evaluated again
+        if recursive:  # the recursive call would join the constants away: drop them now
             args = tuple(map(widen, args))
         key = tuple(map(skeleton, args)) if recursive else args
         frame = family.frames.get(key)
@@ -243,6 +242,14 @@ class Interpreter:
             self.schedule(frame)
         return frame
 
+    def _parent_queued(self, frame: Frame) -> bool:
+        parent = frame.parent
+        while parent is not None:
+            if parent in self.queued:
+                return True
+            parent = parent.parent
+        return False
+
     def schedule(self, frame: Frame) -> None:
         if frame not in self.queued:
             self.queued.add(frame)
@@ -251,6 +258,9 @@ class Interpreter:
     def run(self) -> None:
         while self.queue:
             frame = self.queue.popleft()
+            if self._parent_queued(frame):
+                self.queue.append(frame)   # after the parent: it may change what this reads
+                continue
             self.queued.discard(frame)
             self.evaluations += 1
             if self.evaluations > MAX_EVALUATIONS:
