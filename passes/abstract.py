@@ -78,10 +78,11 @@ class AScalar(AbstractValue):
     def __eq__(self, other) -> bool:
         return isinstance(other, AScalar) and self.pytype is other.pytype and (
             self.value is other.value
-            or (self.known and other.known and _value_key(self.value) == _value_key(other.value)))
+            or (self.value is not ANY and other.value is not ANY
+                and _value_key(self.value) == _value_key(other.value)))
 
     def __hash__(self) -> int:
-        return hash((self.pytype, _value_key(self.value) if self.known else None))
+        return hash((self.pytype, None if self.value is ANY else _value_key(self.value)))
 
     def __repr__(self) -> str:
         name = self.pytype.__name__
@@ -247,11 +248,9 @@ def kind(a):
 
 def join(a, b):
     """The least abstract value that describes every value `a` or `b` describes."""
-    if a is b or a == b:
-        return a
     if a is BOTTOM:
         return b
-    if b is BOTTOM:
+    if b is BOTTOM or a is b or a == b:
         return a
     if a is ANY or b is ANY:
         return ANY

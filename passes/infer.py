@@ -66,6 +66,8 @@ import itertools
 from collections import deque
 from dataclasses import dataclass
 
+import numpy as np
+
 from myir.errors import MyirTypeError
 from myir.ir.analysis import free_variables, primitive_name, recursive_graphs, toposort, users
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter
@@ -92,6 +94,11 @@ MAX_COMBINATIONS = 16
 PASS_THROUGH = frozenset({"make_tuple", "switch", "depend", "env_setitem", "raise_", "is_",
                           "is_not"})
 SWITCH = PRIMITIVES["switch"]
+# Rule results whose arguments are plain data (`_plain_data`), for every inference in the
+# process: a program's rules are applied to the same few types at every compilation, and
+# applying them was a fifth of a small program's inference.  Cleared when it holds this many.
+SHARED_RULE_RESULTS: dict = {}
+SHARED_RULE_RESULTS_MAX = 4096
 
 
 def skeleton(value):
@@ -110,6 +117,23 @@ def skeleton(value):
     if isinstance(value, AUnion):
         return frozenset(map(skeleton, value.options))
     return type(value)
+
+
+def _plain_data(value) -> bool:
+    """Whether `value` describes data only: not a function (a closure holds a frame of one
+    inference), a gradient env or key (nodes of one program) or a union (its `origin` is a
+    line of one program), so that results computed from it hold for every program."""
+    t = type(value)
+    if t is AScalar or t is AArray or t is ANone or value is ANY:
+        return True
+    if t is ATuple:
+        return all(map(_plain_data, value.items))
+    if t is ASlice:
+        return _plain_data(value.start) and _plain_data(value.stop) and _plain_data(value.step)
+    if t is AObject:
+        v = value.value
+        return v is ANY or v is Ellipsis or isinstance(v, (str, type, np.dtype))
+    return False
 
 
 class UnionError(RuleError):
@@ -205,16 +229,19 @@ class Interpreter:
         self.families: dict[tuple, Family] = {}
         self.queue: deque[Frame] = deque()
         self.queued: set[Frame] = set()
-        self.constants: dict[int, object] = {}
+        self.constants: dict[Constant, object] = {}  # of constants other than graphs
         self.closures: dict[tuple, object] = {}
         self.rule_results: dict[tuple, object] = {}
         self.applies: dict[Graph, list[Apply]] = {}
+        self.free: dict[Graph, list[Node]] = {}
         self.evaluations = 0
 
     # -- frames
 
     def frame(self, graph: Graph, args: tuple, parent: Frame | None) -> Frame:
-        family = self.families.setdefault((graph, parent), Family())
+        family = self.families.get((graph, parent))
+        if family is None:
+            family = self.families[graph, parent] = Family()
         if family.joined is not None:
             return self._widen(family.joined, args)
         recursive = graph in self.recursive
@@ -283,10 +310,10 @@ class Interpreter:
                 if hit is None:  # one value per closure: no allocation per use
                     hit = self.closures[key] = function(Closure(v, owner))
                 return hit
-            hit = self.constants.get(id(node))
+            hit = self.constants.get(node)
             if hit is None:
                 hit = function(v) if isinstance(v, Primitive) else abstract_of(v)
-                self.constants[id(node)] = hit
+                self.constants[node] = hit
             return hit
         owner = frame.owner(node)
         return ANY if owner is None else owner.types.get(node, BOTTOM)
@@ -299,19 +326,22 @@ class Interpreter:
         frame.errors = {}
         for node in self.applies_of(graph):
             types[node] = self.apply(frame, node)
-        output = truncate(join(frame.output, self.value(frame, graph.output)), MAX_DEPTH)
-        if output != frame.output:
-            frame.output = located(output, graph.location)
-            for caller in frame.callers:
-                self.schedule(caller)
+        output = join(frame.output, self.value(frame, graph.output))
+        if output is not frame.output:  # (it is, once the output stops growing)
+            output = truncate(output, MAX_DEPTH)
+            if output != frame.output:
+                frame.output = located(output, graph.location)
+                for caller in frame.callers:
+                    self.schedule(caller)
         if not frame.children:
             return
-        changed = {n for n, t in types.items() if old.get(n, BOTTOM) != t}
+        # most values are the very objects of the last evaluation (rule results are cached)
+        changed = {n for n, t in types.items() if (o := old.get(n, BOTTOM)) is not t and o != t}
         if changed:  # nested frames read some of these nodes
             stack = list(frame.children)
             while stack:
                 nested = stack.pop()
-                if not changed.isdisjoint(free_variables(nested.graph)):
+                if not changed.isdisjoint(self.free_variables(nested.graph)):
                     self.schedule(nested)
                 stack.extend(nested.children)
 
@@ -323,11 +353,23 @@ class Interpreter:
                                              if isinstance(n, Apply) and n.graph is graph]
         return applies
 
+    def free_variables(self, graph: Graph) -> list[Node]:
+        """`free_variables(graph)`, looked up once per graph (the analysis' own cache checks
+        the stamps of the graphs it read at every call)."""
+        free = self.free.get(graph)
+        if free is None:
+            free = self.free[graph] = free_variables(graph)
+        return free
+
     def apply(self, frame: Frame, node: Apply):
         values = []
-        local, graph = frame.types, frame.graph  # most inputs are nodes of the frame's graph
+        local, graph = frame.types, frame.graph
+        constants = self.constants
         for inp in node.inputs:
-            v = local.get(inp, BOTTOM) if inp.graph is graph else self.value(frame, inp)
+            if inp.graph is graph:  # most inputs are nodes of the frame's graph
+                v = local.get(inp, BOTTOM)
+            else:  # or constants, whose value is made once
+                v = constants.get(inp) or self.value(frame, inp)
             if v is BOTTOM:
                 return BOTTOM
             values.append(v)
@@ -404,21 +446,7 @@ class Interpreter:
 
     def call(self, frame: Frame, node: Apply, option, args: tuple, strict: bool = False):
         if isinstance(option, Primitive):
-            key = (option, args, strict)
-            result = self.rule_results.get(key)
-            if result is None:  # rules are pure: each is applied once per argument values
-                try:
-                    if not option.varargs and len(args) != len(option.params):
-                        raise RuleError(f"{option.name}() takes {len(option.params)} "
-                                        f"arguments, got {len(args)}")
-                    result = strict_rule(option.name, args) if strict \
-                        else TYPE_RULES[option.name](*args)
-                except RuleError as e:
-                    result = e
-                self.rule_results[key] = result
-            if isinstance(result, RuleError):
-                raise result
-            return result
+            return self.rule(option, args, strict)
         graph = option.graph
         if len(args) != len(graph.parameters):
             n = len(graph.parameters)
@@ -429,6 +457,34 @@ class Interpreter:
         frame.calls.setdefault(node, []).append(callee)
         callee.callers.add(frame)
         return callee.output
+
+    def rule(self, primitive: Primitive, args: tuple, strict: bool):
+        """The result of `primitive`'s rule for `args`, or its RuleError raised.  Rules are
+        pure: each is applied once per argument values, once per process where the values
+        are plain data (`SHARED_RULE_RESULTS`), else once per inference."""
+        key = (primitive, args, strict)
+        result = SHARED_RULE_RESULTS.get(key)
+        if result is None:
+            result = self.rule_results.get(key)
+        if result is None:
+            try:
+                if not primitive.varargs and len(args) != len(primitive.params):
+                    raise RuleError(f"{primitive.name}() takes {len(primitive.params)} "
+                                    f"arguments, got {len(args)}")
+                result = strict_rule(primitive.name, args) if strict \
+                    else TYPE_RULES[primitive.name](*args)
+            except RuleError as e:
+                result = self.rule_results[key] = e  # a raised exception keeps its traceback
+            else:
+                if all(map(_plain_data, args)):
+                    if len(SHARED_RULE_RESULTS) >= SHARED_RULE_RESULTS_MAX:
+                        SHARED_RULE_RESULTS.clear()
+                    SHARED_RULE_RESULTS[key] = result
+                else:
+                    self.rule_results[key] = result
+        if isinstance(result, RuleError):
+            raise result
+        return result
 
     # -- after the fixpoint
 
@@ -451,9 +507,7 @@ class Interpreter:
         are typed too."""
         new = []
         for frame in frames:
-            for node in toposort(frame.graph):
-                if not (isinstance(node, Apply) and node.graph is frame.graph):
-                    continue
+            for node in self.applies_of(frame.graph):
                 for inp in node.inputs:
                     if isinstance(inp, Constant) and isinstance(inp.value, Graph):
                         fn = self.value(frame, inp)
@@ -468,13 +522,11 @@ class Interpreter:
     def first_error(self, root: Frame):
         """The first error of code that certainly runs, in execution order: (node, error)."""
         seen: set[Frame] = set()
-        stack = [(root, iter(toposort(root.graph)))]
+        stack = [(root, iter(self.applies_of(root.graph)))]
         seen.add(root)
         while stack:
             frame, nodes = stack[-1]
             for node in nodes:
-                if not (isinstance(node, Apply) and node.graph is frame.graph):
-                    continue
                 if node in frame.errors:
                     return node, frame.errors[node]
                 returns = frame.types.get(node) is not BOTTOM
@@ -483,7 +535,7 @@ class Interpreter:
                     seen.add(callees[0])
                     if not returns:  # what follows the call may not run
                         stack[-1] = (frame, iter(()))
-                    stack.append((callees[0], iter(toposort(callees[0].graph))))
+                    stack.append((callees[0], iter(self.applies_of(callees[0].graph))))
                     break
                 if not returns:
                     del stack[-1]  # what follows may not run
@@ -551,6 +603,16 @@ class Group:
             self.copy.parameters.append(q)
             self.mapping[p] = q
 
+    def joined_types(self) -> dict:
+        """Each node's type, joined over the group's frames."""
+        if len(self.frames) == 1:
+            return self.frames[0].types
+        result = {}
+        for frame in self.frames:
+            for node, t in frame.types.items():
+                result[node] = join(result.get(node, BOTTOM), t)
+        return result
+
     def owner(self, graph: Graph) -> "Group | None":
         group = self
         while group is not None and group.graph is not graph:
@@ -568,12 +630,17 @@ class Specialiser:
         self.pending: deque[Group] = deque()
         self.types: dict[Node, object] = {}
         self.users = users(frames[0].graph)
-        self.signatures: dict[Frame, tuple] = {}   # each frame's arguments, widened
+        self.signatures: dict[Frame, int] = {}
+        self.signature_ids: dict[tuple, int] = {}
 
-    def signature(self, frame: Frame) -> tuple:
+    def signature(self, frame: Frame) -> int:
+        """The frame's arguments, widened, as a number: equal signatures have equal numbers
+        (so the groups' keys are hashed without hashing abstract values again)."""
         sig = self.signatures.get(frame)
         if sig is None:
-            sig = self.signatures[frame] = tuple(map(widen, frame.args))
+            widened = tuple(map(widen, frame.args))
+            sig = self.signatures[frame] = self.signature_ids.setdefault(
+                widened, len(self.signature_ids))
         return sig
 
     def group(self, graph: Graph, parent: Group | None, frames: list[Frame]) -> Group:
@@ -598,37 +665,26 @@ class Specialiser:
 
     def fill(self, group: Group) -> None:
         graph = group.graph
-        for p in graph.parameters:
-            self.typed(group.mapping[p], self.joined(group, p))
-        switch_users = self.users
         mapping = group.mapping
+        types = group.joined_types()
+        for p in graph.parameters:
+            self.typed(mapping[p], types.get(p, BOTTOM))
         for node in self.interp.applies_of(graph):
             inputs = [mapping[inp] if inp.graph is graph  # an input computed in this graph
-                      else self.input(group, node, i, inp, switch_users)
+                      else self.input(group, node, i, inp)
                       for i, inp in enumerate(node.inputs)]
             new = Apply(inputs, group.copy, node.debug.derive("specialised from"))
             mapping[node] = new
-            self.typed(new, self.joined(group, node))
-        group.copy.output = self.input(group, None, None, graph.output, switch_users)
-        group.copy.defaults = {k: self.input(group, None, None, v, switch_users)
+            self.typed(new, types.get(node, BOTTOM))
+        group.copy.output = self.input(group, None, None, graph.output)
+        group.copy.defaults = {k: self.input(group, None, None, v)
                                for k, v in graph.defaults.items()}
-
-    @staticmethod
-    def joined(group: Group, node: Node):
-        frames = group.frames
-        if len(frames) == 1:
-            return frames[0].types.get(node, BOTTOM)
-        result = BOTTOM
-        for frame in frames:
-            result = join(result, frame.types.get(node, BOTTOM))
-        return result
 
     def typed(self, node: Node, value) -> None:
         node.abstract = value
         self.types[node] = value
 
-    def input(self, group: Group, user: Apply | None, index: int | None, node: Node,
-              switch_users) -> Node:
+    def input(self, group: Group, user: Apply | None, index: int | None, node: Node) -> Node:
         if isinstance(node, Constant):
             if not isinstance(node.value, Graph):
                 if node not in self.types:
@@ -637,7 +693,7 @@ class Specialiser:
                 return node
             callee = node.value
             parent = group.owner(callee.parent) if callee.parent is not None else None
-            frames = self.callee_frames(group, user, index, callee, switch_users)
+            frames = self.callee_frames(group, user, index, callee)
             if frames is None:  # a closure used as a value: every frame it may have
                 parents = set(parent.frames) if parent is not None else {None}
                 frames = [f for f in self.by_graph.get(callee, ()) if f.parent in parents]
@@ -647,16 +703,15 @@ class Specialiser:
         owner = group.owner(node.graph)
         return owner.mapping.get(node, node) if owner is not None else node
 
-    @staticmethod
-    def callee_frames(group: Group, user: Apply | None, index: int | None, callee: Graph,
-                      switch_users) -> list[Frame] | None:
+    def callee_frames(self, group: Group, user: Apply | None, index: int | None,
+                      callee: Graph) -> list[Frame] | None:
         """The frames a graph constant is called with at this use: as the callee of a call,
         or as a branch of `switch(c, then, else)(args)`; None for any other use."""
         call = None
         if index == 0:
             call = user
         elif index in (2, 3) and primitive_name(user) == "switch":
-            uses = switch_users.get(user, ())
+            uses = self.users.get(user, ())
             if len(uses) == 1 and uses[0][1] == 0:
                 call = uses[0][0]
         if call is None:
