@@ -221,19 +221,28 @@ _FOLDABLE = {
 
 
 def constant_fold(node: Apply, ctx) -> Node | None:
-    """A scalar primitive of Python number constants -> its value (exactly as Python computes
-    it; operations that raise are left to raise at run time)."""
+    """A scalar primitive of number constants -> its value, exactly as the run would compute
+    it: Python numbers with Python's operators, numpy scalars (np.float64(0.0) + 1.0, which
+    gradients of numpy code make) with numpy's, which give the same value and type at run
+    time.  Operations that raise, or that numpy would warn about (division by zero,
+    overflow, invalid), are left to do so at run time."""
     fold = _FOLDABLE.get(primitive_name(node))
-    if fold is None or not all(_const(a) and type(a.value) in (int, float, bool, tuple)
-                               for a in node.args):
+    if fold is None or not all(_const(a) and _foldable(a.value) for a in node.args):
         return None
     try:
-        value = fold(*(a.value for a in node.args))
+        with np.errstate(all="raise"):
+            value = fold(*(a.value for a in node.args))
     except (ArithmeticError, ValueError, TypeError):
         return None
-    if type(value) not in (int, float, bool) or (type(value) is int and abs(value) > 2**62):
+    if not _foldable(value) or type(value) is tuple \
+            or (isinstance(value, (int, np.integer)) and abs(int(value)) > 2**62):
         return None
     return Constant(value, node.debug)
+
+
+def _foldable(value) -> bool:
+    return type(value) in (int, float, bool, tuple) \
+        or (isinstance(value, np.generic) and value.dtype.kind in "biuf")
 
 
 def call_inline(node: Apply, ctx) -> Node | None:

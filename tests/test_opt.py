@@ -304,6 +304,23 @@ def hand_fold_chain():
     return g, h
 
 
+def hand_fold_numpy_scalars():
+    """Gradients of numpy code add numpy scalars to numbers (max's tie mask: where(eq,
+    np.float64(0.0) + 1.0, ...)): folded with numpy's arithmetic, type included."""
+    g, (x,) = _graph(1, "before")
+    g.output = g.apply(PR["mul"], x, g.apply(PR["add"], np.float64(0.0), 1.0))
+    h, (x2,) = _graph(1, "after")
+    h.output = h.apply(PR["mul"], x2, np.float64(1.0))
+    return g, h
+
+
+def hand_fold_numpy_division_by_zero():
+    """np.float64(1.0) / np.float64(0.0) warns at run time (and gives inf): not folded."""
+    g, (x,) = _graph(1, "before")
+    g.output = g.apply(PR["mul"], x, g.apply(PR["truediv"], np.float64(1.0), np.float64(0.0)))
+    return g
+
+
 def _parsed_pair(before, after):
     return lambda: (parse(before), parse(after))
 
@@ -332,6 +349,7 @@ PAIRS = [
     ("switch_on_constant", "constant_conditions", hand_switch_constants),
     ("constant_fold", "python_numbers", _parsed_pair(P.fold_before, P.fold_after)),
     ("constant_fold", "chain", hand_fold_chain),
+    ("constant_fold", "numpy_scalars", hand_fold_numpy_scalars),
     ("call_inline", "helper", _parsed_pair(P.inline_before, P.inline_after)),
     ("call_inline", "lambda", _parsed_pair(P.inline_lambda_before, P.inline_lambda_after)),
     ("unpack_of_tuple", "unpack", _parsed_pair(P.unpack_before, P.unpack_after)),
@@ -387,6 +405,7 @@ UNCHANGED = [
     ("getitem_out_of_range", lambda: parse(P.getitem_out_of_range)),
     ("fold_division_by_zero", lambda: parse(P.fold_raises)),
     ("fold_math_domain_error", lambda: parse(P.fold_math_domain)),
+    ("fold_numpy_division_by_zero", hand_fold_numpy_division_by_zero),
     ("inline_recursive", lambda: parse(P.inline_recursive)),
     ("env_unknown", hand_env_unknown),
     ("gadd_nonzero", hand_gadd_nonzero),

@@ -500,7 +500,9 @@ def test_full_reduction_of_an_elementwise_chain_is_vectorized(n, reduce, chain):
     """sum(exp(x) * 2) and max(sin(x)) over n elements: one partial result per chunk and
     vector lane (schedule._parallel_full_reduction) where n splits into whole steps of VECTOR
     lanes (not 99,999), so the chain runs 8 lanes wide; numpy's values (a sum to rounding:
-    it adds in another order)."""
+    it adds in another order).  Where n does not split, only the values are checked: LLVM's
+    own loop vectorizer may still make 8-wide code of the serial loop (it does for max(sin)
+    on an AVX-512 host, znver5)."""
     x = np.random.default_rng(n).uniform(-1, 1, n)
     a, s = Spec(np.dtype("float64"), (n,)), Spec(np.dtype("float64"), ())
     ops = [Op(chain[0], (Ref("in", 0),), a)]
@@ -511,7 +513,8 @@ def test_full_reduction_of_an_elementwise_chain_is_vectorized(n, reduce, chain):
     r = Region("r", Program((a,), tuple(ops), (len(ops) - 1,)), CPU)
     want = getattr(np, reduce)(np.exp(x) * 2.0 if len(chain) > 1 else np.sin(x))
     np.testing.assert_allclose(r(x), want, rtol=1e-13)
-    assert ("<8 x double>" in r.source) == (n % schedule.VECTOR == 0)
+    if n % schedule.VECTOR == 0:
+        assert "<8 x double>" in r.source
 
 
 @pytest.mark.parametrize("n", [1_000, 100_000])
