@@ -23,6 +23,7 @@ from backends.tvm import cache, region, schedule  # noqa: E402
 from backends.tvm.lowering import KEPT_IN_NUMPY, KEPT_ON_CPU, LOWERINGS  # noqa: E402
 from backends.tvm.program import Op, Program, Ref, Spec  # noqa: E402
 from backends.tvm.region import Region, compile_program  # noqa: E402
+from backends.tvm.regions import LONE_OP_MIN_ELEMENTS  # noqa: E402
 from backends.tvm.target import resolve  # noqa: E402
 from myir.cache import DiskCache  # noqa: E402
 from myir.errors import MyirError  # noqa: E402
@@ -357,6 +358,33 @@ def test_small_arrays_with_few_operations_stay_in_numpy():
     def one_op(x):
         return x * 2.0
     assert tvm_compile(one_op).lower(np.ones(8)).regions == []
+
+
+def test_one_operation_is_a_region_only_on_large_arrays():
+    """Cost rule (regions.LONE_OP_MIN_ELEMENTS): one op fuses nothing, so it leaves numpy
+    only where TVM's threads beat numpy's single pass (an lstm gradient's lone adds of 4,096
+    and 16,384 floats were slower as region calls)."""
+    def one_add(x, y):
+        return x + y
+    small, large = rng.random(1 << 14), rng.random(LONE_OP_MIN_ELEMENTS)
+    assert tvm_compile(one_add).lower(small, small).regions == []
+    (r,) = tvm_compile(one_add).lower(large, large).regions
+    assert [op.prim for op in r.program.ops] == ["add"]
+    np.testing.assert_array_equal(tvm_compile(one_add)(large, large), large + large)
+
+
+def test_strided_inputs_are_copied_by_numpy_and_passed_through_dlpack():
+    """A slice of the columns of a matrix (an lstm's gates) is not contiguous: the region
+    gets a contiguous copy, and the caller's array is neither changed nor needed after."""
+    z = rng.random((64, 512))
+    gate = z[:, 128:256]
+    assert not gate.flags.c_contiguous
+    got = tvm_compile(elementwise_chain)(gate, gate)
+    np.testing.assert_allclose(got, elementwise_chain(gate, gate), rtol=1e-12)
+    readonly = np.ascontiguousarray(gate)
+    readonly.flags.writeable = False
+    np.testing.assert_allclose(tvm_compile(elementwise_chain)(readonly, readonly), got,
+                               rtol=1e-12)
 
 
 def test_regions_are_specialised_per_shape():

@@ -34,6 +34,12 @@ from myir.ir.graph import Apply, Constant, Debug, Graph, Node
 FIXED_COST_US = 3.0
 NUMPY_CALL_US = 1.0
 MIN_ELEMENTS = 4096
+# A region of one operation fuses nothing: only its threads beat numpy, on large arrays.
+# Measured on a 2-core znver5 (numpy 2.4, one add or exp, float32 and float64): TVM took
+# 2.9-4.4 µs for 4,096 elements where numpy took 0.6-2.7, about even at 65,536 (float32 add
+# 7.0 against 5.9 µs, float64 add 9.2 against 14.6), and 1.6-2.5x faster from 262,144 on.
+# The lstm gradient's lone adds of 16x256 and 64x256 gradients made it 1.46x JAX's time.
+LONE_OP_MIN_ELEMENTS = 1 << 17
 # Operations numpy does as views (no data touched): alone they never pay for a region; and a
 # lone transpose feeding numpy's matmul would even cost a copy BLAS does not need (measured:
 # swapaxes of a 64x784 float32 array, 1.6 ms in TVM vs 4 µs for numpy's view).
@@ -190,6 +196,8 @@ class Splitter:
         elements = max(s.size for s in arrays)
         if self.gpu:
             return True
+        if len(nodes) == 1:
+            return elements >= LONE_OP_MIN_ELEMENTS
         if elements >= MIN_ELEMENTS:
             return True
         # Small arrays: worth it when the region replaces several numpy calls and hands back
