@@ -369,7 +369,9 @@ class Interpreter:
             if inp.graph is graph:  # most inputs are nodes of the frame's graph
                 v = local.get(inp, BOTTOM)
             else:  # or constants, whose value is made once
-                v = constants.get(inp) or self.value(frame, inp)
+                v = constants.get(inp)
+                if v is None:
+                    v = self.value(frame, inp)
             if v is BOTTOM:
                 return BOTTOM
             values.append(v)
