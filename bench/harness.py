@@ -52,7 +52,8 @@ def parse_args(argv=None):
                    help="fewer, shorter samples and no first-call runs (about a minute)")
     p.add_argument("--only", help="comma-separated workloads (default: all)")
     p.add_argument("--backend", default="python",
-                   help="myir backend(s), comma-separated: system myir-B for each (default python)")
+                   help="myir backend(s), comma-separated: system myir-B for each (default python); "
+                        "B+fastmath compiles with fastmath=True")
     p.add_argument("--systems", help="comma-separated systems to run (default: all)")
     p.add_argument("--mode", choices=("forward", "grad", "both"), default="both")
     p.add_argument("--threads", type=int, default=threads(),

@@ -81,11 +81,18 @@ class Handwritten(System):
 
 
 class Myir(System):
-    """myir.compile(f, backend=B) and myir.grad(f, *WRT) on that backend; optional."""
+    """myir.compile(f, backend=B) and myir.grad(f, *WRT) on that backend; optional.  A spec
+    "python+fastmath" adds compile options that are flags (`fastmath=True`)."""
 
-    def __init__(self, backend):
-        self.backend = backend
-        self.name = f"myir-{backend}"
+    FLAGS = ("fastmath",)
+
+    def __init__(self, spec):
+        self.backend, *flags = spec.split("+")
+        unknown = set(flags) - set(self.FLAGS)
+        if unknown:
+            raise ValueError(f"unknown myir flag(s) {sorted(unknown)}; known: {self.FLAGS}")
+        self.options = {flag: True for flag in flags}
+        self.name = f"myir-{spec}"
 
     def load(self):
         try:
@@ -113,7 +120,7 @@ class Myir(System):
         f = getattr(programs, workload)
         try:
             if mode == "forward":
-                return self.myir.compile(f, backend=self.backend)
+                return self.myir.compile(f, backend=self.backend, **self.options)
             return self.grad(f, programs.WRT[workload])
         except Exception as e:
             raise Unavailable(f"not available: myir.{api} raised {short(e)}")
@@ -122,9 +129,10 @@ class Myir(System):
         """myir.grad(f, *wrt) on self.backend: as a keyword where grad takes one, else by
         compiling the gradient with myir.compile."""
         params = inspect.signature(self.myir.grad).parameters.values()
-        if any(p.name == "backend" or p.kind is p.VAR_KEYWORD for p in params):
+        if not self.options and any(p.name == "backend" or p.kind is p.VAR_KEYWORD
+                                    for p in params):
             return self.myir.grad(f, *wrt, backend=self.backend)
-        return self.myir.compile(self.myir.grad(f, *wrt), backend=self.backend)
+        return self.myir.compile(self.myir.grad(f, *wrt), backend=self.backend, **self.options)
 
 
 class Jax(System):

@@ -72,6 +72,14 @@ class Lowered:
         return lowered_html(self)
 
 
+# The options of compile(): name -> what it does (shown when an unknown one is given).
+OPTIONS = {
+    "target": 'backend "tvm": what TVM compiles for',
+    "optimize": "False skips the optimizer, for debugging",
+    "fastmath": "True lets the optimizer use real-number algebra that rounds differently",
+}
+
+
 class CompiledFunction:
     """A Python function compiled by myir.  Call it like the original; `.lower(*args)` shows
     the pipeline's stages for those arguments."""
@@ -82,6 +90,13 @@ class CompiledFunction:
         backend = backend or DEFAULT_BACKEND
         if backend not in BACKENDS:
             raise MyirError(f"unknown backend {backend!r}", hint=f"backends: {', '.join(BACKENDS)}")
+        unknown = sorted(set(options) - set(OPTIONS))
+        if unknown:
+            raise MyirError(f"unknown option {unknown[0]!r}",
+                            hint=f"options: {', '.join(f'{k}= ({v})' for k, v in OPTIONS.items())}")
+        for flag in ("optimize", "fastmath"):
+            if not isinstance(options.get(flag, False), bool):
+                raise MyirError(f"{flag}= takes True or False, got {options[flag]!r}")
         if options.get("target") is not None:
             if backend != "tvm":
                 raise MyirError(f"target= selects what TVM compiles for; backend {backend!r} "
@@ -203,7 +218,8 @@ def compile(fn=None, *, backend: str | None = None, **options):
 
     Options: `target=` (backend "tvm": "llvm", "native", "cuda", "cuda -arch=sm_90", a dict
     or a `tvm.target.Target`; default $MYIR_TARGET, else "llvm"), `optimize=False` (skip the
-    optimizer, for debugging)."""
+    optimizer, for debugging), `fastmath=True` (let the optimizer reassociate, collect terms
+    and cancel, as real algebra allows: results round differently; `passes/fastmath.py`)."""
     if fn is None:
         return lambda f: _compiled(f, backend, (), options)
     return _compiled(fn, backend, (), options)

@@ -1,6 +1,7 @@
 """The compilation pipeline for one function and argument signature:
 
-    parse (frontend) → expand (grad macros, AD) → optimize → infer (types, specialisation) → backend
+    parse (frontend) → expand (grad macros, AD) → optimize → infer (types, specialisation)
+      → optimize with types (→ fastmath algebra, if asked) → backend
 
 Each stage's graph is kept so `lower(...)` can show it.  `compile(f, optimize=False)` (or
 MYIR_OPTIMIZE=0 in the environment) skips the optimizer, for debugging.  Stages never mutate the graph of
@@ -19,6 +20,7 @@ from frontend import parse, wrap_macros
 from myir.api import Lowered
 from myir.ir.analysis import clear_caches
 from passes.expand import expand
+from passes.fastmath import optimize_fastmath
 from passes.infer import infer
 from passes.opt import optimize, optimize_typed
 
@@ -62,6 +64,8 @@ def _run_pipeline(fn, args, backend: str, options: dict, transforms) -> Lowered:
     graph, types = typed.graph, typed.types
     if optimizing:
         graph, types = step("optimize_typed", optimize_typed, graph, types)
+        if options.get("fastmath"):
+            graph, types = step("fastmath", optimize_fastmath, graph, types)
         _annotate(types)
     final = stages["typed"] = graph
     regions = []

@@ -31,7 +31,8 @@ from myir.ir.edit import Cloner, clone_program, inline, replace
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
 from myir.ir.values import Env
-from passes.abstract import ANY, BOTTOM, AArray, AObject, AScalar, ATuple, options
+from passes.abstract import ANY, BOTTOM, AArray, AObject, AScalar, ATuple, abstract_of, options
+from passes.type_rules import TYPE_RULES, RuleError
 
 P = PRIMITIVES
 INLINE_SIZE = 24      # graphs with at most this many applies are inlined wherever called
@@ -331,9 +332,28 @@ def is_number(t) -> bool:
         and not issubclass(t.pytype, (bool, np.bool_))
 
 
+_KIND_TYPES = {"f": (float, np.floating), "b": (bool, np.bool_)}
+
+
+def is_kind(t, kinds: str) -> bool:
+    """An array whose dtype's kind is one of `kinds` ("f": real floats, "b": bools), or a
+    scalar (Python or numpy) of such a type: `is_kind(t, "f")` is a float but not a complex
+    number, whose products and sums mix real and imaginary parts (x * -1.0 multiplies by
+    -1 + 0j: the sign of a zero part and inf * 0 differ from negating)."""
+    if isinstance(t, AArray):
+        return t.dtype.kind in kinds
+    return isinstance(t, AScalar) \
+        and issubclass(t.pytype, tuple(c for k in kinds for c in _KIND_TYPES[k]))
+
+
 def _shape(t) -> tuple | None:
     """The shape of an array type when every dimension is known."""
     return t.shape if isinstance(t, AArray) and None not in t.shape else None
+
+
+def _dtype(t) -> np.dtype:
+    """The dtype of an array type, or numpy's for a scalar type (float64 for float)."""
+    return t.dtype if isinstance(t, AArray) else np.dtype(t.pytype)
 
 
 def grad_check_passes(node: Apply, ctx) -> Node | None:
@@ -421,17 +441,70 @@ def mul_one(node: Apply, ctx) -> Node | None:
     if primitive_name(node) != "mul":
         return None
     for one, x in (node.args, list(reversed(node.args))):
-        if _is_one(one) and _same_type(ctx.type_of(node), ctx.type_of(x)):
+        if _is_number(one, 1) and _same_type(ctx.type_of(node), ctx.type_of(x)):
             return x
     return None
 
 
-def _is_one(node: Node) -> bool:
-    """The number 1 (not True), or ones spread by reduce_grad / broadcast_to_like."""
+def _is_number(node: Node, value: int) -> bool:
+    """The number `value` (1 is not True), or that number spread by reduce_grad /
+    broadcast_to_like."""
     if primitive_name(node) in ("reduce_grad", "broadcast_to_like"):
-        return _is_one(node.args[0])
+        return _is_number(node.args[0], value)
     return _const(node, (int, float, np.integer, np.floating)) \
-        and not isinstance(node.value, bool) and node.value == 1
+        and not isinstance(node.value, bool) and node.value == value
+
+
+def negation_absorbed(node: Apply, ctx) -> Node | None:
+    """A negation merged into the operation that uses it, for real floats (not complex:
+    see `is_kind`), each form exact in IEEE arithmetic:
+
+    - mul(x, -1) and mul(-1, x) -> neg(x) when the product has x's type (as `mul_one`;
+      also for -1s spread over an array): x * -1.0 is x with its sign flipped, -0.0 and
+      inf included;
+    - mul(neg(x), c) and mul(c, neg(x)) -> mul(x, -c) for a float constant c (-c of c's
+      type): rounding to nearest is symmetric and a product's sign is the xor of its
+      operands' (zeros included), so (-x) * c == -(x * c) == x * (-c); a conversion of c
+      to x's precision is symmetric too;
+    - add(neg(a), b) -> sub(b, a), add(a, neg(b)) -> sub(a, b), sub(a, neg(b)) -> add(a,
+      b): IEEE defines a - b as a + (-b) (signed zeros included), and addition commutes.
+
+    The neg must have its operand's type, so each operand keeps its type and numpy's
+    promotion (symmetric in the operands) gives the node's type.  The sign of a NaN
+    result may differ (which NaN operand's sign a machine returns); IEEE 754 gives it no
+    meaning, and nothing but the NaN's bits can tell.  Not neg(a) + neg(b) -> neg(a + b)
+    nor neg(a) - b -> neg(a + b): x + (-x) is +0.0, and -(x - x) is -0.0."""
+    name = primitive_name(node)
+    if name not in ("mul", "add", "sub"):
+        return None
+    args = node.args
+    apply = node.graph.apply
+    if name == "mul":
+        for c, y in (args, args[::-1]):
+            if _is_number(c, -1) and is_kind(ctx.type_of(y), "f") \
+                    and _same_type(ctx.type_of(node), ctx.type_of(y)):
+                return apply(P["neg"], y, location=node.location)
+            if _const(c, (float, np.floating)) and _real_negation(y, ctx):
+                minus_c = Constant(-c.value)
+                if ctx.types is not None:
+                    ctx.types[minus_c] = abstract_of(minus_c.value)
+                return apply(P["mul"], y.args[0], minus_c, location=node.location)
+        return None
+    a, b = args
+    if not (is_kind(ctx.type_of(a), "f") and is_kind(ctx.type_of(b), "f")):
+        return None
+    if _real_negation(b, ctx):
+        other = "sub" if name == "add" else "add"
+        return apply(P[other], a, b.args[0], location=node.location)
+    if name == "add" and _real_negation(a, ctx):
+        return apply(P["sub"], b, a.args[0], location=node.location)
+    return None
+
+
+def _real_negation(node: Node, ctx) -> bool:
+    """neg(x) of a real float x, with x's type."""
+    return primitive_name(node) == "neg" and is_kind(ctx.type_of(node.args[0]), "f") \
+        and _same_type(ctx.type_of(node), ctx.type_of(node.args[0]))
 
 
 def add_zero(node: Apply, ctx) -> Node | None:
@@ -593,6 +666,63 @@ def spread_late(node: Apply, ctx) -> Node | None:
     return node.graph.apply(P["reduce_grad"], inner, x, None, False, location=node.location)
 
 
+# Broadcasting primitives whose every element is one correctly rounded IEEE operation, a
+# comparison or a choice: an element's value does not depend on the shape the operation runs
+# over (not pow or arctan2, whose array loops may use vector approximations that differ in
+# the last bit from the scalar functions).
+ROUNDED_ONCE = frozenset("add sub mul truediv lt le gt ge eq ne maximum minimum "
+                         "where".split())
+
+
+def spread_out(node: Apply, ctx) -> Node | None:
+    """op(..., spread, ...) -> broadcast_to_like(op(..., d, ...), x) for an op of
+    `ROUNDED_ONCE`, when putting every spread operand's value d in its place (see `_spread`)
+    shrinks the result's shape to one that broadcasts to it, and one of the spreads is over
+    an array x of the result's shape: broadcasting commutes with elementwise operations, so
+    every element is the same, and the op runs on the smaller shape (a gradient's where(mask,
+    0.0, ones) of a mask of one row, then read by full-shape operations that take the row
+    by `implicit_broadcast`).  The inner op's type is what the type rules give (as
+    inference would), with the result's dtype: so a weakly typed Python number that took
+    the place of a float64 array cannot change numpy's promotion, and numpy computes it (a
+    number of Python's, as 1.0 / 0.0 would be, raises).  Operands and result are bools and
+    real floats only: no integer arithmetic, which numpy's scalars and arrays do not treat
+    alike (overflow warns for one only).  Where the shape is unchanged, `implicit_broadcast`
+    applies instead; each rewrite here makes an operation smaller, so none undoes
+    another."""
+    name = primitive_name(node)
+    t = ctx.type_of(node)
+    shape = _shape(t)
+    if name not in ROUNDED_ONCE or not shape or t.dtype.kind not in "bf":
+        return None
+    args, full = list(node.args), None
+    for k, a in enumerate(node.args):
+        found = _spread(a, ctx)
+        if found is not None:
+            args[k] = found[0]
+            if _shape(ctx.type_of(found[1])) == shape:
+                full = found[1]
+    types = [ctx.type_of(a) for a in args]
+    if full is None or not all(is_kind(u, "bf") for u in types):
+        return None
+    try:
+        inner_t = TYPE_RULES[name](*types)
+    except RuleError:
+        return None
+    inner_shape = _operand_shape(inner_t)
+    numpy_value = isinstance(inner_t, AArray) \
+        or (isinstance(inner_t, AScalar) and issubclass(inner_t.pytype, np.generic))
+    if not numpy_value or inner_shape in (None, shape) or _dtype(inner_t) != t.dtype:
+        return None
+    try:
+        if np.broadcast_shapes(inner_shape, shape) != shape:
+            return None
+    except ValueError:
+        return None
+    inner = node.graph.apply(node.fn, *args, location=node.location)
+    ctx.types[inner] = inner_t
+    return node.graph.apply(P["broadcast_to_like"], inner, full, location=node.location)
+
+
 def spread_of_spread(node: Apply, ctx) -> Node | None:
     """reduce_grad(reduce_grad(d, x, None, False), y, axis, keepdims) -> reduce_grad(d, y,
     None, False) for a number d: every element is d either way."""
@@ -626,8 +756,9 @@ def _same_type(a, b) -> bool:
 
 
 TYPED_REWRITES = [checks_proved, grad_check_passes, grad_seed_of_float, shape_facts,
-                  known_integer, mul_one, add_zero, gadd_of_numbers, sum_to_like_same_shape,
-                  shape_from_input, implicit_broadcast, spread_late, spread_of_spread]
+                  known_integer, mul_one, add_zero, negation_absorbed, gadd_of_numbers,
+                  sum_to_like_same_shape, shape_from_input, implicit_broadcast, spread_late,
+                  spread_out, spread_of_spread]
 
 
 # ------------------------------------------------------------------ dead code

@@ -320,6 +320,22 @@ def fold_and_switch(x, n):
     return x
 
 
+def negations(x, y):
+    """negation_absorbed (typed): x * -0.5, y + x, y - x (twice), -x, y * -2.0."""
+    return -x * 0.5, y - -x, y + -x, -x + y, x * -1.0, 2.0 * -y
+
+
+def negations_scalar(x, y):
+    return -x * 0.5 + (y - -x) * (y + -x) + x * -1.0
+
+
+def spread_rows(x, y):
+    """spread_out (typed), in the gradient: the mask is a row, the ones its sum's
+    gradient spreads are a matrix; where(mask, 0.0, ones) runs on the row."""
+    mask = np.arange(4.0) < y
+    return np.sum(np.where(mask, 0.0, np.ones((3, 4)) * x))
+
+
 # --------------------------------------------------------------------------------------------
 # Golden collapse programs (subjects) and their hand-written gradients
 

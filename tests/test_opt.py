@@ -4,7 +4,8 @@
    before/after pairs — the optimized "before" graph is isomorphic to the optimized "after"
    graph, and is not once that rewrite is taken out — plus cases where it must not fire
    (effects, bools, strings); for each rewrite of `TYPED_REWRITES`, small graphs with types
-   given by hand, before/after and must-not-fire; programs in which each rewrite fires give
+   given by hand, before/after and must-not-fire, which give the same results bit for bit
+   before and after (hypothesis inputs); programs in which each rewrite fires give
    the same results with and without the optimizer (hypothesis inputs); `optimize` and
    `optimize_typed` never mutate their input.
 2. Golden collapse: the optimized gradient of straight-line programs has one graph, no
@@ -28,6 +29,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import myir
 from backends.python import compile_module, generate
@@ -530,12 +532,15 @@ def _typed(n: int, types: list, build):
     return g, mapping
 
 
-def _one_op(name, types, *consts, result=None, first_const=False):
-    """`name(p0, ...)` (or with constants after, or before, the parameters) typed `result`."""
+def _one_op(name, types, *consts, result=None, first_const=False, negated=()):
+    """`name(p0, ...)` (or with constants after, or before, the parameters) typed `result`;
+    the parameters at the positions `negated` negated first (neg(p), typed as p)."""
     def build(g, *ps):
-        args = [*consts, *ps] if first_const else [*ps, *consts]
+        negs = [g.apply(PR["neg"], p) if i in negated else p for i, p in enumerate(ps)]
+        args = [*consts, *negs] if first_const else [*negs, *consts]
         node = g.apply(PR[name], *args)
-        return node, [(node, result)]
+        return node, [(node, result)] + [(n, t) for n, p, t in zip(negs, ps, types)
+                                         if n is not p]
     return _typed(len(types), types, build)
 
 
@@ -545,9 +550,10 @@ def _expect_constant(n, value):
     return g
 
 
-def _expect_op(name, n, *consts):
+def _expect_op(name, n, *consts, order=None):
+    """`name(p0, ..., *consts)` of n parameters (in the given order of their indices)."""
     g, ps = _graph(n, "after")
-    g.output = g.apply(PR[name], *ps, *consts)
+    g.output = g.apply(PR[name], *(ps if order is None else [ps[i] for i in order]), *consts)
     return g
 
 
@@ -588,14 +594,10 @@ def _spread_into(op, d_type, other_type, other=None, result=None):
         spread = g.apply(PR["reduce_grad"], d, x, None, False)
         operand = rest[0] if rest else Constant(other)
         node = g.apply(PR[op], spread, operand)
-        typed = [(spread, AArray(_dtype_of(d_type), (3, 4))), (node, result or A34)]
+        typed = [(spread, AArray(opt._dtype(d_type), (3, 4))), (node, result or A34)]
         return node, typed + ([] if rest else [(operand, AScalar(type(other)))])
     types = [A34, d_type] + ([other_type] if other is None else [])
     return _typed(len(types), types, build)
-
-
-def _dtype_of(t):
-    return t.dtype if isinstance(t, AArray) else np.dtype(np.float64)
 
 
 def _spread_read_directly():
@@ -641,6 +643,60 @@ def _where_zeros():
 def _where_zero():
     g, (c, y) = _graph(2, "after")
     g.output = g.apply(PR["where"], c, y, np.float64(0.0))
+    return g
+
+
+B4 = AArray(np.dtype("bool"), (4,))
+A4_F32 = AArray(np.dtype("float32"), (4,))
+
+
+def _typed_constants(*values):
+    """Constants of these values, and their types as inference gives them."""
+    nodes = [Constant(v) for v in values]
+    return nodes, [(c, abstract_of(c.value)) for c in nodes]
+
+
+def _where_of_a_row(zeros: bool):
+    """where(c, 0, ones) of a row mask c (4,) and ones spread over x (3, 4), float32 (the
+    hmlstm gradient's), or where(c, 1, zeros) with the zeros of x (float64)."""
+    dtype = np.float64 if zeros else np.float32
+
+    def build(g, c, x):
+        (zero, one), typed = _typed_constants(dtype(0.0), dtype(1.0))
+        t = AArray(np.dtype(dtype), (3, 4))
+        if zeros:
+            spread = g.apply(PR["grad_zeros"], x)
+            node = g.apply(PR["where"], c, one, spread)
+        else:
+            spread = g.apply(PR["reduce_grad"], one, x, None, False)
+            node = g.apply(PR["where"], c, zero, spread)
+        return node, typed + [(spread, t), (node, t)]
+    return _typed(2, [B4, A34 if zeros else A34_F32], build)
+
+
+def _where_of_a_row_spread(zeros: bool):
+    dtype = np.float64 if zeros else np.float32
+    g, (c, x) = _graph(2, "after")
+    values = (dtype(1.0), dtype(0.0)) if zeros else (dtype(0.0), dtype(1.0))
+    g.output = g.apply(PR["broadcast_to_like"], g.apply(PR["where"], c, *values), x)
+    return g
+
+
+def _two_spreads():
+    """add(reduce_grad(d, x, None, False), broadcast_to_like(r, x)): a number and a row,
+    both spread over x (3, 4)."""
+    def build(g, x, d, r):
+        first = g.apply(PR["reduce_grad"], d, x, None, False)
+        second = g.apply(PR["broadcast_to_like"], r, x)
+        node = g.apply(PR["add"], first, second)
+        return node, [(first, A34), (second, A34), (node, A34)]
+    return _typed(3, [A34, AScalar(np.float64), A4], build)
+
+
+def _op_then_spread(name, n):
+    """broadcast_to_like(name(p1, ..., p(n-1)), p0)."""
+    g, (x, *ps) = _graph(n, "after")
+    g.output = g.apply(PR["broadcast_to_like"], g.apply(PR[name], *ps), x)
     return g
 
 
@@ -749,6 +805,54 @@ TYPED_CASES = [
     ("spread_of_spread", "number", lambda: _double_spread(F64), _single_spread),
     ("spread_of_spread", "array_kept",
      lambda: _double_spread(AArray(np.dtype("float64"), (3, 1))), None),
+    ("negation_absorbed", "times_minus_one",
+     lambda: _one_op("mul", [A34], np.float64(-1.0), result=A34), lambda: _expect_op("neg", 1)),
+    ("negation_absorbed", "minus_one_first",
+     lambda: _one_op("mul", [F32], -1.0, result=F32, first_const=True),
+     lambda: _expect_op("neg", 1)),
+    ("negation_absorbed", "minus_one_promoting_kept",
+     lambda: _one_op("mul", [A34_F32], np.float64(-1.0), result=A34), None),
+    ("negation_absorbed", "int_minus_one_kept", lambda: _one_op("mul", [I64], -1, result=I64),
+     None),
+    ("negation_absorbed", "complex_minus_one_kept",
+     lambda: _one_op("mul", [AScalar(complex)], -1.0, result=AScalar(complex)), None),
+    ("negation_absorbed", "negated_times_constant",
+     lambda: _one_op("mul", [A34], 0.5, result=A34, first_const=True, negated=(0,)),
+     lambda: _expect_op("mul", 1, -0.5)),
+    ("negation_absorbed", "negated_times_numpy_constant",
+     lambda: _one_op("mul", [A4_F32], np.float32(2.0), result=A4_F32, negated=(0,)),
+     lambda: _expect_op("mul", 1, np.float32(-2.0))),
+    ("negation_absorbed", "negated_times_zero",
+     lambda: _one_op("mul", [F64], 0.0, result=F64, negated=(0,)),
+     lambda: _expect_op("mul", 1, -0.0)),
+    ("negation_absorbed", "negated_int_kept",
+     lambda: _one_op("mul", [I64], 2.0, result=F64, negated=(0,)), None),
+    ("negation_absorbed", "add_negated_first",
+     lambda: _one_op("add", [A34, F64], result=A34, negated=(0,)),
+     lambda: _expect_op("sub", 2, order=(1, 0))),
+    ("negation_absorbed", "add_negated_second",
+     lambda: _one_op("add", [F64, A4_F32], result=A4_F32, negated=(1,)),
+     lambda: _expect_op("sub", 2)),
+    ("negation_absorbed", "sub_negated",
+     lambda: _one_op("sub", [F32, F32], result=F32, negated=(1,)),
+     lambda: _expect_op("add", 2)),
+    ("negation_absorbed", "negated_minus_kept",
+     lambda: _one_op("sub", [F64, F64], result=F64, negated=(0,)), None),
+    ("negation_absorbed", "int_add_kept",
+     lambda: _one_op("add", [I64, I64], result=I64, negated=(0,)), None),
+    ("spread_out", "where_of_a_row", lambda: _where_of_a_row(False),
+     lambda: _where_of_a_row_spread(False)),
+    ("spread_out", "where_of_zeros", lambda: _where_of_a_row(True),
+     lambda: _where_of_a_row_spread(True)),
+    ("spread_out", "two_spreads", _two_spreads, lambda: _op_then_spread("add", 3)),
+    ("spread_out", "numpy_scalar_and_row",
+     lambda: _spread_into("mul", AScalar(np.float64), A4), lambda: _op_then_spread("mul", 3)),
+    ("spread_out", "python_float_promoting_kept",
+     lambda: _spread_into("mul", F64, A4_F32, result=A34), None),
+    ("spread_out", "pow_kept", lambda: _spread_into("pow", AScalar(np.float64), A4), None),
+    ("spread_out", "int_kept",
+     lambda: _spread_into("add", AScalar(np.int64), AArray(np.dtype("int64"), (4,)),
+                          result=AArray(np.dtype("int64"), (3, 4))), None),
     ("neg_neg", "int", lambda: _typed(1, [I64], lambda g, x: _neg_neg(g, x, I64)),
      lambda: _returning(1, 0)),
     ("neg_neg", "bool_kept", lambda: _typed(1, [BOOL], lambda g, x: _neg_neg(g, x, I64)),
@@ -806,6 +910,64 @@ def test_optimize_typed_does_not_mutate_its_input():
     assert str(before) == text and types == known
 
 
+def _values(t):
+    """Values of the abstract type t, a number or an array of numbers: for floats, every
+    float, and often a signed zero, an infinity or a NaN."""
+    dtype = opt._dtype(t)
+    elements = hnp.from_dtype(dtype)
+    if dtype.kind == "f":
+        special = [0.0, -0.0, 1.0, -1.0, math.inf, -math.inf, math.nan]
+        elements = st.sampled_from(special) | st.floats(width=8 * dtype.itemsize)
+    if isinstance(t, AArray):
+        return hnp.arrays(dtype, t.shape, elements=elements)
+    return elements.map(t.pytype)
+
+
+def _runnable(t) -> bool:
+    return (isinstance(t, AScalar) and t.pytype is not complex) \
+        or (isinstance(t, AArray) and opt._shape(t) is not None)
+
+
+# The typed cases that change their graph, with parameters of numbers and arrays (not
+# shape_facts's size of a number, np.size's value: the primitive itself takes arrays only).
+TYPED_RUNS = [c for c in TYPED_CASES if c[3] is not None and c[:2] != ("shape_facts",
+                                                                       "size_of_number")
+              and all(_runnable(t) for t in c[2]()[1].values())]
+_typed_runs: dict = {}
+
+
+def _typed_run(case, build):
+    """The parameters' types and the case's graph compiled before and after optimize_typed
+    (python backend)."""
+    if case not in _typed_runs:
+        before, types = build()
+        after, _ = opt.optimize_typed(before, types)
+        _typed_runs[case] = ([types[p] for p in before.parameters],
+                             *(compile_module(generate(g), f"<{case}>") for g in (before, after)))
+    return _typed_runs[case]
+
+
+@pytest.mark.parametrize("rewrite, case, build, expected", TYPED_RUNS,
+                         ids=[f"{r}-{c}" for r, c, _, _ in TYPED_RUNS])
+@given(data=st.data())
+def test_typed_rewrite_preserves_results(rewrite, case, build, expected, data):
+    """The typed rewrites are exact: each case's graph gives the same results before and
+    after, bit for bit on any input (the signs of zeros in arrays included; a NaN is a NaN,
+    whatever its sign)."""
+    types, before, after = _typed_run(f"{rewrite}-{case}", build)
+    values = data.draw(st.tuples(*map(_values, types)))
+    with np.errstate(all="ignore"):
+        got, plain = outcome(after, values), outcome(before, values)
+    assert got[0] == plain[0], (got, plain)
+    if got[0] == "raise":
+        assert got == plain
+        return
+    assert_same(got[1], plain[1])
+    if isinstance(got[1], np.ndarray) and got[1].dtype.kind == "f":
+        numbers = ~np.isnan(got[1])
+        assert np.array_equal(np.signbit(got[1])[numbers], np.signbit(plain[1])[numbers])
+
+
 # --------------------------------------------------------------------------------------------
 # 1. Rewrites: results are preserved
 
@@ -847,6 +1009,9 @@ RUNS = [
     ("neg_neg", P.neg_neg_before, None, _args(floats)),
     ("neg_neg", P.neg_neg_before, (0,), _args(floats)),
     (None, P.neg_neg_bool, None, _args(floats, floats)),
+    ("negation_absorbed", P.negations, None, _args(floats, floats)),
+    ("negation_absorbed", P.negations_scalar, (0, 1), _args(floats, floats)),
+    ("spread_out", P.spread_rows, (0,), _args(floats, floats)),
     ("specialize_call", P.specialize_before, None, _args(floats)),
     ("specialize_call", P.specialize_before, (0,), _args(floats)),
     ("specialize_call", P.specialize_map, None, _args(floats, floats)),
@@ -947,6 +1112,7 @@ def _counting(monkeypatch) -> Counter:
         return counted
 
     monkeypatch.setattr(opt, "REWRITES", [wrap(r) for r in opt.REWRITES])
+    monkeypatch.setattr(opt, "TYPED_REWRITES", [wrap(r) for r in opt.TYPED_REWRITES])
     monkeypatch.setattr(opt, "PRUNES", [wrap_prune(p) for p in opt.PRUNES])
     return counts
 
@@ -1061,31 +1227,33 @@ _MAX = ("max's tie-splitting gradient (eq/where/sum/reduce_grad), for a sensitiv
         "0 only mathematically (1 - sum(softmax)), stays: dropping it changes results")
 _ALGEBRA = "the hand-written gradient uses algebra that changes rounding: "
 
+_RATIONAL = ("sigmoid(z) - t needs rational-function algebra (1 - 1/(1+e) = e/(1+e)), "
+             "which fastmath does not do: it collects terms of products, not fractions")
+
 # name: (subject, wrt, reason the untyped pipeline's gradient is not collapsed or None,
 #        reason the typed gradient is not within ALLOWED_SIZE or None,
 #        applies of the untyped pipeline's gradient (a regression guard; mean's gradient
 #        counts 2 more since `np.size(x)` is `np.zeros_like(x, dtype=np.bool_).size`, which
-#        works on Python scalars too: frontend/numpy_functions.py))
+#        works on Python scalars too: frontend/numpy_functions.py),
+#        reason the fastmath gradient is not within ALLOWED_SIZE of the hand-written one
+#        (compiled with fastmath too) or None)
 GOLDEN = {
-    "poly_xy": (P.poly_xy, (0,), None, None, 11),
-    "sincos": (W.sincos, (0,), None, None, 9),
-    "logsumexp": (W.logsumexp, (0,), _TYPES, _MAX, 28),
-    "logreg": (W.logreg, (2, 3), _MATMUL, None, 107),
-    "mlp": (W.mlp, (1, 2, 3, 4), _MATMUL + "; " + _TYPES, _MAX, 145),
+    "poly_xy": (P.poly_xy, (0,), None, None, 11, None),
+    "sincos": (W.sincos, (0,), None, None, 9, None),
+    "logsumexp": (W.logsumexp, (0,), _TYPES, _MAX, 28, None),
+    "logreg": (W.logreg, (2, 3), _MATMUL, None, 107, None),
+    "mlp": (W.mlp, (1, 2, 3, 4), _MATMUL + "; " + _TYPES, _MAX, 145, None),
     "blackscholes": (W.blackscholes, (0, 4), _TYPES,
                      _ALGEBRA + "norm_cdf's derivative in closed form (the pdf) and shared "
                      "factors; the AD differentiates x*x*x and tanh's polynomial by the "
-                     "product rule", 126),
-    "compose_sincos": (P.compose_sincos, (0,), None, None, 9),
+                     "product rule", 126, None),
+    "compose_sincos": (P.compose_sincos, (0,), None, None, 9, None),
     "sigmoid_xent": (P.sigmoid_xent, (0,), _TYPES,
-                     _ALGEBRA + "d/dz xent(sigmoid(z), t) = sigmoid(z) - t", 42),
+                     _ALGEBRA + "d/dz xent(sigmoid(z), t) = sigmoid(z) - t", 42, _RATIONAL),
     "nested_poly": (P.nested_poly, (0,), _TYPES,
-                    _ALGEBRA + "9x^2 + 4x + 1 collects like terms (reassociation)", 29),
-    "tanh_layer": (P.tanh_layer, (0, 1), None, None, 16),
-    "hmlstm": (W.hmlstm, (0, 1, 2, 3), _TYPES,
-               _ALGEBRA + "sigmoid's derivative as s*(1-s) (the AD differentiates "
-               "1/(1+exp(-x))), and where() against constants rather than zeros arrays",
-               65),
+                    _ALGEBRA + "9x^2 + 4x + 1 collects like terms (reassociation)", 29, None),
+    "tanh_layer": (P.tanh_layer, (0, 1), None, None, 16, None),
+    "hmlstm": (W.hmlstm, (0, 1, 2, 3), _TYPES, None, 65, None),
 }
 
 
@@ -1112,11 +1280,24 @@ def typed_golden_graphs(name):
     return typed_optimized(g, args), typed_optimized(h, args)
 
 
+def fastmath_golden_graphs(name):
+    """The final (typed) graphs of GOLDEN[name]'s gradient and its hand-written gradient,
+    both compiled with fastmath=True."""
+    fn, wrt, *_ = GOLDEN[name]
+    args = _inputs(name)
+    grad = myir.compile(myir.grad(fn, *wrt), backend="python", fastmath=True)
+    hand = myir.compile(getattr(P, "hand_" + name), backend="python", fastmath=True)
+    return grad.lower(*args).graph("typed"), hand.lower(*args).graph("typed")
+
+
 def golden_table():
     """Rows (name, applies of the optimized gradient, applies of the hand-written one,
-    ratio, graphs, closures, forbidden primitives left), without and with types."""
+    ratio, graphs, closures, forbidden primitives left): without types, with types, and
+    with fastmath."""
     rows = []
-    for kind, graphs in (("untyped", golden_graphs), ("typed", typed_golden_graphs)):
+    kinds = (("untyped", golden_graphs), ("typed", typed_golden_graphs),
+             ("fastmath", fastmath_golden_graphs))
+    for kind, graphs in kinds:
         for name in GOLDEN:
             g, h = graphs(name)
             s, hs = g.stats(), h.stats()
@@ -1163,6 +1344,31 @@ def test_golden_size(name):
     g, h = typed_golden_graphs(name)
     ratio = g.stats()["applies"] / h.stats()["applies"]
     assert ratio <= ALLOWED_SIZE, f"{ratio:.2f}x the hand-written gradient\n{g}\n{h}"
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=_xfail_if(v[5])) for n, v in GOLDEN.items()])
+def test_golden_size_fastmath(name):
+    """With fastmath, at most 1.25x the applies of the hand-written gradient (compiled with
+    fastmath too), and collapsed."""
+    g, h = fastmath_golden_graphs(name)
+    assert_collapsed(name, g)
+    ratio = g.stats()["applies"] / h.stats()["applies"]
+    assert ratio <= ALLOWED_SIZE, f"{ratio:.2f}x the hand-written gradient\n{g}\n{h}"
+
+
+@pytest.mark.parametrize("name", list(GOLDEN))
+def test_fastmath_gradient_is_close(name):
+    """The fastmath gradient differs from the exact one by rounding only."""
+    fn, wrt, *_ = GOLDEN[name]
+    args = _inputs(name)
+    exact = myir.grad(fn, *wrt, backend="python")
+    got = myir.compile(exact, fastmath=True)(*args)
+    want = exact(*args)
+    got, want = (got, want) if len(wrt) > 1 else ((got,), (want,))
+    for a, b in zip(got, want):
+        b = np.asarray(b)
+        tol = 1e-5 if b.dtype == np.float32 else 1e-12
+        assert np.max(np.abs(np.asarray(a) - b)) <= tol * max(np.max(np.abs(b)), 1.0)
 
 
 @pytest.mark.parametrize("name", list(GOLDEN))
