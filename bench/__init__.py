@@ -46,3 +46,33 @@ def set_threads(n):
 
 def threads():
     return int(os.environ.get("BENCH_THREADS", DEFAULT_THREADS))
+
+
+# glibc's mallopt parameters (malloc.h)
+_M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3
+
+
+def steady_malloc() -> str:
+    """Keep freed memory in the process, so every system runs at its steady state.
+
+    By default glibc serves a large allocation (a temporary array of 1-8 MB in blackscholes
+    and hmlstm) with a fresh mmap, or returns the top of the heap to the kernel once enough
+    of it is free, and it adapts both thresholds to what was freed before: whether a
+    temporary costs a page fault per 4 KB then depends on what ran earlier in the process,
+    and those workloads' times moved by up to 3x between runs (for every system, and not
+    in the same direction).  Fixing the thresholds (mmap only above 32 MB, glibc's largest
+    setting; no trimming) takes that away for every library in the process alike.  Returns
+    what was done, for the report."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError, TypeError):
+        return "malloc: default (no glibc mallopt)"
+    ok = all(mallopt(param, value) == 1 for param, value in (
+        (_M_MMAP_THRESHOLD, 32 << 20), (_M_TRIM_THRESHOLD, 1 << 30), (_M_TOP_PAD, 64 << 20)))
+    return "malloc: steady (glibc mallopt: mmap above 32 MB, no trim)" if ok \
+        else "malloc: default (mallopt refused)"

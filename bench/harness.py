@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench import report, threads, timing
+from bench import report, steady_malloc, threads, timing
 from bench.checks import check
 from bench.systems import NotApplicable, Unavailable, make_system, short
 from bench.workloads import check_shared, handwritten, programs
@@ -53,7 +53,7 @@ def parse_args(argv=None):
     p.add_argument("--only", help="comma-separated workloads (default: all)")
     p.add_argument("--backend", default="python",
                    help="myir backend(s), comma-separated: system myir-B for each (default python); "
-                        "B+fastmath compiles with fastmath=True")
+                        "B+fastmath compiles with fastmath=True, B+noopt with optimize=False")
     p.add_argument("--systems", help="comma-separated systems to run (default: all)")
     p.add_argument("--mode", choices=("forward", "grad", "both"), default="both")
     p.add_argument("--threads", type=int, default=threads(),
@@ -62,6 +62,10 @@ def parse_args(argv=None):
     p.add_argument("--sample-ms", type=float, help="target time of one sample (default 30, quick 20)")
     p.add_argument("--firstcall-runs", type=int,
                    help="fresh processes per first-call measurement (default 3, quick 0)")
+    p.add_argument("--malloc", choices=("steady", "default"), default="steady",
+                   help="steady (default): fix glibc malloc's thresholds so large temporaries "
+                        "are not returned to the kernel and faulted back in (see "
+                        "bench.steady_malloc); default: glibc's adaptive behaviour")
     p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     args = p.parse_args(argv)
     if args.threads != threads():
@@ -207,6 +211,7 @@ def metadata(args, systems, started):
         "numpy": np.__version__,
         "versions": versions,
         "threads": args.threads,
+        "malloc": args.malloc_note,
         "samples": args.samples,
         "sample_ms": args.sample_ms,
         "firstcall_runs": args.firstcall_runs,
@@ -217,6 +222,7 @@ def metadata(args, systems, started):
 
 def main(argv=None):
     args = parse_args(argv)
+    args.malloc_note = steady_malloc() if args.malloc == "steady" else "malloc: default"
     started = time.time()
     if check_shared() is None:
         print("note: ../shared/bench-workloads not found; copies not checked", file=sys.stderr)

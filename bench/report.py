@@ -46,7 +46,8 @@ def markdown(meta, systems, cells):
              f"{meta['machine']}; Python {meta['python']}; {meta['threads']} thread(s) for every "
              f"library; µs per call, median of {meta['samples']} interleaved samples of "
              f"~{meta['sample_ms']:g} ms (each the median of its timed calls; an empty call "
-             f"costs {meta['empty_call_ns'] / 1e3:.2f} µs, not subtracted).", ""]
+             f"costs {meta['empty_call_ns'] / 1e3:.2f} µs, not subtracted); "
+             f"{meta.get('malloc', 'malloc: default')}.", ""]
     lines += [f"- {name}: {version}" for name, version in meta["versions"].items() if version]
     modes = list(dict.fromkeys(c.mode for c in cells))
     workloads = list(dict.fromkeys(c.workload for c in cells))

@@ -82,16 +82,16 @@ class Handwritten(System):
 
 class Myir(System):
     """myir.compile(f, backend=B) and myir.grad(f, *WRT) on that backend; optional.  A spec
-    "python+fastmath" adds compile options that are flags (`fastmath=True`)."""
+    "python+fastmath" adds compile options given by flags (FLAGS)."""
 
-    FLAGS = ("fastmath",)
+    FLAGS = {"fastmath": ("fastmath", True), "noopt": ("optimize", False)}
 
     def __init__(self, spec):
         self.backend, *flags = spec.split("+")
         unknown = set(flags) - set(self.FLAGS)
         if unknown:
-            raise ValueError(f"unknown myir flag(s) {sorted(unknown)}; known: {self.FLAGS}")
-        self.options = {flag: True for flag in flags}
+            raise ValueError(f"unknown myir flag(s) {sorted(unknown)}; known: {list(self.FLAGS)}")
+        self.options = dict(self.FLAGS[flag] for flag in flags)
         self.name = f"myir-{spec}"
 
     def load(self):
