@@ -97,6 +97,9 @@ class CompiledFunction:
         for flag in ("optimize", "fastmath"):
             if not isinstance(options.get(flag, False), bool):
                 raise MyirError(f"{flag}= takes True or False, got {options[flag]!r}")
+        if options.get("fastmath") and options.get("optimize") is False:
+            raise MyirError("fastmath=True is a rule of the optimizer, and optimize=False "
+                            "turns the optimizer off", hint="drop one of the two")
         if options.get("target") is not None:
             if backend != "tvm":
                 raise MyirError(f"target= selects what TVM compiles for; backend {backend!r} "

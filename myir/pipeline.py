@@ -4,7 +4,8 @@
       → optimize with types (→ fastmath algebra, if asked) → backend
 
 Each stage's graph is kept so `lower(...)` can show it.  `compile(f, optimize=False)` (or
-MYIR_OPTIMIZE=0 in the environment) skips the optimizer, for debugging.  Stages never mutate the graph of
+MYIR_OPTIMIZE=0 in the environment) skips the optimizer, for debugging (fastmath included:
+it is part of the optimizer).  Stages never mutate the graph of
 an earlier stage (the parsed graph is shared by every signature).
 """
 

@@ -1024,9 +1024,15 @@ def grad_zeros_rule(x):
         return AScalar(x.pytype, x.pytype(0))
     if isinstance(x, ATuple):
         return ATuple(tuple(map(grad_zeros_rule, x.items)))
-    if isinstance(x, (AEnv, AFunction)):
+    if isinstance(x, (AEnv, AFunction)) or (isinstance(x, AObject) and _callable(x)):
         return AEnv()
     return ANone()
+
+
+def _callable(x: AObject) -> bool:
+    """Whether every value x stands for is callable (grad_zeros gives them an empty env,
+    as for functions): a type (`np.float64` passed to astype), or a known callable."""
+    return issubclass(x.pytype, type) or (x.value is not ANY and callable(x.value))
 
 
 def gadd_rule(x, y):

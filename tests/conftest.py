@@ -6,6 +6,7 @@ deeper runs reported in issue notes: `HYPOTHESIS_PROFILE=thorough python -m pyte
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 # Tests exercise the pipeline: programs saved by an earlier run (myir/saved.py) are not
@@ -26,3 +27,11 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture
+def optimizer_on(monkeypatch):
+    """For tests of what the optimizer makes (`@pytest.mark.usefixtures("optimizer_on")`):
+    MYIR_OPTIMIZE=0, a run of the whole suite without the optimizer (the differential
+    check), must not turn it off under them."""
+    monkeypatch.delenv("MYIR_OPTIMIZE", raising=False)

@@ -40,6 +40,7 @@ def test_show_parsed_text():
     assert "%y = mul(" in out
 
 
+@pytest.mark.usefixtures("optimizer_on")
 def test_show_typed_stage_is_the_final_graph():
     """The typed stage is what the backend compiles: types shown, the gradient's checks of
     its input and seed gone once types prove them."""

@@ -22,6 +22,8 @@ from bench.workloads import programs as W
 from myir.errors import MyirError
 from tests.test_opt import assert_isomorphic
 
+pytestmark = pytest.mark.usefixtures("optimizer_on")
+
 # --------------------------------------------------------------------------------------------
 # Laws: before (with fastmath) and after (without)
 
@@ -215,3 +217,8 @@ def test_unknown_option_is_an_error():
 def test_fastmath_takes_a_bool():
     with pytest.raises(MyirError, match="fastmath= takes True or False"):
         myir.compile(cancel_before, fastmath="yes")
+
+
+def test_fastmath_needs_the_optimizer():
+    with pytest.raises(MyirError, match="optimize=False turns the optimizer off"):
+        myir.compile(cancel_before, fastmath=True, optimize=False)

@@ -629,6 +629,7 @@ def test_grad_of_a_python_closure():
     assert myir.grad(loss, backend=BACKEND)(2.0) == pytest.approx(12.0)
 
 
+@pytest.mark.usefixtures("optimizer_on")
 def test_gradient_temporaries_are_freed_at_their_last_use():
     """The python backend `del`s an array temporary after its last use, so a straight-line
     gradient holds the forward values it still needs and a couple of backward ones, not every

@@ -362,6 +362,7 @@ def test_gradient_through_nested_branches_is_typed():
     assert infer(lowered.graph("optimized"), args).output == ATuple((f64(2, 3), f64(3, 4)))
 
 
+@pytest.mark.usefixtures("optimizer_on")
 def test_python_backend_drops_the_checks_types_prove():
     """`total += ...` on a float, unpacking a pair and reading a variable bound on every path
     need no run-time check once inference has proved them; a variable bound on one branch

@@ -48,11 +48,8 @@ PR = PRIMITIVES
 REWRITE_NAMES = [r.__name__ for r in opt.REWRITES]
 
 
-@pytest.fixture(autouse=True)
-def _optimizer_on(monkeypatch):
-    """These tests are about the optimizer: MYIR_OPTIMIZE=0 (a run of the whole suite without
-    it) must not turn it off under them (the differential tests choose explicitly)."""
-    monkeypatch.delenv("MYIR_OPTIMIZE", raising=False)
+# These tests are about the optimizer (the differential tests choose explicitly).
+pytestmark = pytest.mark.usefixtures("optimizer_on")
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -50,6 +50,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("workload, mode, backend", CASES)
+@pytest.mark.usefixtures("optimizer_on")  # the tvm cases need regions: the optimizer's work
 def test_the_second_compiled_function_loads_the_program(cache_dir, workload, mode, backend):
     f = getattr(W, workload)
     args = W.make_inputs(workload, 0)

@@ -348,6 +348,7 @@ def lowered_of_grad():
 
 
 @needs_renderer
+@pytest.mark.usefixtures("optimizer_on")
 def test_lowered_html_shows_every_stage_side_by_side():
     page = lowered_of_grad()._repr_html_()
     stages = list(lowered_of_grad().stages)
