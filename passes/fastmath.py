@@ -192,10 +192,14 @@ class _Tree:
     def _read(self, node: Node) -> Polynomial | None:
         if isinstance(node, Constant):
             v = node.value
-            if isinstance(v, (int, float, np.integer, np.floating)) \
-                    and not isinstance(v, (bool, np.bool_)) and math.isfinite(v):
-                return {frozenset(): float(v)} if v else {}
-            return None
+            if not isinstance(v, (int, float, np.integer, np.floating)) \
+                    or isinstance(v, (bool, np.bool_)):
+                return None
+            try:
+                c = float(v)    # what arithmetic with a float makes of an int
+            except OverflowError:
+                return None
+            return ({frozenset(): c} if c else {}) if math.isfinite(c) else None
         name = primitive_name(node)
         if not (isinstance(node, Apply) and node.graph is self.state.g
                 and is_kind(self.state.types.get(node), "f")):

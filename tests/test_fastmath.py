@@ -222,3 +222,16 @@ def test_fastmath_takes_a_bool():
 def test_fastmath_needs_the_optimizer():
     with pytest.raises(MyirError, match="optimize=False turns the optimizer off"):
         myir.compile(cancel_before, fastmath=True, optimize=False)
+
+
+def huge_int_factor(x):
+    return x * 10**400 + x
+
+
+def test_fastmath_leaves_what_python_raises():
+    """An int too large for a float is no coefficient: the tree stays, and raises as
+    CPython does."""
+    with pytest.raises(OverflowError):
+        huge_int_factor(1.5)
+    with pytest.raises(OverflowError):
+        myir.compile(huge_int_factor, backend="python", fastmath=True)(1.5)

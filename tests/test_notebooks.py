@@ -48,6 +48,7 @@ EXPECTED = {
 
 
 @pytest.mark.parametrize("name", PATHS)
+@pytest.mark.usefixtures("optimizer_on")  # the notebooks show the optimizer's work
 def test_notebook_runs(name, monkeypatch):
     # the kernel imports this checkout's myir even where it is not pip-installed
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
