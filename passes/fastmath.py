@@ -19,8 +19,8 @@ values is read as a polynomial (a sum of terms, each a coefficient times a produ
 with integer powers), then rebuilt with factors taken out, sharing nodes that already
 compute a part.  Products of sums are not multiplied out (that only grows programs): a
 factor that is a sum of several terms is an atom of the product, and is simplified as a
-tree of its own.  A tree is replaced only when the graph then keeps fewer operations, so
-the pass shrinks programs and stops.  Results differ from the exact program's by rounding,
+tree of its own.  A tree is replaced only when the graph then costs less (operations, and
+the elements they compute), so the pass shrinks programs and stops.  Results differ from the exact program's by rounding,
 and by whatever a cancellation of large terms loses: a program that depends on the order of
 its floating-point operations (compensated summation, say) must not use fastmath.
 """
@@ -45,6 +45,7 @@ ARITHMETIC = frozenset({"add", "sub", "neg", "mul", "truediv"})
 REDUCTIONS = frozenset({"sum", "sum_to_like"})
 MAX_TERMS = 32      # a tree whose polynomial has more terms is left alone
 MAX_ROUNDS = 8
+OP_COST = 64        # what running one operation costs, in elements' worth of arithmetic
 
 # A monomial is a frozenset of (atom, power) pairs; a polynomial maps monomials to their
 # coefficients (Python floats).  Rebuilding orders atoms by rank (toposort position).
@@ -76,7 +77,8 @@ def simplify(root: Graph, types: dict) -> bool:
 
 def _sweep(root: Graph, g: Graph, types: dict) -> bool:
     """Visit g's trees, users before their inputs (the largest tree first), and replace each
-    whose rebuilt form leaves fewer operations alive.  Returns whether any was replaced."""
+    whose rebuilt form costs less (`_Tree.gain`); of the two ways of reading sums, the one
+    that gains more.  Returns whether any was replaced."""
     changed = False
     visited: set[Node] = set()
     order = toposort(g)
@@ -85,14 +87,18 @@ def _sweep(root: Graph, g: Graph, types: dict) -> bool:
         if node in visited or node not in state.rank or not _is_candidate(node, g, types):
             continue
         visited.add(node)
-        tree = _Tree(state, node)
-        try:
-            new = tree.rebuild()
-        except _Unsupported:
-            continue
-        if new is not node and _live_applies(g, {node: new}) < state.live:
+        best, gain = None, 0
+        for distribute in (True, False):
+            tree = _Tree(state, node, distribute)
+            try:
+                new = tree.rebuild()
+            except _Unsupported:
+                continue
+            if new is not node and tree.gain(new) > gain:
+                best, gain = new, tree.gain(new)
+        if best is not None:
             types.update(state.made)
-            replace(root, node, new)
+            replace(root, node, best)
             changed = True
             state = _State(root, g, toposort(g), types)
     return changed
@@ -125,7 +131,14 @@ class _State:
                 key = _key(primitive_name(n), n.args)
                 if key is not None:
                     self.existing.setdefault(key, n)
-        self.live = _live_applies(g, {})
+        self.live = _live_applies(g)
+
+    def cost(self, node: Apply) -> int:
+        """What running `node` costs: OP_COST plus the elements it reads or makes,
+        whichever are more (so that of two forms with as many operations, the one that
+        computes on fewer elements wins: c * sum(v) over sum(c * v))."""
+        return OP_COST + max(_size(self.made.get(x) or self.types.get(x))
+                             for x in (node, *node.args))
 
 
 def _key(name: str, args) -> tuple | None:
@@ -148,8 +161,8 @@ def _key(name: str, args) -> tuple | None:
 class _Tree:
     """The expression tree rooted at one node: its polynomial and its rebuilt form."""
 
-    def __init__(self, state: _State, root: Apply):
-        self.state, self.root = state, root
+    def __init__(self, state: _State, root: Apply, distribute: bool):
+        self.state, self.root, self.distribute = state, root, distribute
         self.exclusive = self._exclusive()
         self.memo: dict[Node, Polynomial] = {}
         self.made = state.made
@@ -171,6 +184,21 @@ class _Tree:
             if n is not self.root and all(u in exclusive for u, _ in s.uses.get(n, ())):
                 exclusive.add(n)
         return exclusive
+
+    def gain(self, new: Node) -> int:
+        """How much less the graph costs with `new` in the root's place: the tree's
+        exclusive nodes that `new` does not use go, the nodes `new` adds come."""
+        s = self.state
+        kept, stack = set(), [new]
+        while stack:
+            n = stack.pop()
+            if n in kept or not isinstance(n, Apply) or n.graph is not s.g \
+                    or (n in s.live and n not in self.exclusive):
+                continue
+            kept.add(n)
+            stack.extend(n.inputs)
+        gone = sum(s.cost(n) for n in self.exclusive if n not in kept)
+        return gone - sum(s.cost(n) for n in kept if n not in self.exclusive)
 
     # ------------------------------------------------------------------ reading
 
@@ -236,7 +264,9 @@ class _Tree:
 
     def _sum(self, node: Apply, sums_open: bool) -> Polynomial | None:
         """sum(Σ c·F·V) = Σ c·F·sum(V)·m: F the factors constant along the summed axes, V
-        the others, m how many times broadcasting repeats V along them."""
+        the others, m how many times broadcasting repeats V along them.  Taking a sum
+        apart pays only when terms then cancel: without `self.distribute`, only what every
+        term shares is taken out (c·F·sum(Σ V), one sum)."""
         spec = self._reduction(node)
         if spec is None:
             return None
@@ -244,29 +274,41 @@ class _Tree:
         p = self.poly(operand)
         if len(p) > 1 and not sums_open:
             return None
-        result: Polynomial = {}
-        for mono, c in p.items():
-            outside = frozenset((a, k) for a, k in mono
-                                if self._constant_along(a, axes, keepdims, full))
-            inside = mono - outside
-            v = self._emit_term(inside, 1.0) if inside else None
-            vshape = () if v is None else _shape_of(self.type_of(v))
-            offset = len(full) - len(vshape)
-            repeat = math.prod(full[r] for r in axes
-                               if r < offset or vshape[r - offset] != full[r])
-            own = tuple(r - offset for r in axes if r >= offset and vshape[r - offset] == full[r]
-                        and full[r] != 1)
-            if v is not None and own:
-                axis = None if not keepdims else own[0] if len(own) == 1 else own
-                if not keepdims and len(own) != len(vshape):
-                    raise _Unsupported(node)
-                v = self.make("sum", v, axis, keepdims)
-            elif v is not None and not keepdims and vshape:
-                raise _Unsupported(node)
-            term = {_mono_product(outside, frozenset({(v, 1)} if v is not None else ())):
-                    c * repeat}
-            result = _add(result, term, 1.0)
-        return result
+        outside = {mono: frozenset(f for f in mono
+                                   if self._constant_along(f[0], axes, keepdims, full))
+                   for mono in p}
+        if self.distribute or len(p) <= 1:
+            result: Polynomial = {}
+            for mono, c in p.items():
+                result = _add(result, self._summed(outside[mono], mono - outside[mono], c,
+                                                   spec), 1.0)
+            return result
+        common = frozenset.intersection(*outside.values())
+        k = abs(next(iter(p.values())))
+        k = k if all(abs(c) == k for c in p.values()) else 1.0
+        if not common and k == 1.0:
+            return None
+        inside = self._emit_sum([(mono - common, c / k) for mono, c in p.items()])
+        return self._summed(common, frozenset({(inside, 1)}), k, spec)
+
+    def _summed(self, outside: Monomial, inside: Monomial, c: float, spec) -> Polynomial:
+        """c·outside·sum(inside) as a term: `outside` constant along the summed axes."""
+        operand, axes, keepdims, full = spec
+        v = self._emit_term(inside, 1.0) if inside else None
+        vshape = () if v is None else _shape_of(self.type_of(v))
+        offset = len(full) - len(vshape)
+        repeat = math.prod(full[r] for r in axes if r < offset or vshape[r - offset] != full[r])
+        own = tuple(r - offset for r in axes
+                    if r >= offset and vshape[r - offset] == full[r] and full[r] != 1)
+        if v is not None and own:
+            if not keepdims and len(own) != len(vshape):
+                raise _Unsupported(operand)
+            axis = None if not keepdims else own[0] if len(own) == 1 else own
+            v = self.make("sum", v, axis, keepdims)
+        elif v is not None and not keepdims and vshape:
+            raise _Unsupported(operand)
+        return {_mono_product(outside, frozenset({(v, 1)} if v is not None else ())):
+                c * repeat}
 
     def _reduction(self, node: Apply):
         """(operand, summed axes, keepdims, operand's shape) of sum(x, axis, keepdims) or
@@ -476,17 +518,21 @@ def _same_type(a, b) -> bool:
         and a.shape == b.shape
 
 
-def _live_applies(g: Graph, subst: dict) -> int:
-    """How many applies of g its output and the closures nested in it use, were each key of
-    subst replaced by its value."""
-    roots = [g.output] + [fv for h in scope(g) if h is not g for fv in free_variables(h)
+def _live_applies(g: Graph) -> set:
+    """The applies of g that its output and the closures nested in it use."""
+    stack = [g.output] + [fv for h in scope(g) if h is not g for fv in free_variables(h)
                           if fv.graph is g]
     seen: set[Node] = set()
-    stack = [subst.get(n, n) for n in roots]
     while stack:
         node = stack.pop()
         if node in seen or not isinstance(node, Apply) or node.graph is not g:
             continue
         seen.add(node)
-        stack.extend(subst.get(i, i) for i in node.inputs)
-    return len(seen)
+        stack.extend(node.inputs)
+    return seen
+
+
+def _size(t) -> int:
+    """Elements of a value of type t (1 for a scalar or an unknown shape)."""
+    shape = _shape_of(t)
+    return math.prod(shape) if shape and None not in shape else 1
