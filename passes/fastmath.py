@@ -5,8 +5,9 @@ keeps the arithmetic the AD wrote: the tie term of max's gradient, `(1 - sum(sof
 ties / count`, which is zero only in real arithmetic, or the product rule's three terms for
 `a*x*x*x`, which real arithmetic collects into one.  With `fastmath=True` (Numba's name for
 the same choice; C compilers' -ffast-math) this pass may rewrite a program as real algebra
-allows, assuming, like LLVM's `fast` flags, that no value is NaN or infinite and that the
-sign of zero does not matter:
+allows, assuming, like LLVM's `fast` flags, that no value is NaN or infinite, that no
+division is by zero and that the sign of zero does not matter (so a Python float division
+by zero that cancels away, as in x * y / x, no longer raises ZeroDivisionError):
 
 * + and * reassociate and commute; a - b is a + (-1)b; a / b is a * b^-1; x / x is 1;
 * like terms are collected and terms that cancel go, with what multiplies them (0 * x = 0);

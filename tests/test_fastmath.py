@@ -235,3 +235,11 @@ def test_fastmath_leaves_what_python_raises():
         huge_int_factor(1.5)
     with pytest.raises(OverflowError):
         myir.compile(huge_int_factor, backend="python", fastmath=True)(1.5)
+
+
+def test_fastmath_assumes_no_division_by_zero():
+    """As documented: x * y / x is y under fastmath, so x = 0.0 no longer raises the
+    ZeroDivisionError that CPython (and the exact pipeline) raise."""
+    with pytest.raises(ZeroDivisionError):
+        myir.compile(divide_out_before, backend="python")(0.0, 2.0)
+    assert myir.compile(divide_out_before, backend="python", fastmath=True)(0.0, 2.0) == 2.0

@@ -274,3 +274,43 @@ def test_compiled_matches_cpython(backend, program_dir):
             unload(module)
 
     check()
+
+
+def test_fastmath_compiles_and_runs_what_the_exact_pipeline_does(program_dir):
+    """`fastmath=True` on random programs.  It may change float results, and through them
+    which branch a comparison takes, so results are not compared; but whatever the exact
+    pipeline compiles and runs, fastmath must too: it may only turn an arithmetic error
+    (a float division by a value that became 0, say) into a value or back, never fail in
+    the compiler or raise anything else."""
+    myir = _compiler()
+
+    @settings(max_examples=N_PROGRAMS // 2)
+    @given(programs())
+    def check(program):
+        module = load(program, program_dir)
+        try:
+            try:
+                run_cpython(module.main, program.args, module.__file__)
+            except OutOfRange:
+                assume(False)
+            exact = _run_compiled(myir.compile(module.main, backend="python"), program.args)
+            fast = _run_compiled(myir.compile(module.main, backend="python", fastmath=True),
+                                 program.args)
+            a, b = _kind(exact), _kind(fast)
+            if a != b and not {a, b} <= {"value", "arithmetic"}:
+                report = (f"{program.call}\n{program.source}\n"
+                          f"exact:    {show(exact)}\nfastmath: {show(fast)}")
+                if fast[0] == "raise":
+                    report += "\n" + "".join(traceback.format_exception(fast[1]))
+                raise AssertionError(report)
+        finally:
+            unload(module)
+
+    check()
+
+
+def _kind(outcome):
+    """"value", "arithmetic" (an ArithmeticError) or the exception's type."""
+    if outcome[0] == "value":
+        return "value"
+    return "arithmetic" if isinstance(outcome[1], ArithmeticError) else type(outcome[1])
