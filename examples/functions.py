@@ -29,3 +29,9 @@ def newton_sqrt(a):
 def softmax(z):
     e = np.exp(z - np.max(z))
     return e / np.sum(e)
+
+
+def logsumexp(z):
+    """Its gradient is softmax(z): exactly so with --fastmath (see the typed stage)."""
+    m = np.max(z)
+    return np.log(np.sum(np.exp(z - m))) + m

@@ -88,17 +88,18 @@ def parse_wrt(text: str | None) -> tuple:
     return tuple(int(p) if p.isdigit() else p for p in parts)
 
 
-def backend_options(target: str | None) -> dict:
-    """`compile` options for `--target`: the TVM backend for that target, or nothing (the
-    default backend and target)."""
-    return {} if target is None else {"backend": "tvm", "target": target}
+def backend_options(target: str | None, fastmath: bool = False) -> dict:
+    """`compile` options for `--target` (the TVM backend for that target, or the default
+    backend and target) and `--fastmath`."""
+    options = {} if target is None else {"backend": "tvm", "target": target}
+    return {**options, "fastmath": True} if fastmath else options
 
 
-def compiled(fn, wrt, target):
+def compiled(fn, wrt, target, fastmath=False):
     """The function to lower or run, differentiated when `wrt` is given."""
     import myir
 
-    f = myir.compile(fn, **backend_options(target))
+    f = myir.compile(fn, **backend_options(target, fastmath))
     return myir.grad(f, *wrt) if wrt is not None else f
 
 
@@ -117,7 +118,8 @@ def cmd_show(args) -> int:
 
     fn = load_function(args.function)
     fmt = args.format or _format_from_suffix(args.output)
-    lowered = compiled(fn, parse_wrt(args.grad), None).lower(*example_args(fn, args.args))
+    lowered = compiled(fn, parse_wrt(args.grad), None, args.fastmath).lower(
+        *example_args(fn, args.args))
     if args.stage == "source":
         if fmt != "text":
             raise CliError("--stage source is Python code: it has only the text format")
@@ -151,7 +153,7 @@ def _format_from_suffix(path: str | None) -> str:
 
 def cmd_run(args) -> int:
     fn = load_function(args.function)
-    f = compiled(fn, parse_wrt(args.grad), args.target)
+    f = compiled(fn, parse_wrt(args.grad), args.target, args.fastmath)
     values = tuple(parse_literal(a) for a in args.args)
     try:
         result = f(*values)
@@ -214,6 +216,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("function", metavar="FILE.py:FUNC", help="the function to compile")
         p.add_argument("args", nargs="*", metavar="ARG", help=args_help)
         p.add_argument("--grad", metavar="X,Y", help=grad_help)
+        p.add_argument("--fastmath", action="store_true",
+                       help="compile with fastmath=True: the optimizer may use real-number "
+                            "algebra that rounds differently (see the typed stage)")
         return p
 
     show = command(

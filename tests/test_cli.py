@@ -34,6 +34,17 @@ def fails(*args):
     return done.stderr
 
 
+def test_show_fastmath_gradient():
+    """--fastmath: the logsumexp gradient's tie term (eq, where) cancels; softmax is left."""
+    args = ("show", f"{FUNCTIONS}:logsumexp", "[1.0, 3.0, 2.0]", "--grad", "z",
+            "--stage", "typed")
+    assert "where(" in ok(*args)
+    fast = ok(*args, "--fastmath")
+    assert "where(" not in fast and "= truediv(%out.3, %out.4)" in fast
+    ran = ok("run", f"{FUNCTIONS}:logsumexp", "[0.0, 0.0]", "--grad", "z", "--fastmath")
+    assert ran.strip() == "[0.5 0.5]"
+
+
 def test_show_parsed_text():
     out = ok("show", f"{FUNCTIONS}:poly", "--stage", "parsed")
     assert out.startswith("graph poly(%x, %a) {")
