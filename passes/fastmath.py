@@ -33,8 +33,7 @@ from collections import Counter
 
 import numpy as np
 
-from myir.ir.analysis import free_variables, primitive_name, reachable_graphs, scope, \
-    toposort, users
+from myir.ir.analysis import primitive_name, reachable_graphs, toposort, users
 from myir.ir.edit import replace
 from myir.ir.graph import Apply, Constant, Graph, Node
 from myir.ir.primitives import PRIMITIVES
@@ -95,8 +94,8 @@ def _sweep(root: Graph, g: Graph, types: dict) -> bool:
                 new = tree.rebuild()
             except _Unsupported:
                 continue
-            if new is not node and tree.gain(new) > gain:
-                best, gain = new, tree.gain(new)
+            if new is not node and (g_new := tree.gain(new)) > gain:
+                best, gain = new, g_new
         if best is not None:
             types.update(state.made)
             replace(root, node, best)
@@ -132,7 +131,8 @@ class _State:
                 key = _key(primitive_name(n), n.args)
                 if key is not None:
                     self.existing.setdefault(key, n)
-        self.live = _live_applies(g)
+        # what g's output and its closures use: the applies toposort orders
+        self.live = {n for n in order if isinstance(n, Apply) and n.graph is g}
 
     def cost(self, node: Apply) -> int:
         """What running `node` costs: OP_COST plus the elements it reads or makes,
@@ -172,16 +172,9 @@ class _Tree:
     def _exclusive(self) -> set:
         """The nodes of the tree that nothing outside it uses: sums among them may be
         taken apart, since the tree's rebuilt form replaces every use."""
-        s, g = self.state, self.state.g
-        inside, stack = set(), [self.root]
-        while stack:
-            n = stack.pop()
-            if n in inside or not isinstance(n, Apply) or n.graph is not g:
-                continue
-            inside.add(n)
-            stack.extend(n.inputs)
+        s = self.state
         exclusive = {self.root}
-        for n in sorted(inside, key=s.rank.__getitem__, reverse=True):
+        for n in sorted(_applies_below(self.root, s.g), key=s.rank.__getitem__, reverse=True):
             if n is not self.root and all(u in exclusive for u, _ in s.uses.get(n, ())):
                 exclusive.add(n)
         return exclusive
@@ -190,14 +183,7 @@ class _Tree:
         """How much less the graph costs with `new` in the root's place: the tree's
         exclusive nodes that `new` does not use go, the nodes `new` adds come."""
         s = self.state
-        kept, stack = set(), [new]
-        while stack:
-            n = stack.pop()
-            if n in kept or not isinstance(n, Apply) or n.graph is not s.g \
-                    or (n in s.live and n not in self.exclusive):
-                continue
-            kept.add(n)
-            stack.extend(n.inputs)
+        kept = _applies_below(new, s.g, lambda n: n not in s.live or n in self.exclusive)
         gone = sum(s.cost(n) for n in self.exclusive if n not in kept)
         return gone - sum(s.cost(n) for n in kept if n not in self.exclusive)
 
@@ -519,14 +505,15 @@ def _same_type(a, b) -> bool:
         and a.shape == b.shape
 
 
-def _live_applies(g: Graph) -> set:
-    """The applies of g that its output and the closures nested in it use."""
-    stack = [g.output] + [fv for h in scope(g) if h is not g for fv in free_variables(h)
-                          if fv.graph is g]
+def _applies_below(start: Node, g: Graph, enter=lambda n: True) -> set:
+    """The applies of g that `start` reaches through inputs (itself included), going only
+    into those `enter` accepts."""
     seen: set[Node] = set()
+    stack = [start]
     while stack:
         node = stack.pop()
-        if node in seen or not isinstance(node, Apply) or node.graph is not g:
+        if node in seen or not isinstance(node, Apply) or node.graph is not g \
+                or not enter(node):
             continue
         seen.add(node)
         stack.extend(node.inputs)

@@ -319,9 +319,7 @@ REWRITES = [getitem_of_tuple, unpack_of_tuple, depend_satisfied, env_get_after_s
 
 def is_float(t) -> bool:
     """A float scalar (Python or numpy) or an array of floats or complex numbers."""
-    if isinstance(t, AArray):
-        return t.dtype.kind in "fc"
-    return isinstance(t, AScalar) and issubclass(t.pytype, (float, complex, np.inexact))
+    return is_kind(t, "fc")
 
 
 def is_number(t) -> bool:
@@ -332,14 +330,15 @@ def is_number(t) -> bool:
         and not issubclass(t.pytype, (bool, np.bool_))
 
 
-_KIND_TYPES = {"f": (float, np.floating), "b": (bool, np.bool_)}
+_KIND_TYPES = {"f": (float, np.floating), "c": (complex, np.complexfloating),
+               "b": (bool, np.bool_)}
 
 
 def is_kind(t, kinds: str) -> bool:
-    """An array whose dtype's kind is one of `kinds` ("f": real floats, "b": bools), or a
-    scalar (Python or numpy) of such a type: `is_kind(t, "f")` is a float but not a complex
-    number, whose products and sums mix real and imaginary parts (x * -1.0 multiplies by
-    -1 + 0j: the sign of a zero part and inf * 0 differ from negating)."""
+    """An array whose dtype's kind is one of `kinds` ("f": real floats, "c": complex, "b":
+    bools), or a scalar (Python or numpy) of such a type: `is_kind(t, "f")` is a float but
+    not a complex number, whose products and sums mix real and imaginary parts (x * -1.0
+    multiplies by -1 + 0j: the sign of a zero part and inf * 0 differ from negating)."""
     if isinstance(t, AArray):
         return t.dtype.kind in kinds
     return isinstance(t, AScalar) \
