@@ -100,12 +100,12 @@ class CompiledFunction:
         if options.get("fastmath") and options.get("optimize") is False:
             raise MyirError("fastmath=True is a rule of the optimizer, and optimize=False "
                             "turns the optimizer off", hint="drop one of the two")
-        if options.get("target") is not None:
-            if backend != "tvm":
-                raise MyirError(f"target= selects what TVM compiles for; backend {backend!r} "
-                                "has no targets", hint='use backend="tvm" (the default)')
+        if options.get("target") is not None and backend != "tvm":
+            raise MyirError(f"target= selects what TVM compiles for; backend {backend!r} "
+                            "has no targets", hint='use backend="tvm" (the default)')
+        if backend == "tvm":
             from backends.tvm.target import check
-            check(options["target"])
+            check(options.get("target"))     # None: MYIR_TARGET's
         self.__myir_function__ = fn
         self.__myir_transforms__ = tuple(transforms)
         self.fn = fn

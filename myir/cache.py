@@ -11,6 +11,9 @@ only ever loads files it wrote itself:
   kept in the directory (0600); a file whose signature does not verify is ignored (and
   rebuilt).  Another user cannot plant a file: they can neither write the directory nor
   sign without the secret.
+* the signature covers the file's name with its contents: a file's name is its key (what it
+  was compiled from), so a file and its signature copied under another name — one function's
+  program over another's — do not verify, and are ignored like any file not signed.
 * writes go to a temporary file first and are renamed into place, so a concurrent reader
   never sees half a file.
 
@@ -26,6 +29,7 @@ import hmac
 import os
 import stat
 import tempfile
+import warnings
 from pathlib import Path
 
 
@@ -58,8 +62,8 @@ class DiskCache:
             f.write(os.urandom(32))
         return path.read_bytes()
 
-    def _signature(self, data: bytes) -> str:
-        return hmac.new(self.secret, data, hashlib.sha256).hexdigest()
+    def _signature(self, name: str, data: bytes) -> str:
+        return hmac.new(self.secret, name.encode() + b"\0" + data, hashlib.sha256).hexdigest()
 
     def path(self, name: str) -> Path:
         return self.root / name
@@ -70,7 +74,7 @@ class DiskCache:
             data, expected = self.path(name).read_bytes(), self.path(f"{name}.sig").read_text()
         except OSError:
             return None
-        if not hmac.compare_digest(self._signature(data), expected):
+        if not hmac.compare_digest(self._signature(name, data), expected):
             return None
         try:
             os.utime(self.path(name))   # used now: the last to go when the cache is trimmed
@@ -85,7 +89,7 @@ class DiskCache:
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
-            sig_tmp.write_text(self._signature(data))
+            sig_tmp.write_text(self._signature(name, data))
             os.replace(sig_tmp, self.path(f"{name}.sig"))   # before the file: the new file
             os.replace(tmp, self.path(name))                 # never meets an old signature
         finally:
@@ -164,17 +168,29 @@ def _source_files(directory: str):
 
 
 _caches: dict[Path, DiskCache | None] = {}
+_unusable: dict[Path, str] = {}     # why a directory could not be used
 
 
 def open_cache() -> DiskCache | None:
-    """The user's disk cache, or None when disabled or unusable (then work is redone in
-    every process: slower, never wrong)."""
+    """The user's disk cache, or None when disabled or unusable.  Unusable (it cannot be
+    created, or another user could plant files in it), work is redone in every process:
+    slower, never wrong, and said once per process in a warning, since a directory the user
+    chose is silently not used otherwise."""
     root = directory()
     if root is None:
         return None
     if root not in _caches:
         try:
             _caches[root] = DiskCache(root)
-        except OSError:
+        except OSError as e:
             _caches[root] = None
+            _unusable[root] = str(e)
+            warnings.warn(f"myir: the disk cache at {root} cannot be used ({e}); compiling "
+                          "without it (MYIR_CACHE_DIR moves it, MYIR_CACHE_DIR=off turns it "
+                          "off)", RuntimeWarning, stacklevel=2)
     return _caches[root]
+
+
+def why_unusable(root: Path) -> str | None:
+    """Why `open_cache` could not use the directory `root`."""
+    return _unusable.get(root)

@@ -18,6 +18,7 @@ import importlib.util
 import os
 import sys
 import traceback
+import warnings
 
 import numpy as np
 
@@ -184,14 +185,15 @@ def cmd_demo(args) -> int:
 
 
 def cmd_cache(args) -> int:
-    from myir.cache import directory, open_cache
+    from myir.cache import directory, open_cache, why_unusable
 
-    disk = open_cache()
+    with warnings.catch_warnings():     # the error below says the same
+        warnings.simplefilter("ignore")
+        disk = open_cache()
     if disk is None:
         where = directory()
         raise CliError("the disk cache is off (MYIR_CACHE_DIR=off)" if where is None
-                       else f"the disk cache at {where} cannot be used (not owned by you, "
-                            "or writable by others)")
+                       else f"the disk cache at {where} cannot be used: {why_unusable(where)}")
     if args.clear:
         print(f"removed {disk.clear()} files from {disk.root}")
         return 0

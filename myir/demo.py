@@ -134,7 +134,9 @@ def main(argv=()) -> int:
     params = init_params(args.hidden, rng)
 
     step = myir.compile(train_step, **backend_options(args.target))
-    where = f"TVM, target {args.target or os.environ.get('MYIR_TARGET') or 'llvm'}"
+    from backends.tvm.target import default_target
+
+    where = f"TVM, target {args.target or default_target()}"
     print(f"myir {myir.__version__}: an MLP (2-{args.hidden}-2, tanh) on two spirals "
           f"({len(x)} points, {turns:g} turn{'s' * (turns != 1)}), {steps} steps of gradient descent, {where}")
 

@@ -106,6 +106,8 @@ def test_run_on_a_tvm_target():
 def test_bad_target_is_a_clear_error():
     assert "unknown target kind 'tpu'" in fails("run", f"{FUNCTIONS}:f", "2.0", "3.0",
                                                 "--target", "tpu")
+    error = fails("run", f"{FUNCTIONS}:f", "2.0", "3.0", "--target", "llvm -mcpu=notacpu")
+    assert "LLVM knows no CPU 'notacpu'" in error and "x86-64, " in error
 
 
 @pytest.mark.parametrize("args, message", [

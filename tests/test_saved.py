@@ -116,6 +116,32 @@ def test_a_program_file_not_signed_by_this_user_is_ignored(cache_dir):
     assert again(0.5) == W.sincos(0.5) and program_of(again).from_disk
 
 
+def program_files(cache_dir, fn) -> tuple:
+    """The paths of `fn`'s saved program (compiled for one float) and of its signature."""
+    name = saved.key(fn, (), "python", {}, (float,))
+    return cache_dir / name, cache_dir / f"{name}.sig"
+
+
+def test_a_program_copied_under_another_functions_name_is_not_loaded(cache_dir):
+    """A file's name is its key: one function's program and signature copied over another's
+    pair must not verify, or the second function would run the first one's code."""
+    def double(x):
+        return x * 2.0
+
+    def cube(x):
+        return x * x * x
+
+    for f in (double, cube):
+        assert myir.compile(f, backend="python")(3.0) == f(3.0)
+    for source, target in zip(program_files(cache_dir, double), program_files(cache_dir, cube)):
+        target.write_bytes(source.read_bytes())
+    fresh = myir.compile(cube, backend="python")
+    assert fresh(3.0) == cube(3.0) == 27.0
+    assert not program_of(fresh).from_disk
+    again = myir.compile(cube, backend="python")     # its own program was saved again
+    assert again(3.0) == 27.0 and program_of(again).from_disk
+
+
 # -------------------------------------------------------------------------------------------
 # What a key covers: a change to anything the parser reads gives another key
 
@@ -249,6 +275,31 @@ def test_the_cli_shows_and_clears_the_cache(cache_dir, capsys):
     assert "removed" in capsys.readouterr().out
     assert main(["cache"]) == 0
     assert "programs: 0 " in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("unusable", ["under a file", "writable by others"])
+def test_an_unusable_cache_directory_is_not_used_and_said_once(tmp_path, monkeypatch, capsys,
+                                                                unusable):
+    from myir.cli import main
+
+    if unusable == "under a file":
+        (tmp_path / "file").write_text("")
+        where = tmp_path / "file" / "cache"
+    else:
+        where = tmp_path / "shared"
+        where.mkdir()
+        where.chmod(0o777)
+    monkeypatch.setenv("MYIR_CACHE_DIR", str(where))
+    monkeypatch.setenv("MYIR_PROGRAM_CACHE", "on")
+    with pytest.warns(RuntimeWarning, match=f"the disk cache at {where} cannot be used") as seen:
+        (r1, p1), (r2, p2) = compile_twice(lambda: myir.compile(W.sincos, backend="python"),
+                                           (0.5,))
+    assert r1 == r2 == W.sincos(0.5) and not p1.from_disk and not p2.from_disk
+    assert len([w for w in seen if "disk cache" in str(w.message)]) == 1
+    assert main(["cache"]) == 1
+    error = capsys.readouterr().err
+    assert f"the disk cache at {where} cannot be used: " in error
+    assert ("Not a directory" if unusable == "under a file" else "writable by others") in error
 
 
 def test_the_cache_keeps_under_its_limit_dropping_the_least_recently_used(tmp_path, monkeypatch):

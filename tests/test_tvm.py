@@ -125,12 +125,12 @@ def test_nan_propagates_like_numpy():
         np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
 
 
-def elementwise_region(n=1 << 12, dtype="float64"):
+def elementwise_region(n=1 << 12, dtype="float64", unary="exp"):
     a = Spec(np.dtype(dtype), (n,))
     return Program((a, a, Spec(np.dtype("float64"), (), float)), (
         Op("mul", (Ref("in", 0), Ref("in", 1)), a),
         Op("add", (Ref("op", 0), Ref("in", 2)), a),
-        Op("exp", (Ref("op", 1),), a),
+        Op(unary, (Ref("op", 1),), a),
         Op("sum", (Ref("op", 2), Ref("const", value=None), Ref("const", value=False)),
            Spec(np.dtype(dtype), (), np.dtype(dtype).type)),
     ), (2, 3))
@@ -215,6 +215,42 @@ def test_disk_cache_ignores_libraries_it_did_not_sign(tmp_path):
     assert cache.load(disk, "planted") == (None, None)
 
 
+def test_a_library_copied_under_another_regions_name_is_not_loaded(tmp_path, monkeypatch):
+    """A library's name is its key: one region's library and signature copied over another's
+    must not verify, or the second region would run the first one's kernel."""
+    monkeypatch.setenv("MYIR_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(region, "_compiled", {})
+    exp_program, tanh_program = (elementwise_region(1 << 9, unary=u) for u in ("exp", "tanh"))
+    for program in (exp_program, tanh_program):
+        assert not compile_program(program, CPU).from_disk
+    exp_name, tanh_name = (cache.key(p.key, CPU, tvm.__version__)
+                           for p in (exp_program, tanh_program))
+    for suffix in (".so", ".so.sig"):
+        (tmp_path / "cache" / f"{tanh_name}{suffix}").write_bytes(
+            (tmp_path / "cache" / f"{exp_name}{suffix}").read_bytes())
+    monkeypatch.setattr(region, "_compiled", {})    # as in a fresh process
+    r = Region("r", tanh_program, CPU)
+    assert not r.compiled.from_disk
+    x, y = rng.random(1 << 9), rng.random(1 << 9)
+    e, total = r(x, y, 0.5)
+    np.testing.assert_allclose(e, np.tanh(x * y + 0.5), rtol=1e-14)
+    np.testing.assert_allclose(total, np.sum(np.tanh(x * y + 0.5)), rtol=1e-12)
+
+
+def test_a_region_runs_when_the_cache_cannot_be_written(tmp_path, monkeypatch):
+    import shutil
+
+    monkeypatch.setenv("MYIR_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(region, "_compiled", {})
+    compile_program(elementwise_region(1 << 9), CPU)     # the cache is open
+    shutil.rmtree(tmp_path / "cache")                    # and then gone
+    compiled = compile_program(elementwise_region(1 << 9, unary="tanh"), CPU)
+    assert not (tmp_path / "cache").exists()
+    x, y = rng.random(1 << 9), rng.random(1 << 9)
+    e, _ = Region("r", compiled.program, CPU)(x, y, 0.5)
+    np.testing.assert_allclose(e, np.tanh(x * y + 0.5), rtol=1e-14)
+
+
 def test_disk_cache_refuses_a_directory_others_can_write(tmp_path):
     d = tmp_path / "shared"
     d.mkdir()
@@ -253,6 +289,63 @@ def test_bad_targets_say_what_is_accepted(spec, words):
 def test_environment_variable_sets_the_default_target(monkeypatch):
     monkeypatch.setenv("MYIR_TARGET", "llvm -mcpu=x86-64")
     assert resolve(None).attrs["mcpu"] == "x86-64"
+
+
+HOST_CPU = str(tvm.target.codegen.llvm_get_system_cpu())
+
+
+@pytest.mark.parametrize("spec", [
+    "llvm -mcpu=notacpu", {"kind": "llvm", "mcpu": "notacpu"},
+    tvm.target.Target({"kind": "llvm", "mcpu": "notacpu"}), "environment",
+], ids=["flags", "dict", "Target", "MYIR_TARGET"])
+def test_a_cpu_llvm_does_not_know_is_an_error_at_compile(spec, monkeypatch):
+    """TVM itself takes any -mcpu, notes on stderr that it is not valid and compiles for a
+    generic CPU: slower kernels, no error."""
+    if spec == "environment":
+        monkeypatch.setenv("MYIR_TARGET", "llvm -mcpu=notacpu")
+        spec = None
+    with pytest.raises(MyirError) as info:
+        tvm_compile(elementwise_chain, target=spec)
+    text = str(info.value)
+    assert "LLVM knows no CPU 'notacpu'" in text
+    assert f"this machine's CPU is {HOST_CPU!r}" in text and "x86-64, " in text
+    assert text.startswith("MYIR_TARGET: ") == (spec is None)
+
+
+def test_a_misspelt_cpu_gets_the_names_close_to_it():
+    with pytest.raises(MyirError, match="did you mean 'znver4'"):
+        tvm_compile(elementwise_chain, target="llvm -mcpu=znvr4")
+
+
+def test_a_triple_llvm_does_not_know_is_an_error_at_compile():
+    with pytest.raises(MyirError, match="LLVM knows no target triple 'notarch-linux-gnu'") as info:
+        tvm_compile(elementwise_chain, target="llvm -mtriple=notarch-linux-gnu")
+    assert "aarch64, " in str(info.value)
+
+
+@pytest.mark.parametrize("spec, cpu", [
+    ("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72", "cortex-a72"),
+    ("llvm -mtriple=arm64-apple-macos", None),      # LLVM's alias of aarch64
+])
+def test_other_machines_triples_and_cpus_are_accepted(spec, cpu):
+    """Cross-compiling: a foreign triple without a CPU gets LLVM's generic one, not this
+    machine's."""
+    tvm_compile(elementwise_chain, target=spec)
+    target = resolve(spec)
+    assert target.attrs.get("mcpu") == cpu
+
+
+def test_a_triple_of_this_machines_architecture_gets_its_cpu():
+    target = resolve({"kind": "llvm", "mtriple": "x86_64-pc-linux-gnu"})
+    assert str(target.attrs["mcpu"]) == HOST_CPU
+
+
+@pytest.mark.parametrize("blank", ["", "   ", "\t\n"])
+def test_a_blank_target_variable_means_the_default(blank, monkeypatch):
+    monkeypatch.setenv("MYIR_TARGET", blank)
+    assert str(resolve(None).attrs["mcpu"]) == HOST_CPU
+    got = tvm_compile(elementwise_chain)(BIG, BIG)
+    np.testing.assert_allclose(got, elementwise_chain(BIG, BIG), rtol=1e-12)
 
 
 def test_cuda_region_compiles_to_one_fused_kernel_without_a_gpu():

@@ -44,11 +44,15 @@ def load(disk: DiskCache, name: str):
 
 
 def store(disk: DiskCache, name: str, executable, source: str) -> None:
+    """Save a compiled region; where the cache cannot be written (removed, full), it is not
+    saved, and the region, compiled already, runs all the same."""
     fd, tmp = tempfile.mkstemp(suffix=".so")
     os.close(fd)
     try:
         executable.export_library(tmp)
         disk.write_text(f"{name}.txt", source)
         disk.write(f"{name}.so", Path(tmp).read_bytes())
+    except OSError:
+        pass
     finally:
         os.unlink(tmp)

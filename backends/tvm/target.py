@@ -18,6 +18,7 @@ CUDA targets get an LLVM host for the glue TVM generates around the kernels.
 
 from __future__ import annotations
 
+import difflib
 import os
 
 from backends.tvm import load_tvm
@@ -32,12 +33,22 @@ KINDS = ("llvm", "cuda")
 
 
 def default_target():
-    """The target used when `compile` is given none: $MYIR_TARGET, else LLVM for the CPU."""
-    return os.environ.get("MYIR_TARGET") or DEFAULT
+    """The target used when `compile` is given none: $MYIR_TARGET, else LLVM for the CPU.
+    A blank MYIR_TARGET counts as unset, as for most environment variables (`MYIR_TARGET=`
+    on a command line asks for the default)."""
+    return os.environ.get("MYIR_TARGET", "").strip() or DEFAULT
 
 
-def _bad(spec, why: str) -> MyirError:
-    return MyirError(f"bad TVM target {spec!r}: {why}", hint=f"accepted: {ACCEPTED}")
+def _bad(spec, why: str, hint: str = f"accepted: {ACCEPTED}") -> MyirError:
+    return MyirError(f"bad TVM target {spec!r}: {why}", hint=hint)
+
+
+def _from_environment(use):
+    """`use(default_target())`, its errors saying that the target came from MYIR_TARGET."""
+    try:
+        return use(default_target())
+    except MyirError as e:
+        raise MyirError(f"MYIR_TARGET: {e.message}", hint=e.hint) from None
 
 
 def _flag_style(spec: str) -> dict | str:
@@ -55,31 +66,45 @@ def _flag_style(spec: str) -> dict | str:
 
 
 def check(spec) -> None:
-    """A spelling check that does not import TVM (which takes a second): unknown kinds and
-    unreadable flags are reported when `compile` is called; `resolve` checks the rest when
-    the first region is compiled."""
-    if spec is None or isinstance(spec, dict) or type(spec).__name__ == "Target":
+    """The target's check when `compile` is called (`spec` None: MYIR_TARGET's), so that a bad
+    target is reported there and not at the first call.  Spelling is checked without
+    importing TVM (which takes a second).  A target that names an LLVM CPU or triple, or a
+    ready `Target`, is resolved, TVM imported: only LLVM knows its CPUs (see `_check_llvm`).
+    Other dicts and tags are checked by `resolve` when the first region is compiled."""
+    if spec is None:
+        return _from_environment(check)
+    if type(spec).__name__ == "Target":
+        resolve(spec)
         return
-    if not isinstance(spec, str):
+    if isinstance(spec, dict):
+        spelled = spec
+    elif not isinstance(spec, str):
         raise _bad(spec, f"a target is a string or a dict, not {type(spec).__name__}")
-    spelled = _flag_style(spec.strip()) if spec.strip() else ""
-    kind = spelled.get("kind") if isinstance(spelled, dict) else spelled
-    if kind not in (*KINDS, "native") and "/" not in kind:
-        raise _bad(spec, f"unknown target kind {kind!r}")
+    else:
+        spelled = _flag_style(spec.strip()) if spec.strip() else ""
+        kind = spelled.get("kind") if isinstance(spelled, dict) else spelled
+        if kind not in (*KINDS, "native") and "/" not in kind:
+            raise _bad(spec, f"unknown target kind {kind!r}")
+    if isinstance(spelled, dict) and spelled.get("kind") == "llvm" \
+            and (spelled.get("mcpu", "native") != "native" or "mtriple" in spelled):
+        resolve(spec)
 
 
 def resolve(spec=None):
     """The `tvm.target.Target` for a user's target spec (see the module docstring)."""
+    if spec is None:
+        return _from_environment(resolve)
     tvm = load_tvm()
 
-    spec = default_target() if spec is None else spec
+    given = spec
     if isinstance(spec, tvm.target.Target):
         target = spec
     else:
         if isinstance(spec, str):
             spec = _flag_style(spec.strip())
         if spec in ("llvm", "native") or (isinstance(spec, dict) and spec.get("kind") == "llvm"
-                                          and spec.get("mcpu", "native") == "native"):
+                                          and spec.get("mcpu", "native") == "native"
+                                          and not _foreign(spec.get("mtriple"))):
             spec = {**(spec if isinstance(spec, dict) else {"kind": "llvm"}),
                     "mcpu": tvm.target.codegen.llvm_get_system_cpu()}
         if spec == "cuda" or (isinstance(spec, dict) and spec.get("kind") == "cuda"
@@ -93,9 +118,48 @@ def resolve(spec=None):
             raise _bad(spec, str(e).splitlines()[0]) from None
     if target.kind.name not in KINDS:
         raise _bad(spec, f"myir compiles for {' and '.join(KINDS)}, not {target.kind.name}")
+    if target.kind.name == "llvm":
+        _check_llvm(target, given)
     if target.kind.name == "cuda" and target.host is None:
         target = tvm.target.Target(target, host="llvm")
     return target
+
+
+def _foreign(triple) -> bool:
+    """Whether `triple` names another architecture than this machine's (whose CPU then is no
+    default: LLVM's generic CPU for that architecture is)."""
+    host = str(load_tvm().target.codegen.llvm_get_system_triple())
+    return bool(triple) and triple.split("-")[0] != host.split("-")[0]
+
+
+def _check_llvm(target, spec) -> None:
+    """An LLVM target's triple and CPU, checked against LLVM: TVM takes any name, prints a
+    note on stderr for one LLVM does not know and compiles for a generic CPU (SSE2 only on
+    x86: 2-4x slower kernels, and no error)."""
+    tvm = load_tvm()
+    codegen = tvm.target.codegen
+    host = str(codegen.llvm_get_system_triple())
+    triple = str(target.attrs.get("mtriple") or host)
+    architectures = sorted(str(a) for a in codegen.llvm_get_targets())
+    # "arm64-apple-macos" is LLVM's aarch64: an alias passes the second test (which prints
+    # TVM's note for a triple it does not know)
+    if triple.split("-")[0] not in architectures \
+            and not codegen.llvm_is_valid_cpu("generic", triple):
+        raise _bad(spec, f"LLVM knows no target triple {triple!r}",
+                   hint=f"this machine's is {host!r}; LLVM's architectures: "
+                        f"{', '.join(architectures)}")
+    cpu = target.attrs.get("mcpu")
+    if cpu is None or codegen.llvm_is_valid_cpu(str(cpu), triple):
+        return
+    cpus = sorted(str(c) for c in codegen.llvm_get_cpu_archlist(
+        tvm.target.Target({"kind": "llvm", "mtriple": triple})))
+    close = difflib.get_close_matches(str(cpu), cpus, n=3)
+    hint = f"did you mean {' or '.join(map(repr, close))}? " if close else ""
+    if triple == host:
+        hint += (f"this machine's CPU is {str(codegen.llvm_get_system_cpu())!r} "
+                 '("llvm" or "native" compiles for it); ')
+    raise _bad(spec, f"LLVM knows no CPU {str(cpu)!r} for {triple}",
+               hint=hint + f"LLVM's CPUs for {triple}: {', '.join(cpus)}")
 
 
 def _cuda_arch() -> str:
