@@ -56,7 +56,7 @@ def _schedule_cpu(func, target, tunable):
     infos = dlight.normalize_prim_func(sch)
     if infos is None:
         return None
-    for info in dlight.try_inline(sch, infos):
+    for info in _inline_without_copies(sch, infos):
         dom = info.dom_kind()
         loops = sch.get_loops(info.block_rv)
         lead = len(dom) - len(dom.lstrip("S"))
@@ -94,6 +94,77 @@ def _schedule_cpu(func, target, tunable):
             # parallel/vectorize refuse the block, tvm-0.27.md pitfall 9.)
             sch.parallel(sch.fuse(*loops[:lead]) if lead > 1 else loops[0])
     return sch
+
+
+def _loads(expr) -> dict:
+    """How many times `expr` reads each buffer (keyed by the buffer's variable)."""
+    from tvm import ir
+    counts: dict = {}
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, ir.expr.TensorLoad):
+            counts[e.source] = counts.get(e.source, 0) + 1
+            stack.extend(e.indices)
+            continue
+        for field in type(e).__tvm_ffi_type_info__.fields:
+            value = getattr(e, field.name)
+            if isinstance(value, ir.expr.Expr):
+                stack.append(value)
+            elif isinstance(value, (list, tuple)) or type(value).__name__ == "Array":
+                stack.extend(v for v in value if isinstance(v, ir.expr.Expr))
+    return counts
+
+
+def _cheap(value) -> bool:
+    """A value that costs nothing to recompute at each use: a load (reshape, broadcast_to,
+    a transpose), a constant, or a cast of one."""
+    from tvm import ir, tirx
+    while isinstance(value, tirx.Cast):
+        value = value.value
+    return isinstance(value, (ir.expr.TensorLoad, tirx.IntImm, tirx.FloatImm))
+
+
+def _inline_without_copies(sch, infos):
+    """Inline the injective blocks whose value is read once, or is cheap, into their
+    consumers; the others stay blocks of their own, computed once into their buffer.
+    Returns the blocks left.
+
+    dlight's `try_inline` inlines every injective block, and TVM's inlining substitutes a
+    value's expression at each of its reads: a value read twice is copied twice, so a chain
+    of statements each reading the previous two values became an expression of 2^N nodes
+    (six numpy statements compiled for minutes, almost all of it in LLVM).  Here a block's
+    reads are counted as they will be after inlining (a cheap block inlined into k reads
+    multiplies the reads of what it reads by k), consumers first, so the fused kernel stays
+    linear in the region's size and computes each value once.  Blocks that are not inlined
+    are read by the reduction or elementwise loop after them: one more vectorized pass over
+    memory, where an inlined copy would have recomputed the value."""
+    from tvm import tirx
+
+    blocks = [sch.get(info.block_rv) for info in infos]
+    writer = {w.source: k for k, b in enumerate(blocks) for w in b.writes}
+    reads = []
+    for k, block in enumerate(blocks):
+        counts = _loads(block.body.value) if isinstance(block.body, tirx.BufferStore) else {}
+        reads.append({writer[v]: n for v, n in counts.items() if writer.get(v, k) != k})
+    uses = [0] * len(blocks)
+    inline = [False] * len(blocks)
+    for k in reversed(range(len(blocks))):
+        inline[k] = uses[k] > 0 and infos[k].is_injective() \
+            and isinstance(blocks[k].body, tirx.BufferStore) \
+            and (uses[k] == 1 or _cheap(blocks[k].body.value))
+        for producer, n in reads[k].items():
+            uses[producer] += n * (uses[k] if inline[k] else 1)
+    left = []
+    for k, info in enumerate(infos):
+        if inline[k]:
+            try:
+                sch.compute_inline(info.block_rv)
+                continue
+            except Exception:  # noqa: BLE001 - TVM's refusal (an output buffer): kept
+                pass
+        left.append(info)
+    return left
 
 
 def _parallel_full_reduction(sch, iters, loops, dom) -> None:
