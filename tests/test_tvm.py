@@ -7,6 +7,7 @@ backend are the differential tests run with MYIR_TEST_BACKENDS=tvm (see programs
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -674,3 +675,72 @@ def test_a_region_tvm_cannot_compile_runs_in_numpy_with_a_warning(monkeypatch):
     assert lowered.regions == []
     np.testing.assert_array_equal(compiled(BIG[:5000], BIG[:5000]),
                                   elementwise_chain(BIG[:5000], BIG[:5000]))
+
+
+CHAIN_STATEMENTS = ("a{i} = a{j} * np.cos(a{k}) - 0.1 * x",
+                    "a{i} = np.exp(-a{j} * a{j}) + a{k} * 0.25",
+                    "a{i} = np.sin(a{j}) * x + a{k} * 0.5",
+                    "a{i} = np.tanh(a{j} + a{k}) * 0.9")
+
+
+def statement_chain(n, directory):
+    """f(x, y) of n numpy statements, each reading the two values before it."""
+    lines = ["import numpy as np", "", "", "def f(x, y):", "    a0 = x", "    a1 = y"]
+    lines += ["    " + CHAIN_STATEMENTS[s % 4].format(i=s + 2, j=s + 1, k=s) for s in range(n)]
+    lines.append(f"    return np.sum(a{n + 1})")
+    path = directory / f"chain{n}.py"
+    path.write_text("\n".join(lines) + "\n")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.f
+
+
+def kernel_instructions(source: str) -> int:
+    """LLVM instructions in a region's kernels (not in TVM's calling glue, `__`-named)."""
+    count, inside = 0, False
+    for line in source.splitlines():
+        if line.startswith("define"):
+            inside = "@__" not in line
+        elif line.startswith("}"):
+            inside = False
+        elif inside and line.startswith("  ") and not line.lstrip().startswith("#"):
+            count += 1
+    return count
+
+
+def test_a_chain_of_statements_reading_the_two_before_compiles_to_linear_code(tmp_path):
+    """Every value of the chain is read twice.  Inlined at each read, a kernel held 2^N
+    copies (six statements compiled for minutes); values read more than once are computed
+    once (schedule._inline_without_copies) and exp/tanh bind their argument (vmath), so 40
+    statements make about twice the code of 20, forward and gradient, and the values are
+    CPython's and the gradient central differences'."""
+    x, y = np.linspace(-1.0, 1.0, 64), np.linspace(0.5, 1.5, 64)
+    sizes = {}
+    for n in (20, 40):
+        f = statement_chain(n, tmp_path)
+        forward, gradient = tvm_compile(f), myir.grad(f, "x", backend="tvm")
+        sizes[n] = [sum(kernel_instructions(r.source) for r in c.lower(x, y).regions)
+                    for c in (forward, gradient)]
+        np.testing.assert_allclose(forward(x, y), f(x, y), rtol=1e-12)
+        d, h = np.random.default_rng(n).standard_normal(64), 1e-6
+        np.testing.assert_allclose(np.dot(gradient(x, y), d),
+                                   (f(x + h * d, y) - f(x - h * d, y)) / (2 * h), rtol=1e-6)
+    for small, large in zip(sizes[20], sizes[40]):
+        assert 0 < small and 1.5 < large / small < 2.5, sizes
+
+
+def shared_broadcast_operand(m, v):
+    b = np.exp(v * 0.5)
+    return np.sum(m * b + b * b)
+
+
+def test_a_shared_value_smaller_than_the_kernel_loop_is_computed_once_and_broadcast():
+    """b, read twice, has a row's elements while the sum loops over the whole matrix:
+    computed inside that loop it would be recomputed for every row, so it gets a loop of its
+    own (schedule._compute_shared_at), and the region still gives numpy's value."""
+    m, v = rng.random((32, 256)), rng.random(256)
+    lowered = tvm_compile(shared_broadcast_operand).lower(m, v)
+    assert len(lowered.regions) == 1
+    np.testing.assert_allclose(tvm_compile(shared_broadcast_operand)(m, v),
+                               shared_broadcast_operand(m, v), rtol=1e-12)

@@ -3,9 +3,11 @@
 TVM 0.27's plain `tvm.compile(mod, "llvm")` neither fuses nor schedules on the CPU: three
 elementwise ops become three naive serial loops (tvm-0.27.md, pitfalls 1–2).  The CPU pipeline
 here legalizes, fuses (FuseOps/FuseTIR), then schedules every fused kernel with one rule:
-inline the injective blocks into their consumer (true loop fusion: no full-size intermediates),
-vectorize the innermost loop and run the outer one on the thread pool when there is enough
-work; reductions get their spatial loops parallelized.  Measured on the 10-op chain of
+inline the injective blocks read once into their consumer (true loop fusion: no full-size
+intermediates), compute the values read more than once one vector at a time in the same loop
+(so each is computed once and the kernel grows linearly with the region), vectorize the
+innermost loop and run the outer one on the thread pool when there is enough work;
+reductions get their spatial loops parallelized.  Measured on the 10-op chain of
 tvm-0.27.md: 10 ms unscheduled → 0.8 ms (2 threads, fast math, float32).
 
 Full reductions (np.sum of a fused chain, which gets inlined into the reduction) are split
@@ -52,11 +54,16 @@ def _schedule_cpu(func, target, tunable):
 
     if not isinstance(func, tirx.PrimFunc):
         return None
-    sch = s_tir.Schedule(func)
+    sch = s_tir.Schedule(func, error_render_level="none")   # refusals are expected here
     infos = dlight.normalize_prim_func(sch)
     if infos is None:
         return None
-    for info in dlight.try_inline(sch, infos):
+    left, shared = _inline_without_copies(sch, infos)
+    anchor = None     # the block the shared values are computed for, loop by loop
+    for info in left:
+        if any(info is s for s in shared):
+            continue
+        anchor = info.block_rv
         dom = info.dom_kind()
         loops = sch.get_loops(info.block_rv)
         lead = len(dom) - len(dom.lstrip("S"))
@@ -66,19 +73,15 @@ def _schedule_cpu(func, target, tunable):
             # then runs serially, in TVM
             trial = sch.copy()
             try:
-                _parallel_full_reduction(trial, info.iters[lead:], loops[lead:], dom[lead:])
+                partial = _parallel_full_reduction(trial, info.iters[lead:], loops[lead:],
+                                                   dom[lead:])
             except Exception:  # noqa: BLE001 - TVM's error: the serial schedule stays
                 continue
             sch = trial
+            anchor = partial if partial is not None else anchor
             continue
         if info.is_injective():
-            outer = sch.fuse(*loops[:lead]) if lead > 1 else loops[0]
-            extent = _static_extent(info.iters, lead)
-            if extent % VECTOR == 0 and extent >= 4 * VECTOR:
-                outer, inner = sch.split(outer, [None, VECTOR])
-                sch.vectorize(inner)
-            if extent >= PARALLEL_MIN:
-                sch.parallel(outer)
+            _schedule_injective(sch, info, loops, lead)
         elif dom == "S" * lead + "R" and lead >= 2 and _unit_stride_inner(sch, info):
             # matmul-like (also a sum over a leading axis): i, k, j order, j vectorized
             *rows, j = loops[:lead]
@@ -93,30 +96,153 @@ def _schedule_cpu(func, target, tunable):
             # Other reductions: rows in parallel.  (No decompose_reduction: afterwards
             # parallel/vectorize refuse the block, tvm-0.27.md pitfall 9.)
             sch.parallel(sch.fuse(*loops[:lead]) if lead > 1 else loops[0])
+    _compute_shared_at(sch, shared, anchor)
     return sch
 
 
-def _parallel_full_reduction(sch, iters, loops, dom) -> None:
+def _schedule_injective(sch, info, loops, lead) -> None:
+    outer = sch.fuse(*loops[:lead]) if lead > 1 else loops[0]
+    extent = _static_extent(info.iters, lead)
+    if extent % VECTOR == 0 and extent >= 4 * VECTOR:
+        outer, inner = sch.split(outer, [None, VECTOR])
+        sch.vectorize(inner)
+    if extent >= PARALLEL_MIN:
+        sch.parallel(outer)
+
+
+def _compute_shared_at(sch, shared, anchor) -> None:
+    """Compute each shared value (a block `_inline_without_copies` kept) inside the loop of
+    the function's last block, one step at a time: in the loop around its innermost one
+    (around the vector lanes), so a shared value lives in a buffer of one vector, which LLVM
+    keeps in registers, instead of a full array written and read back by a loop of its own
+    (and a loop of 8 steps that LLVM unrolls: code, and compile time, 8 times over).  Only
+    values with as many elements as that block has steps, so no value is computed twice
+    (a broadcast operand, smaller, would be); the others get a loop of their own."""
+    from tvm import tirx
+
+    loops = sch.get_loops(anchor) if anchor is not None else []
+    at = len(loops) - 2 if len(loops) > 1 else len(loops) - 1
+    steps = 1
+    for loop in loops:
+        extent = sch.get(loop).extent
+        steps *= int(extent) if isinstance(extent, (int, tirx.IntImm)) else 0
+    for info in reversed(shared):
+        lead = len(info.iters)
+        if loops and steps and _static_extent(info.iters, lead) == steps:
+            try:
+                sch.compute_at(info.block_rv, loops[at], preserve_unit_loops=False)
+            except Exception:  # noqa: BLE001 - TVM's refusal: a loop of its own
+                pass
+            else:
+                inner = sch.get_loops(info.block_rv)[at + 1:]
+                if inner:
+                    _vectorize_lanes(sch, sch.fuse(*inner) if len(inner) > 1 else inner[0])
+                continue
+        _schedule_injective(sch, info, sch.get_loops(info.block_rv), lead)
+
+
+def _vectorize_lanes(sch, loop) -> None:
+    from tvm import tirx
+    extent = sch.get(loop).extent
+    if isinstance(extent, (int, tirx.IntImm)) and int(extent) % VECTOR == 0:
+        sch.vectorize(sch.split(loop, [None, VECTOR])[1] if int(extent) > VECTOR else loop)
+
+
+def _loads(expr) -> dict:
+    """How many times `expr` reads each buffer (keyed by the buffer's variable)."""
+    from tvm import ir
+    counts: dict = {}
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, ir.expr.TensorLoad):
+            counts[e.source] = counts.get(e.source, 0) + 1
+            stack.extend(e.indices)
+            continue
+        for field in type(e).__tvm_ffi_type_info__.fields:
+            value = getattr(e, field.name)
+            if isinstance(value, ir.expr.Expr):
+                stack.append(value)
+            elif isinstance(value, (list, tuple)) or type(value).__name__ == "Array":
+                stack.extend(v for v in value if isinstance(v, ir.expr.Expr))
+    return counts
+
+
+def _cheap(value) -> bool:
+    """A value that costs nothing to recompute at each use: a load (reshape, broadcast_to,
+    a transpose), a constant, or a cast of one."""
+    from tvm import ir, tirx
+    while isinstance(value, tirx.Cast):
+        value = value.value
+    return isinstance(value, (ir.expr.TensorLoad, tirx.IntImm, tirx.FloatImm))
+
+
+def _inline_without_copies(sch, infos):
+    """Inline the injective blocks whose value is read once, or is cheap, into their
+    consumers; the others stay blocks of their own, computed once into their buffer.
+    Returns the blocks left.
+
+    dlight's `try_inline` inlines every injective block, and TVM's inlining substitutes a
+    value's expression at each of its reads: a value read twice is copied twice, so a chain
+    of statements each reading the previous two values became an expression of 2^N nodes
+    (six numpy statements compiled for minutes, almost all of it in LLVM).  Here a block's
+    reads are counted as they will be after inlining (a cheap block inlined into k reads
+    multiplies the reads of what it reads by k), consumers first, so the fused kernel stays
+    linear in the region's size and computes each value once.  Returns the blocks left,
+    and those of them that are injective values read by other blocks (`_compute_shared_at`
+    places them)."""
+    from tvm import tirx
+
+    blocks = [sch.get(info.block_rv) for info in infos]
+    writer = {w.source: k for k, b in enumerate(blocks) for w in b.writes}
+    reads = []
+    for k, block in enumerate(blocks):
+        counts = _loads(block.body.value) if isinstance(block.body, tirx.BufferStore) else {}
+        reads.append({writer[v]: n for v, n in counts.items() if writer.get(v, k) != k})
+    uses = [0] * len(blocks)
+    inline = [False] * len(blocks)
+    for k in reversed(range(len(blocks))):
+        inline[k] = uses[k] > 0 and infos[k].is_injective() \
+            and isinstance(blocks[k].body, tirx.BufferStore) \
+            and (uses[k] == 1 or _cheap(blocks[k].body.value))
+        for producer, n in reads[k].items():
+            uses[producer] += n * (uses[k] if inline[k] else 1)
+    left, shared = [], []
+    for k, info in enumerate(infos):
+        if inline[k]:
+            try:
+                sch.compute_inline(info.block_rv)
+                continue
+            except Exception:  # noqa: BLE001 - TVM's refusal (an output buffer): kept
+                pass
+        left.append(info)
+        if uses[k] and infos[k].is_injective():
+            shared.append(info)
+    return left, shared
+
+
+def _parallel_full_reduction(sch, iters, loops, dom):
     """A reduction to one value (np.sum of a fused elementwise chain: the chain is inlined
     into it) would run serially, one element at a time; rfactor splits it into partial
     results computed in parallel, then combines those.  Where the elements split into whole
     steps of VECTOR lanes, there is one partial result per chunk and lane, so the chain runs
     VECTOR lanes wide (Black-Scholes' 35 float64 operations then a sum, on one core: 5.7 ms
     -> 2.0 ms for 100,000 options, numpy 4.8 ms); otherwise REDUCTION_CHUNKS scalar ones.
-    Below 4 * PARALLEL_MIN elements there is one chunk, still VECTOR lanes wide."""
+    Below 4 * PARALLEL_MIN elements there is one chunk, still VECTOR lanes wide.  Returns
+    the partial-result block, which now reads the chain (None where there is none)."""
     extent = _static_extent(iters, len(dom))
     parallel = extent >= 4 * PARALLEL_MIN
     if set(dom) != {"R"} or extent < 4 * VECTOR:
-        return
+        return None
     chunks = _chunks(extent) if parallel else 1 if extent % VECTOR == 0 else None
     if chunks is None and not parallel:
-        return
+        return None
     r = sch.fuse(*loops) if len(loops) > 1 else loops[0]
     if chunks is None:
         chunks, _ = sch.split(r, [REDUCTION_CHUNKS, None])
         partial = sch.rfactor(chunks, 0)
         sch.parallel(sch.get_loops(partial)[-2])   # the chunk loop, in the partial-sum block
-        return
+        return partial
     # chunk c, lane l sums elements c * (extent / chunks) + m * VECTOR + l over m: the lanes
     # of one step m are adjacent elements, so the partial-sum block's lane loop vectorizes
     c, m, lane = sch.split(r, [chunks, None, VECTOR])
@@ -128,6 +254,7 @@ def _parallel_full_reduction(sch, iters, loops, dom) -> None:
     sch.vectorize(lane)
     if chunks > 1:
         sch.parallel(c)
+    return partial
 
 
 def _chunks(extent: int) -> int | None:

@@ -71,63 +71,95 @@ class _Lanes:
         return self.double(tirx.shift_left(biased, self.c(52, "int64")))
 
 
+class _Bindings:
+    """Values a formula reads more than once, bound to variables (`tirx.Let`) so each is
+    computed once.  The argument of exp/log/tanh is the whole fused expression of its
+    operand, and a formula reads it and its reductions many times (r thirteen times in exp's
+    series): written out at each read, a tanh of an exp of an exp multiplied the code LLVM
+    receives by each formula's read count in turn.  Comparisons stay unbound: TVM 0.27's
+    passes reject a Let of a boolean vector (they build an IntImm of type boolx8)."""
+
+    def __init__(self):
+        self.bound: list = []
+
+    def __call__(self, value, name: str):
+        from tvm import tirx
+        if isinstance(value, (tirx.Var, tirx.IntImm, tirx.FloatImm, tirx.Broadcast)):
+            return value
+        var = tirx.Var(name, str(value.ty))
+        self.bound.append((var, value))
+        return var
+
+    def wrap(self, body):
+        from tvm import tirx
+        for var, value in reversed(self.bound):
+            body = tirx.Let(var, value, body)
+        return body
+
+
 def exp_f64(x, lanes: int):
     from tvm import tirx
     v = _Lanes(lanes)
     c = v.c
-    xc = tirx.max(tirx.min(x, c(710.0)), c(-746.0))      # keeps k in range (NaN: see below)
-    k = tirx.floor(xc * c(1.0 / math.log(2.0)) + c(0.5))
-    r = (xc - k * c(LN2_HI)) - k * c(LN2_LO)
+    let = _Bindings()
+    x = let(x, "x")
+    xc = let(tirx.max(tirx.min(x, c(710.0)), c(-746.0)), "xc")   # keeps k in range (NaN: below)
+    k = let(tirx.floor(xc * c(1.0 / math.log(2.0)) + c(0.5)), "k")
+    r = let((xc - k * c(LN2_HI)) - k * c(LN2_LO), "r")
     p = c(1.0 / math.factorial(13))
     for n in range(12, -1, -1):
         p = p * r + c(1.0 / math.factorial(n))
-    half = tirx.floor(k * c(0.5))
+    half = let(tirx.floor(k * c(0.5)), "half")
     y = p * v.pow2(half) * v.pow2(k - half)
     y = tirx.Select(xc >= c(EXP_MAX), c(math.inf), y)
     y = tirx.Select(xc <= c(EXP_MIN), c(0.0), y)
-    return tirx.Select(tirx.isnan(x), x, y)
+    return let.wrap(tirx.Select(tirx.isnan(x), x, y))
 
 
 def log_f64(x, lanes: int):
     from tvm import tirx
     v = _Lanes(lanes)
     c = v.c
+    let = _Bindings()
+    x = let(x, "x")
     tiny = x < c(2.2250738585072014e-308)                   # subnormal (or ≤ 0: see below)
     xs = tirx.Select(tiny, x * c(18014398509481984.0), x)   # · 2**54
-    b = v.bits(xs)
+    b = let(v.bits(xs), "b")
     e_biased = tirx.shift_right(b, c(52, "int64"))          # sign bit 0 for the x > 0 used
-    m = v.double(tirx.bitwise_or(tirx.bitwise_and(b, c((1 << 52) - 1, "int64")),
-                                 c(1023 << 52, "int64")))   # in [1, 2)
+    m = let(v.double(tirx.bitwise_or(tirx.bitwise_and(b, c((1 << 52) - 1, "int64")),
+                                     c(1023 << 52, "int64"))), "m")   # in [1, 2)
     big = m > c(math.sqrt(2.0))
-    m = tirx.Select(big, m * c(0.5), m)
+    m = let(tirx.Select(big, m * c(0.5), m), "m")
     e = v.double(tirx.bitwise_or(e_biased, c(TWO52_BITS, "int64"))) - c(TWO52 + 1023.0)
-    e = e + tirx.Select(big, c(1.0), c(0.0)) - tirx.Select(tiny, c(54.0), c(0.0))
-    s = (m - c(1.0)) / (m + c(1.0))
-    s2 = s * s
+    e = let(e + tirx.Select(big, c(1.0), c(0.0)) - tirx.Select(tiny, c(54.0), c(0.0)), "e")
+    s = let((m - c(1.0)) / (m + c(1.0)), "s")
+    s2 = let(s * s, "s2")
     q = c(1.0 / 23.0)
     for n in range(21, 1, -2):
         q = q * s2 + c(1.0 / n)
-    t = s * c(2.0)     # log m = t + t·s²·q: the small tail added last keeps t's precision
+    t = let(s * c(2.0), "t")   # log m = t + t·s²·q: the small tail added last keeps t's precision
     y = e * c(LN2_HI) + (t + (t * s2 * q + e * c(LN2_LO)))
     y = tirx.Select(x == c(math.inf), x, y)
     y = tirx.Select(x == c(0.0), c(-math.inf), y)
     y = tirx.Select(x < c(0.0), c(math.nan), y)
-    return tirx.Select(tirx.isnan(x), x, y)
+    return let.wrap(tirx.Select(tirx.isnan(x), x, y))
 
 
 def tanh_f64(x, lanes: int):
     from tvm import tirx
     c = _Lanes(lanes).c
-    a = tirx.abs(x)
-    y = a * c(2.0)
+    let = _Bindings()
+    x = let(x, "x")
+    a = let(tirx.abs(x), "a")
+    y = let(a * c(2.0), "y")
     e = c(1.0)                         # e^y - 1 = y(1 + y/2(1 + y/3(1 + ...)))
     for n in range(22, 1, -1):
         e = c(1.0) + y * c(1.0 / n) * e
-    e = y * e
-    z = exp_f64(-y, lanes)
-    t = tirx.Select(a < c(0.55), e / (e + c(2.0)), (c(1.0) - z) / (c(1.0) + z))
+    e = let(y * e, "e")
+    z = let(exp_f64(-y, lanes), "z")
+    t = let(tirx.Select(a < c(0.55), e / (e + c(2.0)), (c(1.0) - z) / (c(1.0) + z)), "t")
     t = tirx.Select(x < c(0.0), -t, t)
-    return tirx.Select(tirx.isnan(x) | (x == c(0.0)), x, t)
+    return let.wrap(tirx.Select(tirx.isnan(x) | (x == c(0.0)), x, t))
 
 
 def _lowering(fn, op_name):
