@@ -149,11 +149,11 @@ def wrap_macros(graph: Graph, specs) -> Graph:
 
 
 def find_definition(fn, filename: str) -> ast.AST:
-    """The `def` or `lambda` of `fn` in its source file, found by its code object: the
-    definitions with the code's qualified name (`f`, `C.m`, `f.<locals>.<lambda>`), and of
-    those the one whose text holds every position of the code's instructions.  A line can
-    hold several lambdas and a file several definitions of one name; only the code's own
-    positions tell them apart.  A function whose definition cannot be found exactly (no
+    """The `def` or `lambda` of `fn` in its source file, found by its code object: of the
+    definitions with the code's name and first line, the one whose text holds every
+    position of the code's instructions while no function nested in it holds any.  A line
+    can hold several lambdas and a file several definitions of one name; only the code's
+    own positions tell them apart.  A function whose definition cannot be found exactly (no
     source, or a file changed since it was imported) is refused."""
     code = fn.__code__
     name = getattr(fn, "__qualname__", fn.__name__)
@@ -165,43 +165,57 @@ def find_definition(fn, filename: str) -> ast.AST:
             hint="myir compiles functions defined in files (or notebook cells); define the "
                  "function with `def` in a file") from None
     positions = text_positions(code)
-    found = [n for n in _definitions(filename, "".join(lines)).get(code.co_qualname, ())
-             if all(_holds(n, p) for p in positions)]
-    if len(found) == 1:
-        return found[0]
+    found = [n for n in _definitions(filename, "".join(lines)).get(
+                 (code.co_name, code.co_firstlineno), ())
+             if all(_holds(n, p) for p in positions)
+             and not any(_holds(body, p) for body in _nested_bodies(n) for p in positions)]
+    # A function whose code is all one nested lambda (`lambda x: lambda y: y`) is held by
+    # that lambda too: the outermost definition left is the one.
+    outermost = [n for n in found if not any(m is not n and _within(n, m) for m in found)]
+    if len(outermost) == 1:
+        return outermost[0]
     where = Location(filename, code.co_firstlineno, 1)
-    if not found:
+    if not outermost:
         raise MyirSyntaxError(
             f"cannot find the source of {name!r} exactly: {filename} no longer holds the "
             "definition the function was made from", where,
             "the file changed since it was imported: import it again (importlib.reload) "
             "or restart")
-    raise MyirSyntaxError(f"cannot tell which of {len(found)} definitions in the source is "
-                          f"{name!r}", where, "give each function its own line or name")
+    # Only code without column positions leaves several (python -X no_debug_ranges).
+    raise MyirSyntaxError(f"cannot tell which of {len(outermost)} definitions on this line "
+                          f"is {name!r}: Python runs without column positions", where,
+                          "give each function its own line, or run Python without "
+                          "-X no_debug_ranges / PYTHONNODEBUGRANGES")
 
 
 @functools.lru_cache(maxsize=32)
-def _definitions(filename: str, text: str) -> dict[str, list[ast.AST]]:
-    """The function definitions of a source text by qualified name, as Python names their
-    code (`co_qualname`).  Cached: every function of a file is found in one parse of it."""
+def _definitions(filename: str, text: str) -> dict[tuple[str, int], list[ast.AST]]:
+    """The function definitions of a source text by (name, first line) as Python gives them
+    to code objects (`co_name`, `co_firstlineno`: a decorated function starts at its first
+    decorator).  Cached: every function of a file is found in one parse of it."""
     try:
         tree = ast.parse(text, filename)
     except SyntaxError:     # edited since it was imported: nothing is found exactly
         return {}
-    found: dict[str, list[ast.AST]] = {}
-    stack: list[tuple[ast.AST, str]] = [(tree, "")]
-    while stack:
-        node, prefix = stack.pop()
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                qualname = prefix + getattr(child, "name", "<lambda>")
-                found.setdefault(qualname, []).append(child)
-                stack.append((child, qualname + ".<locals>."))
-            elif isinstance(child, ast.ClassDef):
-                stack.append((child, prefix + child.name + "."))
-            else:
-                stack.append((child, prefix))
+    found: dict[tuple[str, int], list[ast.AST]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
+            found.setdefault((getattr(node, "name", "<lambda>"), first), []).append(node)
     return found
+
+
+def _nested_bodies(node: ast.AST):
+    """The bodies of the functions defined inside `node`, as nodes with a text span."""
+    for inner in ast.walk(node):
+        if inner is node:
+            continue
+        if isinstance(inner, ast.Lambda):
+            yield inner.body
+        elif isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first, last = inner.body[0], inner.body[-1]
+            yield ast.Pass(lineno=first.lineno, col_offset=first.col_offset,
+                           end_lineno=last.end_lineno, end_col_offset=last.end_col_offset)
 
 
 def _holds(node: ast.AST, position: tuple) -> bool:
@@ -209,6 +223,10 @@ def _holds(node: ast.AST, position: tuple) -> bool:
     line, col, end_line, end_col = position
     return (node.lineno, node.col_offset) <= (line, col) \
         and (end_line, end_col) <= (node.end_lineno, node.end_col_offset)
+
+
+def _within(inner: ast.AST, outer: ast.AST) -> bool:
+    return _holds(outer, (inner.lineno, inner.col_offset, inner.end_lineno, inner.end_col_offset))
 
 
 # ----------------------------------------------------------------------------- scoping

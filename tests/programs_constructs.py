@@ -656,6 +656,8 @@ def closure_in_loop(n):
 LINE_LAMBDAS = (lambda x: x + 1.0, lambda x: x * 10.0, lambda x: x + 2.0)  # noqa: E731
 inc, tenfold = (lambda x: x + 1.0), (lambda x: x * 10.0)  # noqa: E731
 nest = lambda x: (lambda y: y * 3.0)(x) + (lambda y: y - 5.0)(x)  # noqa: E731
+curried = lambda x: lambda y: x * 10.0 + y  # noqa: E731
+SHIFTS = tuple(lambda x, k=k: x + k for k in range(3))
 
 
 def uses_line_lambdas(x):

@@ -17,6 +17,8 @@ import ast
 import inspect
 import linecache
 import os
+import subprocess
+import sys
 import textwrap
 from dataclasses import dataclass
 
@@ -231,6 +233,31 @@ def test_a_function_whose_source_changed_since_import_is_refused(compile_fresh, 
     assert "cannot find the source of 'f' exactly" in err.message
     assert (err.location.filename, err.location.line) == (str(path), 1)
     assert "import it again" in err.hint
+
+
+def test_lambdas_on_one_line_without_column_positions_are_refused(tmp_path):
+    """Without column positions (PYTHONNODEBUGRANGES) nothing tells two lambdas on one line
+    apart: refused, while a function alone on its line still compiles."""
+    path = tmp_path / "no_ranges.py"
+    path.write_text(textwrap.dedent("""
+        import myir
+        fs = (lambda x: x + 1.0, lambda x: x * 10.0)
+        def alone(x):
+            return x * 2.0
+        print(myir.compile(alone, backend="python")(2.0))
+        try:
+            myir.compile(fs[1], backend="python")(2.0)
+        except myir.MyirError as e:
+            print(e.location.line, e.message)
+    """))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "PYTHONNODEBUGRANGES": "1", "MYIR_CACHE_DIR": "off",
+           "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "4.0", "3 cannot tell which of 2 definitions on this line is '<lambda>': Python runs "
+        "without column positions"]
 
 
 def test_undefined_name_raised_before_running(compile_fresh):
