@@ -223,10 +223,18 @@ def _not_a_function(value) -> tuple[str, str]:
         inner = getattr(value.func, "__name__", "f")
         return ("a functools.partial",
                 f"write a function that makes the call, e.g. `lambda x: {inner}(x, 2.0)`")
-    module = getattr(value, "__module__", None) or ""
-    if isinstance(value, np.ufunc) or module.partition(".")[0] in ("numpy", "math"):
-        path = "math" if module == "math" else "np" + module[len("numpy"):]
-        return (f"the {module.partition('.')[0] or 'numpy'} function {path}.{name}",
+    if isinstance(value, type):
+        return (f"the class {value.__qualname__}",
+                "compile a function that computes the result from numbers, tuples or arrays")
+    if isinstance(value, types.MethodType):
+        return (f"the bound method {value.__qualname__}",
+                "compiled code works on numbers, tuples and arrays, not objects: write a "
+                "function of the values the method uses, and compile that")
+    package = (getattr(value, "__module__", None) or "").partition(".")[0]
+    if callable(value) and isinstance(name, str) and (isinstance(value, np.ufunc)
+                                                      or package in ("numpy", "math")):
+        path = "math" if package == "math" else "np" + value.__module__[len("numpy"):]
+        return (f"the {package} function {path}.{name}",
                 f"call it from a `def` or `lambda`, e.g. `lambda x: {path}.{name}(x)` (with "
                 "the arguments it takes)")
     if isinstance(value, types.BuiltinFunctionType) \
@@ -240,13 +248,6 @@ def _not_a_function(value) -> tuple[str, str]:
                           types.WrapperDescriptorType, types.MethodDescriptorType)):
         return (f"the built-in method {getattr(value, '__qualname__', name)}",
                 "write what it does as a `def` or `lambda`, e.g. `lambda x, y: x + y`")
-    if isinstance(value, types.MethodType):
-        return (f"the bound method {value.__qualname__}",
-                "compiled code works on numbers, tuples and arrays, not objects: write a "
-                "function of the values the method uses, and compile that")
-    if isinstance(value, type):
-        return (f"the class {value.__qualname__}",
-                "compile a function that computes the result from numbers, tuples or arrays")
     return (f"a value of type {type(value).__name__}",
             "write a `def` or `lambda` in a file or notebook cell, and compile that")
 

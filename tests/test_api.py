@@ -170,8 +170,10 @@ class Scaler:
     (Scaler, "the class Scaler", "compile a function"),
     ((1.0).__add__, "the built-in method float.__add__", "lambda x, y: x + y"),
     (42, "a value of type int", "`def` or `lambda`"),
+    (np.ones(3), "a value of type ndarray", "`def` or `lambda`"),
+    (np.float32, "the class float32", "compile a function"),
 ], ids=["builtin", "ufunc", "numpy", "math", "partial", "method", "class", "method-wrapper",
-        "int"])
+        "int", "array", "numpy-type"])
 @pytest.mark.parametrize("api", [myir.compile, myir.grad, myir.value_and_grad],
                          ids=lambda f: f.__name__)
 def test_compile_needs_a_python_function(api, value, what, hint):
