@@ -61,7 +61,9 @@ class _Fingerprint:
 
     def describe(self, fn) -> None:
         code = fn.__code__
+        # The name and positions in the text tell apart functions on one line (lambdas).
         self.lines.append(f"def {self.labels[id(fn)]} {code.co_filename}:{code.co_firstlineno} "
+                          f"{code.co_qualname} {text_positions(code)} "
                           f"{self.text(code.co_filename, fn.__globals__)} "
                           f"{hashlib.sha256(code.co_code).hexdigest()}")
         names = _names(code)
@@ -131,6 +133,14 @@ class _Fingerprint:
         attributes = (f"{n}: {self.value(getattr(module, n), names, depth + 1)}"
                       for n in sorted(names) if hasattr(module, n))
         return f"module {module.__name__} {{{', '.join(attributes)}}}"
+
+
+def text_positions(code: types.CodeType) -> list[tuple[int, int, int, int]]:
+    """Where the code's instructions are in its source text: (line, col, end_line, end_col)
+    of each, leaving out the empty spans Python gives instructions of no source text."""
+    return [(line, col, end_line, end_col)
+            for line, end_line, col, end_col in code.co_positions()
+            if None not in (line, end_line, col, end_col) and (line, col) != (end_line, end_col)]
 
 
 def _names(code: types.CodeType) -> set[str]:

@@ -23,8 +23,8 @@ from __future__ import annotations
 import ast
 import builtins
 import collections
+import functools
 import inspect
-import textwrap
 import threading
 import types
 from dataclasses import dataclass, field
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from frontend import resolve
-from frontend.fingerprint import fingerprint
+from frontend.fingerprint import fingerprint, text_positions
 from myir.errors import Location, MyirSyntaxError
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
@@ -80,16 +80,13 @@ class Loop:
 @dataclass
 class Source:
     filename: str
-    line_offset: int
-    col_offset: int
     globals: dict
 
     def loc(self, node: ast.AST) -> Location:
         end = getattr(node, "end_col_offset", None)
         same_line = getattr(node, "end_lineno", None) == node.lineno
-        return Location(self.filename, node.lineno + self.line_offset,
-                        node.col_offset + 1 + self.col_offset,
-                        end + 1 + self.col_offset if end is not None and same_line else None)
+        return Location(self.filename, node.lineno, node.col_offset + 1,
+                        end + 1 if end is not None and same_line else None)
 
 
 _lock = threading.RLock()
@@ -112,34 +109,21 @@ def parse(fn) -> Graph:
 
 
 def _parse_new(fn, stamp) -> Graph:
-    try:
-        lines, first_line = inspect.getsourcelines(fn)
-        filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
-    except (OSError, TypeError) as e:
-        raise MyirSyntaxError(
-            f"cannot read the source of {getattr(fn, '__qualname__', fn)!r}: {e}",
-            hint="myir compiles functions defined in files (or notebook cells); define the "
-                 "function with `def` in a file") from None
+    filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
+    target = find_definition(fn, filename)
     if inspect.iscoroutinefunction(fn) or inspect.isgeneratorfunction(fn) \
             or inspect.isasyncgenfunction(fn):
         kind = "generator" if inspect.isgeneratorfunction(fn) else "async"
-        tree = ast.parse(textwrap.dedent("".join(lines)))
         wanted = (ast.Yield, ast.YieldFrom) if kind == "generator" else ast.AsyncFunctionDef
-        node = next(n for n in ast.walk(tree) if isinstance(n, wanted))
-        col = len(lines[0]) - len(lines[0].lstrip())
-        loc = Source(filename, first_line - 1, col, {}).loc(node)
-        raise MyirSyntaxError(f"{kind} functions are not supported", loc,
+        node = next(n for n in ast.walk(target) if isinstance(n, wanted))
+        raise MyirSyntaxError(f"{kind} functions are not supported",
+                              Source(filename, {}).loc(node),
                               "use a plain `def` that returns its result")
-    text = "".join(lines)
-    dedented = textwrap.dedent(text)
-    col = len(lines[0]) - len(lines[0].lstrip()) if dedented != text else 0
     names = fn.__globals__
     if fn.__closure__:  # a closure made in plain Python: its captured values are constants
         captured = dict(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__)))
         names = collections.ChainMap(captured, fn.__globals__)
-    source = Source(filename, first_line - 1, col, names)
-    tree = ast.parse(dedented)
-    target = _find_definition(tree, fn)
+    source = Source(filename, names)
     graph = Graph(fn.__name__, None, source.loc(target))
     _parsed[fn] = (stamp, graph)  # before parsing the body: recursion refers to this graph
     try:
@@ -164,18 +148,85 @@ def wrap_macros(graph: Graph, specs) -> Graph:
     return w
 
 
-def _find_definition(tree: ast.Module, fn) -> ast.AST:
-    line = fn.__code__.co_firstlineno
-    candidates = [n for n in ast.walk(tree)
-                  if isinstance(n, (ast.FunctionDef, ast.Lambda, ast.AsyncFunctionDef))]
-    for n in candidates:
-        if isinstance(n, ast.AsyncFunctionDef):
+def find_definition(fn, filename: str) -> ast.AST:
+    """The `def` or `lambda` of `fn` in its source file, found by its code object: of the
+    definitions with the code's name and first line, the one whose text holds every
+    position of the code's instructions while no function nested in it holds any.  A line
+    can hold several lambdas and a file several definitions of one name; only the code's
+    own positions tell them apart.  A function whose definition cannot be found exactly (no
+    source, or a file changed since it was imported) is refused."""
+    code = fn.__code__
+    name = getattr(fn, "__qualname__", fn.__name__)
+    try:
+        lines, _ = inspect.findsource(fn)
+    except (OSError, TypeError) as e:
+        raise MyirSyntaxError(
+            f"cannot read the source of {name!r}: {e}",
+            hint="myir compiles functions defined in files (or notebook cells); define the "
+                 "function with `def` in a file") from None
+    positions = text_positions(code)
+    found = [n for n in _definitions(filename, "".join(lines)).get(
+                 (code.co_name, code.co_firstlineno), ())
+             if all(_holds(n, p) for p in positions)
+             and not any(_holds(body, p) for body in _nested_bodies(n) for p in positions)]
+    # A function whose code is all one nested lambda (`lambda x: lambda y: y`) is held by
+    # that lambda too: the outermost definition left is the one.
+    outermost = [n for n in found if not any(m is not n and _within(n, m) for m in found)]
+    if len(outermost) == 1:
+        return outermost[0]
+    where = Location(filename, code.co_firstlineno, 1)
+    if not outermost:
+        raise MyirSyntaxError(
+            f"cannot find the source of {name!r} exactly: {filename} no longer holds the "
+            "definition the function was made from", where,
+            "the file changed since it was imported: import it again (importlib.reload) "
+            "or restart")
+    # Only code without column positions leaves several (python -X no_debug_ranges).
+    raise MyirSyntaxError(f"cannot tell which of {len(outermost)} definitions on this line "
+                          f"is {name!r}: Python runs without column positions", where,
+                          "give each function its own line, or run Python without "
+                          "-X no_debug_ranges / PYTHONNODEBUGRANGES")
+
+
+@functools.lru_cache(maxsize=32)
+def _definitions(filename: str, text: str) -> dict[tuple[str, int], list[ast.AST]]:
+    """The function definitions of a source text by (name, first line) as Python gives them
+    to code objects (`co_name`, `co_firstlineno`: a decorated function starts at its first
+    decorator).  Cached: every function of a file is found in one parse of it."""
+    try:
+        tree = ast.parse(text, filename)
+    except SyntaxError:     # edited since it was imported: nothing is found exactly
+        return {}
+    found: dict[tuple[str, int], list[ast.AST]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
+            found.setdefault((getattr(node, "name", "<lambda>"), first), []).append(node)
+    return found
+
+
+def _nested_bodies(node: ast.AST):
+    """The bodies of the functions defined inside `node`, as nodes with a text span."""
+    for inner in ast.walk(node):
+        if inner is node:
             continue
-        if getattr(n, "name", "<lambda>") == fn.__name__:
-            return n
-    if candidates:
-        return candidates[0]
-    raise MyirSyntaxError(f"no function definition found for {fn.__qualname__} (line {line})")
+        if isinstance(inner, ast.Lambda):
+            yield inner.body
+        elif isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first, last = inner.body[0], inner.body[-1]
+            yield ast.Pass(lineno=first.lineno, col_offset=first.col_offset,
+                           end_lineno=last.end_lineno, end_col_offset=last.end_col_offset)
+
+
+def _holds(node: ast.AST, position: tuple) -> bool:
+    """Whether the text of `node` holds `position` (line, col, end_line, end_col)."""
+    line, col, end_line, end_col = position
+    return (node.lineno, node.col_offset) <= (line, col) \
+        and (end_line, end_col) <= (node.end_lineno, node.end_col_offset)
+
+
+def _within(inner: ast.AST, outer: ast.AST) -> bool:
+    return _holds(outer, (inner.lineno, inner.col_offset, inner.end_lineno, inner.end_col_offset))
 
 
 # ----------------------------------------------------------------------------- scoping
@@ -421,7 +472,7 @@ class FunctionParser:
                 if later or same_loop:
                     what = getattr(def_node, "name", "lambda")
                     self.error(assign, f"variable '{name}' is captured by the closure "
-                               f"`{what}` (line {def_node.lineno + self.source.line_offset}) "
+                               f"`{what}` (line {def_node.lineno}) "
                                f"and assigned again {'here' if later else 'in the same loop'}; "
                                "Python closures would see the new value, myir captures the "
                                "value at definition",
@@ -479,10 +530,11 @@ class FunctionParser:
         return method(s, block)
 
     def unsupported(self, s: ast.AST):
-        name, hint = _UNSUPPORTED.get(type(s).__name__, (type(s).__name__, None))
-        self.error(s, f"{name} {'are' if name.endswith('s') else 'is'} not supported in "
-                   "compiled functions", hint or "rewrite it with the supported subset: "
-                   "assignments, if/while/for, def/lambda, return")
+        kind = type(s).__name__
+        what, hint = _UNSUPPORTED.get(kind, (f"`{kind}` constructs", None))
+        self.error(s, f"{what} are not supported in compiled functions",
+                   hint or "rewrite it with the supported subset: assignments, if/while/for, "
+                   "def/lambda, return")
 
     def stmt_Pass(self, s, block):
         return block
@@ -507,7 +559,7 @@ class FunctionParser:
         return None
 
     def stmt_Assign(self, s, block):
-        value = self.expr(s.value, block)
+        value = self.assigned_value(s.value, s.targets, block)
         for target in s.targets:
             self.assign(target, value, block, s)
         return block
@@ -515,8 +567,16 @@ class FunctionParser:
     def stmt_AnnAssign(self, s, block):
         if s.value is None:
             return block
-        self.assign(s.target, self.expr(s.value, block), block, s)
+        self.assign(s.target, self.assigned_value(s.value, [s.target], block), block, s)
         return block
+
+    def assigned_value(self, e: ast.expr, targets: list, block: Block) -> Node:
+        """The value of an assignment's right side.  `fact = lambda n: ... fact(n - 1)`: the
+        lambda reads `fact` when it runs, after the assignment, so it sees itself, like a
+        recursive `def`."""
+        if isinstance(e, ast.Lambda) and all(isinstance(t, ast.Name) for t in targets):
+            return Constant(self.nested_function(e, block, "lambda", [t.id for t in targets]))
+        return self.expr(e, block)
 
     def stmt_AugAssign(self, s, block):
         if not isinstance(s.target, ast.Name):
@@ -798,19 +858,21 @@ class FunctionParser:
         if s.decorator_list:
             self.error(s.decorator_list[0], "decorators on nested functions are not supported",
                        "apply the decorator's function explicitly, e.g. `g = deco(g)`")
-        g = self.nested_function(s, block, s.name)
+        g = self.nested_function(s, block, s.name, [s.name])
         self.bind(block, s.name, Constant(g), s)
         return block
 
-    def nested_function(self, s, block: Block, name: str) -> Graph:
+    def nested_function(self, s, block: Block, name: str, bound_to: list[str] = ()) -> Graph:
+        """The graph of a nested `def` or `lambda`; `bound_to`: the names the function is
+        assigned to, which its body sees as the function itself (recursion)."""
         g = Graph(name, block.graph, self.loc(s))
         parser = FunctionParser(self.source, (self, block), s, g)
         # Defaults are evaluated where the function is defined, as in Python.
         names = [a.arg for a in s.args.posonlyargs + s.args.args]
         for n, default in zip(reversed(names), reversed(s.args.defaults)):
             g.defaults[n] = self.expr(default, block)
-        if isinstance(s, ast.FunctionDef):
-            block.env[name] = Constant(g)  # visible inside its own body: recursion
+        for n in bound_to:
+            block.env[n] = Constant(g)
         parser.parse()
         return g
 
@@ -1106,6 +1168,8 @@ _CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq
            ast.NotEq: "ne", ast.Is: "is_", ast.IsNot: "is_not"}
 _OP_TEXT = {ast.In: "in", ast.NotIn: "not in"}
 
+# Constructs outside the subset: AST node type -> (what they are, as a plural noun phrase:
+# "<what> are not supported in compiled functions", and what to write instead).
 _UNSUPPORTED = {
     "Try": ("`try` statements", "check conditions with `if` and raise errors explicitly"),
     "TryStar": ("`try` statements", "check conditions with `if` and raise errors explicitly"),
@@ -1114,16 +1178,16 @@ _UNSUPPORTED = {
     "AsyncFor": ("`async for` loops", None),
     "AsyncFunctionDef": ("`async def` functions", "use a plain `def`"),
     "Await": ("`await` expressions", None),
-    "Yield": ("`yield` (generators)", "return a tuple of the values instead"),
-    "YieldFrom": ("`yield from` (generators)", "return a tuple of the values instead"),
+    "Yield": ("`yield` expressions (generators)", "return a tuple of the values instead"),
+    "YieldFrom": ("`yield from` expressions (generators)", "return a tuple of the values instead"),
     "Global": ("`global` declarations", "pass the value as an argument and return the new value"),
     "Nonlocal": ("`nonlocal` declarations",
                  "return the new value from the inner function instead of assigning it"),
-    "ClassDef": ("class definitions inside compiled functions",
+    "ClassDef": ("class definitions",
                  "define classes outside; compiled code works on numbers, tuples and arrays"),
     "Delete": ("`del` statements", "just stop using the variable"),
-    "Import": ("imports inside compiled functions", "import at module level"),
-    "ImportFrom": ("imports inside compiled functions", "import at module level"),
+    "Import": ("imports", "import at module level"),
+    "ImportFrom": ("imports", "import at module level"),
     "Match": ("`match` statements", "use `if`/`elif`"),
     "ListComp": ("list comprehensions", "use a tuple and a `for` loop"),
     "SetComp": ("set comprehensions", "use a tuple and a `for` loop"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
+import types
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -85,8 +86,6 @@ class CompiledFunction:
     the pipeline's stages for those arguments."""
 
     def __init__(self, fn, backend: str | None = None, transforms: tuple = (), **options):
-        if not callable(fn):
-            raise MyirError(f"compile() needs a function, got {type(fn).__name__}")
         backend = backend or DEFAULT_BACKEND
         if backend not in BACKENDS:
             raise MyirError(f"unknown backend {backend!r}", hint=f"backends: {', '.join(BACKENDS)}")
@@ -216,6 +215,43 @@ class CompiledFunction:
         return f"<myir.compile {name} backend={self.backend}>"
 
 
+def _not_a_function(value) -> tuple[str, str]:
+    """What a value given to compile() is, and what to write instead.  myir reads a
+    function's source, so only functions written in Python can be compiled."""
+    name = getattr(value, "__name__", None)
+    if isinstance(value, functools.partial):
+        inner = getattr(value.func, "__name__", "f")
+        return ("a functools.partial",
+                f"write a function that makes the call, e.g. `lambda x: {inner}(x, 2.0)`")
+    if isinstance(value, type):
+        return (f"the class {value.__qualname__}",
+                "compile a function that computes the result from numbers, tuples or arrays")
+    if isinstance(value, types.MethodType):
+        return (f"the bound method {value.__qualname__}",
+                "compiled code works on numbers, tuples and arrays, not objects: write a "
+                "function of the values the method uses, and compile that")
+    package = (getattr(value, "__module__", None) or "").partition(".")[0]
+    if callable(value) and isinstance(name, str) and (isinstance(value, np.ufunc)
+                                                      or package in ("numpy", "math")):
+        path = "math" if package == "math" else "np" + value.__module__[len("numpy"):]
+        return (f"the {package} function {path}.{name}",
+                f"call it from a `def` or `lambda`, e.g. `lambda x: {path}.{name}(x)` (with "
+                "the arguments it takes)")
+    if isinstance(value, types.BuiltinFunctionType) \
+            and isinstance(getattr(value, "__self__", None), (types.ModuleType, type(None))):
+        from frontend.resolve import BUILTINS
+
+        return (f"the built-in function {name}",
+                f"wrap it in a lambda that calls it, e.g. `lambda x: {name}(x)` (compiled "
+                f"code supports the built-in functions {', '.join(BUILTINS)})")
+    if isinstance(value, (types.BuiltinMethodType, types.MethodWrapperType,
+                          types.WrapperDescriptorType, types.MethodDescriptorType)):
+        return (f"the built-in method {getattr(value, '__qualname__', name)}",
+                "write what it does as a `def` or `lambda`, e.g. `lambda x, y: x + y`")
+    return (f"a value of type {type(value).__name__}",
+            "write a `def` or `lambda` in a file or notebook cell, and compile that")
+
+
 def compile(fn=None, *, backend: str | None = None, **options):
     """Compile a Python function: `@compile`, `@compile(backend="python")`, `compile(f)`.
 
@@ -235,6 +271,12 @@ def _compiled(fn, backend: str | None, transforms: tuple, options: dict) -> Comp
     if isinstance(fn, CompiledFunction):
         return CompiledFunction(fn.fn, backend or fn.backend, fn.__myir_transforms__ + transforms,
                                 **{**fn.options, **options})
+    if not isinstance(fn, types.FunctionType):
+        caller = "value_and_grad" if transforms and transforms[-1].with_value \
+            else "grad" if transforms else "compile"
+        what, hint = _not_a_function(fn)
+        raise MyirError(f"{caller}() takes a Python function or lambda defined in source, "
+                        f"not {what}", hint=hint)
     return CompiledFunction(fn, backend, transforms, **options)
 
 

@@ -76,7 +76,17 @@ def parse_literal(text: str):
     except (ValueError, SyntaxError):
         raise CliError(f"argument {text!r} is not a Python literal (write numbers like 2.0, "
                        "tuples like '(1.0, 2.0)', arrays as lists like '[[1.0, 2.0]]')") from None
-    return np.asarray(value) if isinstance(value, list) else value
+    if not isinstance(value, list):
+        return value
+    try:
+        array = np.asarray(value)
+    except ValueError:      # ragged: numpy cannot make one array of it
+        raise CliError(f"argument {text!r} is not an array: its lists must have the same "
+                       "length at each depth, like '[[1.0, 2.0], [3.0, 4.0]]'") from None
+    if array.dtype.kind not in "biufc":
+        raise CliError(f"argument {text!r} is not an array of numbers: its lists must hold "
+                       "only numbers (or True/False), like '[1.0, 2.0]'")
+    return array
 
 
 def parse_wrt(text: str | None) -> tuple:

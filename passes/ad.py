@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from frontend import parse
 from myir.errors import MyirError
-from myir.ir.analysis import free_variables, toposort
+from myir.ir.analysis import free_variables, primitive_name, toposort
 from myir.ir.edit import clone_program
 from myir.ir.graph import Apply, Constant, Graph, Node, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, Primitive
@@ -164,6 +164,9 @@ class JTransform:
                                         location=node.location)
             bprops[node] = gj.apply(P["getitem"], pair, 1, location=node.location)
         out = self.value(g.output)
+        if primitive_name(g.output) == "raise_":
+            gj.output = out     # never returns: no value, no backpropagator
+            return gj
         bprop = self.backpropagator(g, gj, bprops)
         gj.output = gj.apply(P["make_tuple"], out, Constant(bprop), location=g.location)
         return gj

@@ -35,6 +35,9 @@ Every generated program terminates and, for the arguments drawn, does not raise 
 * Closures (``lambda`` and nested ``def``) only capture variables that are assigned once, at
   the top level of their function, before the closure; such a variable is never assigned
   again afterwards (myir captures values, CPython cells: they agree only then).
+* Module-level lambdas come two or three to a line (``blend, twist = (lambda t: ...,
+  lambda u: ...)``), all of one function type, so that compiling one in place of another
+  still type-checks but gives another value; `main` calls any that nothing else calls.
 * A local may shadow a module constant (``SCALE = x * 2``) only in a function that has not
   read the constant before: the name is local to the whole function.
 
@@ -160,6 +163,7 @@ class Sig:
     index: int  # position in the call order: may call lower indices freely
     group: int | None = None  # recursive group: members call each other with depth - 1
     kind: str = "plain"
+    line: int | None = None  # module-level lambdas: the lambdas sharing one source line
 
     @property
     def functype(self) -> FuncT:
@@ -1128,7 +1132,7 @@ class Gen:
         group = 0
         while len(self.sigs) < n:
             kind = self.pick([(4, "plain"), (2, "recursive"), (2, "mutual"), (2, "hof"),
-                              (2, "factory")])
+                              (2, "factory"), (2, "lambdas")])
             index = len(self.sigs)
             if kind in ("recursive", "mutual"):
                 members = 2 if kind == "mutual" else 1
@@ -1146,6 +1150,12 @@ class Gen:
                     params = [p for p in params if p[2] is None] + [p for p in params
                                                                     if p[2] is not None]
                 self.sigs.append(Sig(self.fresh("hof"), params, fparam[1].ret, index, kind=kind))
+            elif kind == "lambdas":
+                ft = self.draw_functype()
+                for _ in range(self.pick([(3, 2), (1, 3)])):
+                    params = [(self.fresh("lambda"), t, None) for t in ft.params]
+                    self.sigs.append(Sig(self.fresh("module_fn"), params, ft.ret, index,
+                                         kind="lambda", line=index))
             elif kind == "factory":
                 ft = FuncT(tuple(self.pick([(3, FLOAT), (2, INT)])
                                  for _ in range(self.pick([(3, 1), (1, 2)]))),
@@ -1198,10 +1208,18 @@ class Gen:
                  budget=8 if s.kind == "main" else 5, self_sig=s)
         scope = {}
         for pname, pty, _ in s.params:
-            scope[pname] = Var(pname, pty, cx)
+            scope[pname] = Var(pname, pty, cx, assignable=s.kind != "lambda")
         self.globals_read = set()  # module constants this function has read so far
         self.shadowed = set()  # module constants a local of this function shadows
+        if s.kind == "lambda":
+            return ast.Lambda(_fn_args([p for p, _, _ in s.params]),
+                              self.expr(cx, scope, s.ret, 2))
         body = []
+        if s.kind == "main":    # every module-level lambda is called
+            for lam in [o for o in self.sigs if o.kind == "lambda" and o.name not in self.called]:
+                name = self.fresh_var(lam.ret)
+                body.append(ast.Assign([store(name)], self.sig_call(cx, scope, lam, 1)))
+                scope[name] = Var(name, lam.ret, cx)
         if s.group is not None:
             scope["depth"].assignable = False
             scope["depth"].capturable = False
@@ -1246,7 +1264,18 @@ class Gen:
             value = self.choice([2.5, 0.75, -1.25, 4.0] if ty is FLOAT else [3, 10, -2, 7])
             self.consts.append((self.fresh("const"), ty, value))
         self.draw_sigs()
-        defs = [self.function(s) for s in self.sigs]
+        defs, lines = [], {}
+        for s in self.sigs:
+            node = self.function(s)
+            if s.kind != "lambda":
+                defs.append(node)
+            elif s.line in lines:   # `a, b = (lambda ..., lambda ...)`: one line
+                lines[s.line].targets[0].elts.append(store(s.name))
+                lines[s.line].value.elts.append(node)
+            else:
+                lines[s.line] = ast.Assign([ast.Tuple([store(s.name)], ast.Store())],
+                                           ast.Tuple([node], ast.Load()))
+                defs.append(lines[s.line])
         order = self.draw(st.permutations(range(len(defs))))
         parts = ["import math\n"]
         if self.consts:
@@ -1294,8 +1323,18 @@ def features(source: str) -> set[str]:
     """The constructs a generated module uses, by name (see FEATURES)."""
     tree = ast.parse(source)
     found = set()
-    constants = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets}
+    constants = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets
+                 if isinstance(t, ast.Name)}
     module_fns = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    called = {n.func.id for n in ast.walk(tree)
+              if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    for n in tree.body:
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Tuple) \
+                and isinstance(n.targets[0], ast.Tuple):
+            names = [t.id for t, v in zip(n.targets[0].elts, n.value.elts)
+                     if isinstance(v, ast.Lambda)]
+            if len(names) > 1 and sum(name in called for name in names) > 1:
+                found.add("lambdas sharing a line")
     order = list(module_fns)
 
     def visit_fn(fn, nested):
@@ -1415,5 +1454,5 @@ FEATURES = frozenset([
     "mutual recursion", "call to module function", "call to function defined later",
     "default argument", "keyword argument", "math.sin", "math.cos", "math.exp", "math.sqrt",
     "abs()", "division guarded by ternary", "division guarded by short-circuit",
-    "nested for target", "local shadows module constant",
+    "nested for target", "local shadows module constant", "lambdas sharing a line",
 ])

@@ -652,6 +652,38 @@ def closure_in_loop(n):
     return total
 
 
+# Lambdas sharing a line: each is found by its own code, not by its line.
+LINE_LAMBDAS = (lambda x: x + 1.0, lambda x: x * 10.0, lambda x: x + 2.0)  # noqa: E731
+inc, tenfold = (lambda x: x + 1.0), (lambda x: x * 10.0)  # noqa: E731
+nest = lambda x: (lambda y: y * 3.0)(x) + (lambda y: y - 5.0)(x)  # noqa: E731
+curried = lambda x: lambda y: x * 10.0 + y  # noqa: E731
+SHIFTS = tuple(lambda x, k=k: x + k for k in range(3))
+
+
+def uses_line_lambdas(x):
+    return inc(x) + tenfold(x)
+
+
+def lambdas_inside_on_one_line(x):
+    f, g = (lambda y: y + 1.0), (lambda y: y * 10.0)  # noqa: E731
+    return f(x), g(x), (lambda y: y - 3.0)(x) * (lambda y: y / 2.0)(x)
+
+
+def recursive_lambda(x):
+    fact = lambda n: 1.0 if n <= 0 else n * fact(n - 1)  # noqa: E731
+    return fact(x)
+
+
+def recursive_lambda_capturing(x, n):
+    power: object = lambda k: 1.0 if k <= 0 else x * power(k - 1)  # noqa: E731
+    return power(n)
+
+
+def recursive_lambda_default(n):
+    count = lambda k, step=2: 0 if k <= 0 else 1 + count(k - step)  # noqa: E731
+    return count(n)
+
+
 def nested_def_defaults(x):
     def inner(y, k=2):
         return y * k + x

@@ -1050,3 +1050,26 @@ def long_chain(x):
     g = np.exp(f)
     h = np.tanh(g)
     return np.sum(h)
+
+
+def lambda_factorial(x):
+    fact = lambda n: 1.0 if n <= 0 else n * fact(n - 1)  # noqa: E731
+    return fact(x)
+
+
+def lambda_power(x, n):
+    power = lambda k: 1.0 if k <= 0 else x * power(k - 1)  # noqa: E731
+    return power(n)
+
+
+def asserts(x, y):
+    assert x > 0, "x must be positive"
+    z = x * y
+    assert z < 10.0
+    return z + math.sin(x)
+
+
+def raises_in_branch(x):
+    if x < -5.0:
+        raise ValueError("x is too small")
+    return x * x * x

@@ -2,7 +2,9 @@
 CPython), `.lower(...)`, thread safety, constant-stack loops and tracebacks."""
 
 import builtins
+import functools
 import inspect
+import math
 import threading
 import traceback
 
@@ -153,9 +155,36 @@ def test_unknown_backend_lists_backends():
         compile(backend="no-such-backend")(affine)
 
 
-def test_compile_needs_a_function():
-    with pytest.raises(myir.MyirError):
-        compile(42)
+class Scaler:
+    def scale(self, x):
+        return 2.0 * x
+
+
+@pytest.mark.parametrize("value, what, hint", [
+    (len, "the built-in function len", "lambda x: len(x)"),
+    (np.sin, "the numpy function np.sin", "lambda x: np.sin(x)"),
+    (np.sum, "the numpy function np.sum", "lambda x: np.sum(x)"),
+    (math.sqrt, "the math function math.sqrt", "lambda x: math.sqrt(x)"),
+    (functools.partial(affine, y=1.0), "a functools.partial", "lambda x: affine(x, 2.0)"),
+    (Scaler().scale, "the bound method Scaler.scale", "a function of the values"),
+    (Scaler, "the class Scaler", "compile a function"),
+    ((1.0).__add__, "the built-in method float.__add__", "lambda x, y: x + y"),
+    (42, "a value of type int", "`def` or `lambda`"),
+    (np.ones(3), "a value of type ndarray", "`def` or `lambda`"),
+    (np.float32, "the class float32", "compile a function"),
+], ids=["builtin", "ufunc", "numpy", "math", "partial", "method", "class", "method-wrapper",
+        "int", "array", "numpy-type"])
+@pytest.mark.parametrize("api", [myir.compile, myir.grad, myir.value_and_grad],
+                         ids=lambda f: f.__name__)
+def test_compile_needs_a_python_function(api, value, what, hint):
+    """Refused when compile()/grad() is called, saying what it takes and what to write."""
+    with pytest.raises(myir.MyirError) as info:
+        api(value)
+    assert info.value.message == (f"{api.__name__}() takes a Python function or lambda "
+                                  f"defined in source, not {what}")
+    assert hint in info.value.hint
+    with pytest.raises(myir.MyirError, match="takes a Python function"):
+        compile(backend="python")(value)
 
 
 # --------------------------------------------------------------------------------------------

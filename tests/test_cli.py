@@ -115,13 +115,17 @@ def test_bad_target_is_a_clear_error():
     (("run", FUNCTIONS, "1.0"), "expected FILE.py:FUNCTION"),
     (("run", f"{FUNCTIONS}:nope", "1.0"), "has no function 'nope' (functions there: f, "),
     (("run", f"{FUNCTIONS}:f", "two", "3.0"), "argument 'two' is not a Python literal"),
+    (("run", f"{FUNCTIONS}:softmax", "[[1.0], [2.0, 3.0]]"),
+     "argument '[[1.0], [2.0, 3.0]]' is not an array: its lists must have the same length"),
+    (("run", f"{FUNCTIONS}:softmax", "[1.0, None]"),
+     "argument '[1.0, None]' is not an array of numbers"),
     (("run", f"{FUNCTIONS}:f", "2.0", "3.0", "--grad", ","), "--grad needs parameter names"),
     (("show", f"{FUNCTIONS}:f", "--stage", "expanded"), "add --grad"),
     (("show", f"{FUNCTIONS}:f", "--stage", "source", "--format", "dot"), "only the text format"),
     (("show", f"{FUNCTIONS}:f", "--format", "dot", "--graph", "nope"), "no graph named 'nope'"),
     (("run", f"{FUNCTIONS}:newton_sqrt", "-1.0"), "functions.py:"),   # raised by the program
     (("run", f"{FUNCTIONS}:f", "2.0", "3.0", "--grad", "z"), "z"),    # a myir error
-], ids=["file", "spec", "function", "literal", "grad", "stage", "format", "graph", "raises",
+], ids=["file", "spec", "function", "literal", "ragged", "not-numbers", "grad", "stage", "format", "graph", "raises",
         "myir-error"])
 def test_mistakes_are_one_clear_error(args, message):
     assert message in fails(*args)

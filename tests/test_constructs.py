@@ -588,6 +588,31 @@ def test_nested_def_defaults_and_keywords(jit, i):
     check(jit, P.nested_def_defaults, i)
 
 
+@given(x=floats)
+def test_lambdas_sharing_a_line(jit, x):
+    """Module-level lambdas on one line (two with the same bytecode, other constants), one
+    calling two others, and lambdas on one line inside a compiled function."""
+    for f in P.LINE_LAMBDAS + P.SHIFTS + (P.inc, P.tenfold, P.nest, P.uses_line_lambdas,
+                                          P.lambdas_inside_on_one_line, P.curried(x)):
+        check(jit, f, x)
+    assert_same(jit(P.curried)(x)(2.0), P.curried(x)(2.0))
+
+
+def test_lambdas_sharing_a_line_values(jit):
+    assert [check(jit, f, 2.0) for f in P.LINE_LAMBDAS] == [3.0, 20.0, 4.0]
+    assert [check(jit, f, 2.0) for f in P.SHIFTS] == [2.0, 3.0, 4.0]
+    assert check(jit, P.nest, 2.0) == 3.0
+    assert check(jit, P.curried(2.0), 3.0) == 23.0
+
+
+@given(x=st.floats(-3, 8, allow_nan=False), n=st.integers(-1, 12))
+def test_recursive_lambda(jit, x, n):
+    assert check(jit, P.recursive_lambda, 3.0) == 6.0
+    check(jit, P.recursive_lambda, x)
+    check(jit, P.recursive_lambda_capturing, x, n)
+    check(jit, P.recursive_lambda_default, n)
+
+
 @given(n=st.integers(0, 20))
 def test_recursion(jit, n):
     check(jit, P.factorial, n)

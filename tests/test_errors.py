@@ -17,6 +17,8 @@ import ast
 import inspect
 import linecache
 import os
+import subprocess
+import sys
 import textwrap
 from dataclasses import dataclass
 
@@ -196,6 +198,66 @@ def test_error_names_construct(compile_fresh, case):
     err = raise_error(lambda: compile_fresh(case.func)(*case.args))
     message = (getattr(err, "message", None) or str(err).splitlines()[0]).lower()
     assert any(w.lower() in message for w in case.words), f"{err.message!r} names none of {case.words}"
+
+
+@pytest.mark.parametrize("func, message", [
+    (E.class_inside, "class definitions are not supported in compiled functions"),
+    (E.walrus, "assignment expressions (`:=`) are not supported in compiled functions"),
+    (E.import_stmt, "imports are not supported in compiled functions"),
+    (E.yield_expr, "generator functions are not supported"),
+    (E.del_stmt, "`del` statements are not supported in compiled functions"),
+], ids=["class", "walrus", "import", "yield", "del"])
+def test_unsupported_construct_message_reads_as_a_sentence(compile_fresh, func, message):
+    """Each message says its construct once, with a verb agreeing in number."""
+    err = raise_error(lambda: compile_fresh(func)(1))
+    assert err.message == message
+
+
+def test_every_unsupported_construct_message_says_compiled_functions_once(compile_fresh):
+    for case in CASES:
+        err = raise_error(lambda: compile_fresh(case.func)(*case.args))
+        assert err.message.count("compiled function") <= 1, err.message
+        assert " is not supported in compiled functions" not in err.message, err.message
+
+
+def test_a_function_whose_source_changed_since_import_is_refused(compile_fresh, tmp_path):
+    """Its code no longer matches the file's text: refused, located at the function, rather
+    than compiled from whatever the file holds now."""
+    path = tmp_path / "changed_source.py"
+    path.write_text("def f(x):\n    return x + 1.0\n")
+    module = {}
+    exec(compile(path.read_text(), str(path), "exec"), module)
+    path.write_text("def g(y):\n    return y\n\n\ndef f(x):\n    return x * 100.0\n")
+    linecache.checkcache(str(path))
+    err = raise_error(lambda: compile_fresh(module["f"])(2.0))
+    assert "cannot find the source of 'f' exactly" in err.message
+    assert (err.location.filename, err.location.line) == (str(path), 1)
+    assert "import it again" in err.hint
+
+
+def test_lambdas_on_one_line_without_column_positions_are_refused(tmp_path):
+    """Without column positions (PYTHONNODEBUGRANGES) nothing tells two lambdas on one line
+    apart: refused, while a function alone on its line still compiles."""
+    path = tmp_path / "no_ranges.py"
+    path.write_text(textwrap.dedent("""
+        import myir
+        fs = (lambda x: x + 1.0, lambda x: x * 10.0)
+        def alone(x):
+            return x * 2.0
+        print(myir.compile(alone, backend="python")(2.0))
+        try:
+            myir.compile(fs[1], backend="python")(2.0)
+        except myir.MyirError as e:
+            print(e.location.line, e.message)
+    """))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "PYTHONNODEBUGRANGES": "1", "MYIR_CACHE_DIR": "off",
+           "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "4.0", "3 cannot tell which of 2 definitions on this line is '<lambda>': Python runs "
+        "without column positions"]
 
 
 def test_undefined_name_raised_before_running(compile_fresh):

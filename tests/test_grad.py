@@ -155,6 +155,44 @@ def test_mutual_recursion(n):
     check_gradient(G.is_odd_sum, (0.7, n))
 
 
+@pytest.mark.parametrize("backend", myir.api.BACKENDS)
+def test_recursive_lambda(backend):
+    """A lambda assigned to a name it calls recurses like a nested `def`."""
+    fact = myir.grad(G.lambda_factorial, backend=backend)
+    assert fact(3.0) == pytest.approx(11.0, rel=1e-12)    # d/dx x(x-1)(x-2) at 3
+    for x in (0.5, 2.5, 3.7):
+        assert_grads_close(fact(x), numerical_grad(G.lambda_factorial, (x,), 0))
+    power = myir.grad(G.lambda_power, backend=backend)
+    for n in (0, 1, 4):
+        assert power(1.3, n) == pytest.approx(n * 1.3 ** (n - 1) if n else 0.0, rel=1e-12)
+
+
+@pytest.mark.parametrize("backend", myir.api.BACKENDS)
+def test_assert_and_raise_in_differentiated_code(backend):
+    """`assert` and `raise` are checked in the forward, as CPython does; a branch that
+    raises has no gradient to give."""
+    for x, y in ((0.5, 1.5), (2.0, -3.0)):
+        got = myir.grad(G.asserts, 0, 1, backend=backend)(x, y)
+        assert_grads_close(got, (numerical_grad(G.asserts, (x, y), 0),
+                                 numerical_grad(G.asserts, (x, y), 1)))
+    value, dx = myir.value_and_grad(G.asserts, backend=backend)(0.5, 1.5)
+    assert value == G.asserts(0.5, 1.5) and dx == pytest.approx(1.5 + math.cos(0.5))
+    with pytest.raises(AssertionError, match="^x must be positive$"):
+        myir.grad(G.asserts, backend=backend)(-1.0, 1.0)
+    with pytest.raises(AssertionError):
+        myir.grad(G.asserts, backend=backend)(4.0, 3.0)
+    second = myir.grad(myir.grad(G.raises_in_branch), backend=backend)
+    assert second(2.0) == pytest.approx(12.0)
+    with pytest.raises(ValueError, match="^x is too small$"):
+        myir.grad(G.raises_in_branch, backend=backend)(-6.0)
+    with pytest.raises(ValueError, match="^x is too small$"):
+        second(-6.0)
+    unoptimized = myir.compile(myir.grad(G.asserts), backend=backend, optimize=False)
+    assert unoptimized(0.5, 1.5) == pytest.approx(1.5 + math.cos(0.5))
+    with pytest.raises(AssertionError, match="^x must be positive$"):
+        unoptimized(-1.0, 1.0)
+
+
 def test_recursion_with_two_calls():
     for n in (0, 2, 6):
         check_gradient(G.fib_like, (0.6, n))

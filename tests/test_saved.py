@@ -201,6 +201,24 @@ def test_the_fingerprint_follows_what_the_parser_reads(tmp_path, change):
     assert fingerprint(m.f) != before
 
 
+def test_the_fingerprint_tells_apart_lambdas_on_one_line(tmp_path):
+    """Same file, same line, same bytecode (only a constant differs): other keys."""
+    m = module_from(tmp_path, "saved_lambdas", """
+        fs = (lambda x: x + 1.0, lambda x: x + 2.0, lambda x: (lambda y: y + 3.0)(x))
+    """)
+    assert len({fingerprint(f) for f in m.fs}) == 3
+    assert fingerprint(m.fs[0]) == fingerprint(m.fs[0])
+
+
+def test_lambdas_on_one_line_are_saved_apart(cache_dir, tmp_path):
+    m = module_from(tmp_path, "saved_lambdas_run", """
+        fs = (lambda x: x + 1.0, lambda x: x + 2.0)
+    """)
+    for f, want in zip(m.fs, (3.0, 4.0)):
+        (r1, _), (r2, p2) = compile_twice(lambda: myir.compile(f, backend="python"), (2.0,))
+        assert r1 == r2 == want and p2.from_disk
+
+
 def test_the_fingerprint_follows_closures_and_other_modules(tmp_path):
     other = module_from(tmp_path, "saved_other", """
         def g(x):

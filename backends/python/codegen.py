@@ -267,9 +267,12 @@ class Emitter:
             return pending.take(node)
         return Expr(self.ref(node), ATOM)
 
-    def render(self, node: Apply, pending: "Pending | None" = None) -> Expr:
+    def render(self, node: Apply, pending: "Pending | None" = None,
+               statement: bool = False) -> Expr:
         """The Python expression computing `node`; operands waiting in `pending` are
-        substituted (innermost last, so evaluation order is unchanged)."""
+        substituted (innermost last, so evaluation order is unchanged).  `statement`: the
+        node is a whole statement, so `raise_` can be the `raise` statement; anywhere else
+        (a gradient's `(raise_(e), bprop)`) it is a call of a function that raises."""
         fn = node.fn
         prim = primitive_name(node)
         if pending is not None and not pending.takes(node, self._operands(node)):
@@ -293,6 +296,8 @@ class Emitter:
             return Expr(SYNTAX[prim].format(*(a.text for a in args)), ATOM, index)
         if prim == "getitem":
             return Expr(f"{args[0].wrap(ATOM)}[{args[1].index}]", ATOM)
+        if prim == "raise_" and not statement:
+            return Expr(f"{self.ref(fn)}({args[0].text})", ATOM)
         prec = PRECEDENCE.get(prim, ATOM)
         if len(args) == 2:
             left_min, right_min = (prec + 1, prec) if prim == "pow" else (prec, prec + 1)
@@ -515,7 +520,7 @@ class Emitter:
                     return True
                 if kind in ("block", "loop"):
                     return self.inline_call(out, tail, indent, pending)
-            expr = self.render(out, pending)
+            expr = self.render(out, pending, statement=True)
             self.flush(pending, indent)
             if primitive_name(out) == "raise_":
                 self.line(indent, expr.text, loc)
