@@ -1163,6 +1163,9 @@ def grad_cast_rule(d, x):
             result = join(result, grad_cast_rule(d, option))
         return result
     numeric = d is ANY or isinstance(d, (AArray, AScalar, AUnion))
+    if isinstance(d, (AArray, AScalar)) and d.dtype.kind == "c" \
+            and isinstance(x, (AArray, AScalar)) and x.dtype.kind != "c":
+        return d
     if isinstance(x, AArray) and x.dtype.kind in "fc" and numeric:
         return AArray(x.dtype, x.shape)
     if isinstance(x, AScalar) and issubclass(x.pytype, (float, complex, np.inexact)) \

@@ -206,9 +206,11 @@ def grad_cast(d, x):
     """d, the gradient of parameter x, in x's type, as JAX gives a gradient its parameter's
     dtype: a float's gradient is a float, a numpy scalar's a scalar of its type, an array's
     an array of its dtype and shape (a float32 array multiplied by a float64 one gets a
-    float32 gradient); tuples item by item.  Anything else (ints, functions) keeps d."""
+    float32 gradient); tuples item by item.  Anything else (ints, functions) keeps d, and so
+    does a complex d of a real x (`x ** 0.5` of a negative float is complex in CPython)."""
     if isinstance(x, np.ndarray):
-        if x.dtype.kind not in "fc" or not isinstance(d, (np.ndarray, np.generic, float, int)):
+        if x.dtype.kind not in "fc" or not isinstance(d, (np.ndarray, np.generic, float, int)) \
+                or np.result_type(d).kind == "c" != x.dtype.kind:
             return d
         if type(d) is np.ndarray and d.dtype == x.dtype and d.shape == x.shape:
             return d
@@ -216,7 +218,12 @@ def grad_cast(d, x):
     if isinstance(x, (float, complex, np.inexact)):
         if type(d) is type(x):
             return d
-        return type(x)(d.reshape(()) if isinstance(d, np.ndarray) else d)
+        if isinstance(d, np.ndarray):
+            d = d.reshape(())
+        if isinstance(d, (complex, np.complexfloating)) \
+                and not isinstance(x, (complex, np.complexfloating)):
+            return d
+        return type(x)(d)
     if isinstance(x, tuple) and isinstance(d, tuple):
         return tuple(map(grad_cast, d, x))
     return d
