@@ -96,7 +96,8 @@ def _rule_gradients(prim: Primitive, bp: Graph, xs: list, out: Node, dout: Node)
         for t in ties[1:]:
             count = bp.apply(P["add"], count, t)
         return [bp.apply(P["select_grad"], out, x, dout, count) for x in xs]
-    res = bp.apply(Constant(gradient_rule(name)), *xs, out, dout, name="grads")
+    rule = gradient_rule(name)
+    res = bp.apply(Constant(rule), *xs, out, dout, name="grads", location=rule.location)
     return [bp.apply(P["getitem"], res, i) for i in range(len(xs))]
 
 
@@ -235,7 +236,9 @@ def grad_graph(g: Graph, wrt: tuple, with_value: bool, location=None) -> Graph:
     bprop = gg.apply(P["getitem"], pair, 1, name="bprop")
     seed = gg.apply(P["grad_seed"], out, location=location)
     grads = gg.apply(bprop, seed, name="grads")
-    picked = [gg.apply(P["getitem"], grads, 1 + i, name=f"d{names[i]}") for i in positions]
+    # a gradient has its parameter's type (a float32 array meeting float64 operands too)
+    picked = [gg.apply(P["grad_cast"], gg.apply(P["getitem"], grads, 1 + i),
+                       params[i], name=f"d{names[i]}") for i in positions]
     result = picked[0] if len(picked) == 1 else gg.apply(P["make_tuple"], *picked)
     result = gg.apply(P["depend"], result, seed)  # the seed checks the output: keep it
     gg.output = gg.apply(P["make_tuple"], out, result) if with_value else result

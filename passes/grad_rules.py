@@ -9,6 +9,12 @@ Conventions at kinks (subgradients), chosen as JAX does:
 * `abs(x)` and `sign`: the gradient of abs at 0 is 0 (sign(0) = 0).
 * `maximum(x, y)` / `minimum`: at ties each operand gets half of the gradient.
 * `max` / `min` reductions and builtin `min()`/`max()`: ties share the gradient equally.
+* Where a slope is infinite, the rules give inf (nan for 0 * inf and 0 / 0), as numpy and
+  JAX do, for Python floats too (`ieee_truediv`, `ieee_pow`: CPython's `/` and `**` raise
+  there): sqrt and `x ** 0.5` at 0 have slope inf.
+* `x ** y` at x = 0: y * 0 ** (y - 1), so 0 for y > 1, 1 for y = 1, inf for 0 < y < 1; and
+  0 for y = 0, as JAX has it for an integer exponent 0 (x ** 0 is the constant 1; the same
+  for 0.0, where JAX's 0 * inf gives nan).
 Broadcasting: each operand's gradient is summed back to its shape (`sum_to_like`).
 """
 
@@ -29,6 +35,9 @@ gadd = _P["gadd"]
 switch = _P["switch"]
 concat_grad = _P["concat_grad"]
 unstack = _P["unstack"]
+grad_cast = _P["grad_cast"]
+ieee_truediv = _P["ieee_truediv"]
+ieee_pow = _P["ieee_pow"]
 
 
 # ------------------------------------------------------------------ arithmetic
@@ -50,7 +59,7 @@ def bprop_truediv(x, y, out, dout):
 
 
 def bprop_pow(x, y, out, dout):
-    dx = dout * y * x ** (y - 1)
+    dx = dout * y * ieee_pow(x, y - (y != 0))
     dy = dout * out * np.log(np.where(x > 0, x, 1.0))
     return (sum_to(dx, x), sum_to(dy, y))
 
@@ -90,7 +99,7 @@ def bprop_log1p(x, out, dout):
 
 
 def bprop_sqrt(x, out, dout):
-    return (dout / (2.0 * out),)
+    return (ieee_truediv(dout, 2.0 * out),)
 
 
 def bprop_sin(x, out, dout):
@@ -165,7 +174,7 @@ def bprop_minimum(x, y, out, dout):
 
 def bprop_arctan2(x, y, out, dout):
     d = x * x + y * y
-    return (sum_to(dout * y / d, x), sum_to(-dout * x / d, y))
+    return (sum_to(ieee_truediv(dout * y, d), x), sum_to(ieee_truediv(-dout * x, d), y))
 
 
 def bprop_where(cond, x, y, out, dout):
@@ -224,15 +233,15 @@ def bprop_math_cosh(x, out, dout):
 
 
 def bprop_math_asin(x, out, dout):
-    return (dout / math.sqrt(1.0 - x * x),)
+    return (ieee_truediv(dout, math.sqrt(1.0 - x * x)),)
 
 
 def bprop_math_acos(x, out, dout):
-    return (-dout / math.sqrt(1.0 - x * x),)
+    return (ieee_truediv(-dout, math.sqrt(1.0 - x * x)),)
 
 
 def bprop_math_hypot(x, y, out, dout):
-    return (dout * x / out, dout * y / out)
+    return (ieee_truediv(dout * x, out), ieee_truediv(dout * y, out))
 
 
 # ------------------------------------------------------------------ reductions
@@ -393,6 +402,17 @@ def bprop_reduce_grad(d, x, axis, keepdims, out, dout):
 
 def bprop_grad_check_input(x, name, out, dout):
     return (dout, zeros(name))
+
+
+def bprop_ieee_truediv(x, y, out, dout):
+    return (sum_to(ieee_truediv(dout, y), x), sum_to(ieee_truediv(-dout * x, y * y), y))
+
+
+bprop_ieee_pow = bprop_pow
+
+
+def bprop_grad_cast(d, x, out, dout):
+    return (grad_cast(dout, d), zeros(x))
 
 
 def bprop_select_grad(out_, x, dout_, count, out, dout):

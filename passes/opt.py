@@ -31,7 +31,9 @@ from myir.ir.edit import Cloner, clone_program, inline, replace
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
 from myir.ir.values import Env
-from passes.abstract import ANY, BOTTOM, AArray, AObject, AScalar, ATuple, abstract_of, options
+from passes.abstract import (ANY, BOTTOM, AArray, AObject, AScalar, ATuple, AUnion, abstract_of,
+                             options)
+from passes import grad_rules
 from passes.type_rules import TYPE_RULES, RuleError
 
 P = PRIMITIVES
@@ -246,6 +248,11 @@ def _foldable(value) -> bool:
         or (isinstance(value, np.generic) and value.dtype.kind in "biuf")
 
 
+# Gradient rules are code in these files; inlined where the AD used them, they take the
+# location of the operation they differentiate (tracebacks then name the user's line).
+RULE_FILES = frozenset({grad_rules.__file__})
+
+
 def call_inline(node: Apply, ctx) -> Node | None:
     """A call of a graph constant -> the graph's body (beta reduction), when the graph is
     small, called once, or returns a closure and is not large (a J graph's backpropagator:
@@ -265,7 +272,8 @@ def call_inline(node: Apply, ctx) -> Node | None:
     size = ctx.size(g)
     if not (once or size <= INLINE_SIZE or (size <= CLOSURE_INLINE_SIZE and _returns_closure(g))):
         return None
-    out = inline(g, list(node.args), node.graph, at=node, after=ctx.id_before(node))
+    out = inline(g, list(node.args), node.graph, at=node, after=ctx.id_before(node),
+                 relocated=RULE_FILES)
     ctx.inherit_types(out)
     return out
 
@@ -362,6 +370,42 @@ def grad_check_passes(node: Apply, ctx) -> Node | None:
         t = ctx.type_of(node.args[0])
         if is_float(t) or isinstance(t, ATuple):
             return node.args[0]
+    return None
+
+
+def grad_cast_no_change(node: Apply, ctx) -> Node | None:
+    """grad_cast(d, x) -> d when d already has the type the cast gives it (x's, without
+    its value): the usual case, where nothing mixed a parameter's dtype with another."""
+    if primitive_name(node) != "grad_cast":
+        return None
+    d, x = (ctx.type_of(a) for a in node.args)
+    return node.args[0] if d is not None and x is not None and _is_cast_of(d, x) else None
+
+
+def _is_cast_of(d, x) -> bool:
+    if isinstance(d, ATuple) and isinstance(x, ATuple):
+        return len(d.items) == len(x.items) and all(map(_is_cast_of, d.items, x.items))
+    if isinstance(x, (AArray, AScalar)) and d in (ANY, BOTTOM) or type(d) is AUnion:
+        return False
+    cast = TYPE_RULES["grad_cast"](d, x)
+    if isinstance(cast, AArray):
+        return isinstance(d, AArray) and d.dtype == cast.dtype and d.shape == cast.shape \
+            and None not in d.shape
+    if isinstance(cast, AScalar):
+        return isinstance(d, AScalar) and d.pytype is cast.pytype
+    return cast is d
+
+
+def ieee_on_numpy(node: Apply, ctx) -> Node | None:
+    """ieee_truediv / ieee_pow (myir/ir/ieee.py) -> `/` and `**` when an operand is an
+    array or a numpy scalar: numpy answers as IEEE does (inf, nan) without raising, and the
+    other rewrites know `/` and `**`."""
+    name = primitive_name(node)
+    if name not in ("ieee_truediv", "ieee_pow"):
+        return None
+    for t in map(ctx.type_of, node.args):
+        if isinstance(t, AArray) or isinstance(t, AScalar) and issubclass(t.pytype, np.generic):
+            return node.graph.apply(P[name[len("ieee_"):]], *node.args, location=node.location)
     return None
 
 
@@ -754,7 +798,7 @@ def _same_type(a, b) -> bool:
     return a is not None and b is not None and a == b
 
 
-TYPED_REWRITES = [checks_proved, grad_check_passes, grad_seed_of_float, shape_facts,
+TYPED_REWRITES = [checks_proved, grad_check_passes, grad_cast_no_change, ieee_on_numpy, grad_seed_of_float, shape_facts,
                   known_integer, mul_one, add_zero, negation_absorbed, gadd_of_numbers,
                   sum_to_like_same_shape, shape_from_input, implicit_broadcast, spread_late,
                   spread_out, spread_of_spread]

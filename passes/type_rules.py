@@ -25,6 +25,7 @@ import warnings
 
 import numpy as np
 
+from myir.ir.ieee import ieee_pow, ieee_truediv
 from myir.ir.primitives import UNBOUND
 from passes.abstract import (ANY, BOTTOM, AArray, AEnv, AFunction, ANone, AObject, AScalar,
                              ASlice, ATuple, AUnion, _value_key, abstract_of, join)
@@ -1124,16 +1125,15 @@ def grad_seed_rule(out):
     if isinstance(out, AScalar) and issubclass(out.pytype, (float, np.floating)):
         return AScalar(out.pytype, out.pytype(1.0))
     if isinstance(out, AArray):
-        size = math.prod(out.shape) if None not in out.shape else None
-        if out.dtype.kind == "f" and size in (1, None):
-            return out
-        if size != 1:
+        if out.shape != ():    # an array of one element is no scalar either, as in JAX
             raise RuleError(
                 "grad() needs a function returning a scalar; this one returned an array of "
                 f"shape {_dims(out.shape)}",
-                "reduce the output to a scalar (e.g. np.sum), or take a vector-Jacobian "
-                "product: value_and_grad of `np.sum(f(x) * v)`")
-        return ANY
+                "reduce the output to a scalar (e.g. np.sum without keepdims, or `[0]` of "
+                "a 1-element array), or take a vector-Jacobian product: value_and_grad of "
+                "`np.sum(f(x) * v)`")
+        if out.dtype.kind == "f":
+            return out
     if isinstance(out, (AScalar, ATuple, ANone, AFunction)):
         kind = "function" if isinstance(out, AFunction) else type_name(out)
         raise RuleError(f"grad() needs a function returning a float; this one returned {kind}",
@@ -1153,6 +1153,29 @@ def grad_check_input_rule(x, name):
                         f"pass a float for '{label}', or differentiate with respect to other "
                         "parameters")
     return x
+
+
+def grad_cast_rule(d, x):
+    """What `impls.grad_cast` makes of d: x's type without its value (see there)."""
+    if isinstance(x, AUnion):
+        result = BOTTOM
+        for option in x.options:
+            result = join(result, grad_cast_rule(d, option))
+        return result
+    numeric = d is ANY or isinstance(d, (AArray, AScalar, AUnion))
+    if isinstance(d, (AArray, AScalar)) and d.dtype.kind == "c" \
+            and isinstance(x, (AArray, AScalar)) and x.dtype.kind != "c":
+        return d
+    if isinstance(x, AArray) and x.dtype.kind in "fc" and numeric:
+        return AArray(x.dtype, x.shape)
+    if isinstance(x, AScalar) and issubclass(x.pytype, (float, complex, np.inexact)) \
+            and numeric:
+        return AScalar(x.pytype)
+    if isinstance(x, ATuple) and isinstance(d, ATuple) and len(d.items) == len(x.items):
+        return ATuple(tuple(map(grad_cast_rule, d.items, x.items)))
+    if isinstance(x, ATuple) and d is ANY:
+        return ANY
+    return d
 
 
 @rule
@@ -1320,6 +1343,9 @@ TYPE_RULES = {
     "getitem_grad": getitem_grad_rule,
     "grad_seed": grad_seed_rule,
     "grad_check_input": grad_check_input_rule,
+    "grad_cast": grad_cast_rule,
+    "ieee_truediv": elementwise(ieee_truediv),
+    "ieee_pow": elementwise(ieee_pow),
     "select_grad": select_grad_rule,
     "concat_grad": concat_grad_rule,
     "unstack": unstack_rule,

@@ -58,7 +58,7 @@ from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
-__all__ = ["Program", "programs", "features", "FEATURES"]
+__all__ = ["Program", "programs", "features", "FEATURES", "GradProgram", "grad_programs"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1304,6 +1304,81 @@ def value_strategy(ty):
 def programs(draw):
     """A `Program`: a module's source in myir's subset and arguments for its `main`."""
     return Gen(draw).module()
+
+
+# ---------------------------------------------------------------------------------------------
+# Programs to differentiate: parameters of mixed float types
+
+
+# A parameter's kind: how its value is made from a float (shape (3,) for arrays).
+GRAD_PARAM_KINDS = ("float", "np.float64", "np.float32", "0-d float64", "0-d float32",
+                    "float64[3]", "float32[3]")
+_UNARY_NUMPY = ("np.tanh({})", "np.sin({})", "np.cos({})", "np.exp(-np.abs({}))",
+                "np.sqrt(np.abs({}) + 1.0)", "({} * {})")
+
+
+def grad_param_value(kind: str, value: float):
+    """The argument of `kind` holding `value` (arrays: value, value / 2, -value)."""
+    import numpy as np
+
+    if kind == "float":
+        return float(value)
+    if kind.startswith("np."):
+        return getattr(np, kind[3:])(value)
+    dtype = kind.split()[-1].split("[")[0]
+    if kind.startswith("0-d"):
+        return np.array(value, dtype)
+    return np.array([value, value / 2, -value], dtype)
+
+
+@dataclass(frozen=True)
+class GradProgram:
+    """`main(p0, ..., pn)`, a float function of parameters of mixed float types (Python
+    floats, numpy scalars, 0-d and 1-d arrays of float32 and float64) built from elementwise
+    numpy functions and arithmetic, and its arguments; `outer` takes main's gradient
+    with respect to every parameter inside compiled code."""
+
+    source: str
+    kinds: tuple
+    args: tuple
+
+    def __repr__(self) -> str:
+        quotes = "'" * 3
+        return f"GradProgram(kinds={self.kinds!r}, source={quotes}\n{self.source}{quotes})"
+
+
+@st.composite
+def grad_programs(draw):
+    """A `GradProgram`: its parameters' kinds are drawn, so float32 meets float64 (arrays
+    and scalars, strong and weak types) in its arithmetic."""
+    n = draw(st.integers(1, 4))
+    kinds = tuple(draw(st.sampled_from(GRAD_PARAM_KINDS)) for _ in range(n))
+    names = [f"p{i}" for i in range(n)]
+
+    def expr(depth):
+        choice = draw(st.integers(0, 3 if depth else 0))
+        if choice == 0:
+            return draw(st.sampled_from(names + ["0.5", "2.0"]))
+        if choice == 1:
+            template = draw(st.sampled_from(_UNARY_NUMPY))
+            inner = expr(depth - 1)
+            return template.format(inner, inner)
+        op = draw(st.sampled_from(["+", "-", "*"]))
+        return f"({expr(depth - 1)} {op} {expr(depth - 1)})"
+
+    body = [f"    t = {expr(3)}"]
+    if draw(st.booleans()):
+        body.append(f"    t = t * {expr(2)}")
+    body.append("    return np.sum(t)")
+    params = ", ".join(names)
+    source = "\n".join([
+        "import numpy as np", "", "from myir import grad", "", "",
+        f"def main({params}):", *body, "", "",
+        f"def outer({params}):",
+        f"    return grad(main, {', '.join(map(str, range(n)))})({params})", ""])
+    args = tuple(grad_param_value(k, draw(st.sampled_from([0.25, -0.75, 1.5, 0.6])))
+                 for k in kinds)
+    return GradProgram(source, kinds, args)
 
 
 # ---------------------------------------------------------------------------------------------

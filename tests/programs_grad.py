@@ -1073,3 +1073,80 @@ def raises_in_branch(x):
     if x < -5.0:
         raise ValueError("x is too small")
     return x * x * x
+
+
+# --------------------------------------------------------------------------------------------
+# Outputs of one element, gradients' types, slopes at 0 and errors in gradient code
+# (tests/test_grad.py, tests/test_grad_primitives.py)
+
+
+def sum_keepdims(x):
+    return np.sum(x * x, keepdims=True)
+
+
+def zero_d_output(x):
+    return np.reshape(np.sum(x * x, keepdims=True), ())
+
+
+def grad_of_keepdims_inside(x):
+    return grad(sum_keepdims)(x)
+
+
+def tanh_scaled(x, w):
+    return np.sum(np.tanh(x * w))
+
+
+def grad_tanh_scaled_inside(x, w):
+    d = grad(tanh_scaled)(x, w)
+    return d, d * 2.0
+
+
+def tuple_param_loss(t, s):
+    a, b = t
+    return np.sum(a * s) * b
+
+
+def pow_half(x):
+    return x ** 0.5
+
+
+def pow_neg_half(x):
+    return x ** -0.5
+
+
+def pow_int(x, n):
+    return x ** n
+
+
+def pow_float(x, y):
+    return x ** y
+
+
+def pow_const_exponent_n(x, n):
+    return np.sum(x ** n)
+
+
+def math_asin(x):
+    return math.asin(x)
+
+
+def math_acos(x):
+    return math.acos(x)
+
+
+def math_atan2_xy(x, y):
+    return math.atan2(x, y)
+
+
+def math_hypot_xy(x, y):
+    return math.hypot(x, y)
+
+
+def sum_pow_half(x):
+    return np.sum(x ** 0.5)
+
+
+def divides_by_zero(x):
+    y = x * 2.0
+    z = 1.0 / (x - x)
+    return z + y

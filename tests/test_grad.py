@@ -14,6 +14,7 @@ import functools
 import inspect
 import math
 import re
+import traceback
 import tracemalloc
 
 import numpy as np
@@ -620,6 +621,89 @@ def test_grad_of_a_non_scalar_function():
     assert _location_line(e) in _line_range(G.returns_array)
     # a scalar output of the same function is fine
     assert gradient(G.returns_array)(1.5) == 2.0
+
+
+def test_grad_of_an_output_of_one_element_that_is_no_scalar():
+    """Shape (1,) is no scalar (JAX refuses it too); a 0-d array is one."""
+    x = np.array([1.0, -2.0, 3.0])
+    for make in (gradient(G.sum_keepdims), value_and_gradient(G.sum_keepdims),
+                 compiled(G.grad_of_keepdims_inside)):
+        with pytest.raises(myir.MyirTypeError) as info:
+            make(x)
+        assert "shape (1,)" in info.value.message and "keepdims" in info.value.hint
+        assert _location_line(info.value) in (_line_range(G.sum_keepdims)
+                                              if make is not compiled(G.grad_of_keepdims_inside)
+                                              else _line_range(G.grad_of_keepdims_inside))
+    np.testing.assert_allclose(gradient(G.zero_d_output)(x), 2 * x)
+    value, d = value_and_gradient(G.zero_d_output)(x)
+    assert type(value) is np.ndarray and value.shape == () and value == 14.0
+
+
+# A gradient has its parameter's type: Python float -> float, a numpy scalar -> that scalar
+# type, an array -> an array of its dtype and shape (as JAX keeps a parameter's dtype), also
+# where the parameter meets a wider operand.
+GRADIENT_TYPE_CASES = [2.0, np.float64(2.0), np.float32(2.0), np.array(2.0),
+                       np.array(2.0, np.float32), np.full(3, 0.5, np.float32),
+                       np.full((2, 3), 0.5), np.array([0.5], np.float32)]
+
+
+@pytest.mark.parametrize("x", GRADIENT_TYPE_CASES, ids=lambda x: f"{type(x).__name__}"
+                         f"-{getattr(x, 'dtype', '')}-{getattr(x, 'shape', '')}")
+@pytest.mark.parametrize("w", [np.float64(0.75), 0.75, np.float32(0.75)], ids=repr)
+def test_gradient_has_its_parameters_type(x, w):
+    want = (1 - np.tanh(np.float64(x) * np.float64(w)) ** 2) * np.float64(w)
+    tol = 1e-6 if 4 in (np.result_type(x).itemsize, np.result_type(x, w).itemsize) else 1e-12
+    dx, dw = gradient(G.tanh_scaled, 0, 1)(x, w)
+    value, (dx2, dw2) = value_and_gradient(G.tanh_scaled, 0, 1)(x, w)
+    for d, p in ((dx, x), (dw, w), (dx2, x), (dw2, w)):
+        assert type(d) is type(p)
+        if isinstance(p, np.ndarray):
+            assert d.dtype == p.dtype and d.shape == p.shape
+        elif isinstance(p, np.generic):
+            assert d.dtype == p.dtype
+    np.testing.assert_allclose(dx, want, rtol=tol)
+    np.testing.assert_allclose(dx2, dx, rtol=0)
+    # inside compiled code the gradient has the type too, and computations go on with it
+    d, twice = compiled(G.grad_tanh_scaled_inside)(x, w)
+    assert type(d) is type(x) and type(twice) is type(x * 2.0)
+    assert np.result_type(d) == np.result_type(x)
+    np.testing.assert_allclose(d, want, rtol=tol)
+
+
+def test_gradients_of_python_floats_are_floats():
+    assert type(gradient(G.builtin_abs)(0.0)) is float
+    assert type(gradient(G.math_sqrt)(4.0)) is float and gradient(G.math_sqrt)(4.0) == 0.25
+    # README's example: grad of grad is a float, not np.float64
+    dd = myir.grad(myir.grad(G.poly_xy), backend=BACKEND)(2.0, 3.0)
+    assert type(dd) is float and dd == 972.0
+    dx, dy = gradient(G.poly_xy, 0, 1)(2.0, 3.0)
+    assert (type(dx), type(dy), dx, dy) == (float, float, 972.0, 864.0)
+
+
+def test_gradient_of_a_tuple_parameter_has_its_items_types():
+    a = np.array([1.0, 2.0], np.float32)
+    da, db = gradient(G.tuple_param_loss)((a, 3.0), np.float64(0.5))
+    assert da.dtype == np.float32 and type(db) is float
+    np.testing.assert_allclose(da, [1.5, 1.5])
+    assert db == 1.5
+
+
+@pytest.mark.parametrize("optimize", [True, False], ids=["optimized", "unoptimized"])
+def test_error_in_gradient_code_points_at_the_operations_line(optimize):
+    """Nodes a gradient rule makes carry the location of the operation they differentiate:
+    the traceback names the user's line, never a line of passes/grad_rules.py."""
+    with pytest.raises(ZeroDivisionError):
+        G.divides_by_zero(1.0)                   # CPython agrees there is an error
+    with pytest.raises(ZeroDivisionError) as info:
+        myir.compile(myir.grad(G.divides_by_zero), backend=BACKEND, optimize=optimize)(1.0)
+    frames = traceback.extract_tb(info.value.__traceback__)
+    ours = [f.lineno for f in frames if f.filename == G.__file__]
+    line = _line_of(G.divides_by_zero, "1.0 / (x - x)")
+    assert frames[-1].filename == G.__file__, traceback.format_list(frames)
+    assert all(n in _line_range(G.divides_by_zero) for n in ours), ours
+    # optimized, the rule's code is inlined at the division; unoptimized, the rule's graph
+    # is a function of its own (its lines: its def's), called from the division's line
+    assert (ours[-1] if optimize else ours[-2]) == line
 
 
 def test_grad_of_a_function_returning_an_int():

@@ -590,6 +590,39 @@ def test_builtin_min_max_ties_split():
     np.testing.assert_allclose(gradient(G.builtin_max3, 0, 1, 2)(0.5, 3.0, 0.5), (0, 1, 0))
 
 
+def test_infinite_slopes_are_inf_as_in_numpy_and_jax():
+    """Where a slope is infinite the gradient is inf (nan for 0 / 0), for Python floats too,
+    where CPython's `/` and `**` would raise in the rule."""
+    assert gradient(G.math_sqrt)(0.0) == math.inf
+    assert gradient(G.pow_half)(0.0) == math.inf
+    assert type(gradient(G.pow_half)(0.0)) is float
+    assert gradient(G.math_asin)(1.0) == math.inf and gradient(G.math_asin)(-1.0) == math.inf
+    assert gradient(G.math_acos)(1.0) == -math.inf
+    for f in (G.math_atan2_xy, G.math_hypot_xy):
+        assert all(map(math.isnan, gradient(f, 0, 1)(0.0, 0.0)))
+    with np.errstate(divide="ignore"):
+        assert np.all(gradient(G.sqrt)(np.zeros(3)) == np.inf)
+        assert np.all(gradient(G.sum_pow_half)(np.zeros(3)) == np.inf)
+        assert gradient(G.sum_pow_half)(np.zeros(3, np.float32)).dtype == np.float32
+    # away from 0 the rules are the usual ones
+    assert gradient(G.math_sqrt)(4.0) == 0.25 and gradient(G.pow_half)(4.0) == 0.25
+    # the forward keeps CPython's semantics: 0.0 ** -0.5 raises
+    with pytest.raises(ZeroDivisionError):
+        myir.compile(G.pow_neg_half, backend=BACKEND)(0.0)
+
+
+@pytest.mark.parametrize("n, want", [(0, 0.0), (0.0, 0.0), (1, 1.0), (1.0, 1.0), (2, 0.0),
+                                     (2.0, 0.0), (3, 0.0), (1.5, 0.0), (0.5, math.inf)])
+def test_power_slopes_at_zero(n, want):
+    """d/dx x ** n at x = 0: n * 0 ** (n - 1) as JAX computes it, and 0 for the exponent 0
+    (x ** 0 is the constant 1)."""
+    d = gradient(G.pow_int if isinstance(n, int) else G.pow_float)(0.0, n)
+    assert type(d) is float and d == want
+    with np.errstate(divide="ignore", invalid="ignore"):
+        da = gradient(G.pow_const_exponent_n)(np.zeros(2), n)
+    np.testing.assert_array_equal(da, [want, want])
+
+
 def test_clip_at_the_bounds_passes_nothing_outside():
     x = np.array([-3.0, -1.0 + 1e-3, 0.0, 2.0 - 1e-3, 5.0])
     np.testing.assert_allclose(gradient(G.clip)(x), np.cos(np.clip(x, -1, 2)) * [0, 1, 1, 1, 0])
@@ -613,9 +646,7 @@ FLOAT32_SUBJECTS = [
     pytest.param(G.max_0),
     pytest.param(G.min_all),
     pytest.param(G.clip),
-    pytest.param(G.pow_const_base, marks=pytest.mark.xfail(strict=True, reason=(
-        "bug: the gradient of `2.0 ** x` for a float32 x is float64: bprop_pow computes "
-        "np.log(np.where(x > 0, x, 1.0)) of the Python float base, a float64 0-d array"))),
+    G.pow_const_base,
 ]
 
 

@@ -714,6 +714,26 @@ TYPED_CASES = [
      lambda: _expect_constant(1, np.float32(1.0))),
     ("grad_seed_of_float", "int_kept", lambda: _one_op("grad_seed", [I64], result=I64), None),
     ("grad_seed_of_float", "array_kept", lambda: _one_op("grad_seed", [A4], result=A4), None),
+    ("grad_cast_no_change", "same_array", lambda: _one_op("grad_cast", [A34, A34], result=A34),
+     lambda: _returning(2, 0)),
+    ("grad_cast_no_change", "same_float", lambda: _one_op("grad_cast", [F64, F64], result=F64),
+     lambda: _returning(2, 0)),
+    ("grad_cast_no_change", "tuple", lambda: _one_op(
+        "grad_cast", [ATuple((A34, F64)), ATuple((A34, F64))], result=ATuple((A34, F64))),
+     lambda: _returning(2, 0)),
+    ("grad_cast_no_change", "float64_of_float32_kept",
+     lambda: _one_op("grad_cast", [A34, A34_F32], result=A34_F32), None),
+    ("grad_cast_no_change", "numpy_scalar_of_float_kept",
+     lambda: _one_op("grad_cast", [AScalar(np.float64), F64], result=F64), None),
+    ("grad_cast_no_change", "row_of_0d_kept", lambda: _one_op(
+        "grad_cast", [AArray(np.dtype("float64"), (1,)), AArray(np.dtype("float64"), ())],
+        result=AArray(np.dtype("float64"), ())), None),
+    ("ieee_on_numpy", "array", lambda: _one_op("ieee_truediv", [A34, F64], result=A34),
+     lambda: _expect_op("truediv", 2)),
+    ("ieee_on_numpy", "numpy_scalar", lambda: _one_op("ieee_pow", [F64, F32], result=F32),
+     lambda: _expect_op("pow", 2)),
+    ("ieee_on_numpy", "floats_kept", lambda: _one_op("ieee_truediv", [F64, F64], result=F64),
+     None),
     ("shape_facts", "ndim", lambda: _one_op("ndim", [A34], result=I64),
      lambda: _expect_constant(1, 2)),
     ("shape_facts", "size", lambda: _one_op("size", [A34], result=I64),
@@ -1231,26 +1251,27 @@ _RATIONAL = ("sigmoid(z) - t needs rational-function algebra (1 - 1/(1+e) = e/(1
 #        reason the typed gradient is not within ALLOWED_SIZE or None,
 #        applies of the untyped pipeline's gradient (a regression guard; mean's gradient
 #        counts 2 more since `np.size(x)` is `np.zeros_like(x, dtype=np.bool_).size`, which
-#        works on Python scalars too: frontend/numpy_functions.py),
+#        works on Python scalars too: frontend/numpy_functions.py; each gradient counts its
+#        grad_cast to its parameter's type, which only types prove needless),
 #        reason the fastmath gradient is not within ALLOWED_SIZE of the hand-written one
 #        (compiled with fastmath too) or None)
 GOLDEN = {
-    "poly_xy": (P.poly_xy, (0,), None, None, 11, None),
-    "sincos": (W.sincos, (0,), None, None, 9, None),
-    "logsumexp": (W.logsumexp, (0,), _TYPES, _MAX, 28, None),
-    "logreg": (W.logreg, (2, 3), _MATMUL, None, 107, None),
-    "mlp": (W.mlp, (1, 2, 3, 4), _MATMUL + "; " + _TYPES, _MAX, 145, None),
+    "poly_xy": (P.poly_xy, (0,), None, None, 12, None),
+    "sincos": (W.sincos, (0,), None, None, 10, None),
+    "logsumexp": (W.logsumexp, (0,), _TYPES, _MAX, 29, None),
+    "logreg": (W.logreg, (2, 3), _MATMUL, None, 109, None),
+    "mlp": (W.mlp, (1, 2, 3, 4), _MATMUL + "; " + _TYPES, _MAX, 149, None),
     "blackscholes": (W.blackscholes, (0, 4), _TYPES,
                      _ALGEBRA + "norm_cdf's derivative in closed form (the pdf) and shared "
                      "factors; the AD differentiates x*x*x and tanh's polynomial by the "
-                     "product rule", 126, None),
-    "compose_sincos": (P.compose_sincos, (0,), None, None, 9, None),
+                     "product rule", 128, None),
+    "compose_sincos": (P.compose_sincos, (0,), None, None, 10, None),
     "sigmoid_xent": (P.sigmoid_xent, (0,), _TYPES,
-                     _ALGEBRA + "d/dz xent(sigmoid(z), t) = sigmoid(z) - t", 42, _RATIONAL),
+                     _ALGEBRA + "d/dz xent(sigmoid(z), t) = sigmoid(z) - t", 43, _RATIONAL),
     "nested_poly": (P.nested_poly, (0,), _TYPES,
-                    _ALGEBRA + "9x^2 + 4x + 1 collects like terms (reassociation)", 29, None),
-    "tanh_layer": (P.tanh_layer, (0, 1), None, None, 16, None),
-    "hmlstm": (W.hmlstm, (0, 1, 2, 3), _TYPES, None, 65, None),
+                    _ALGEBRA + "9x^2 + 4x + 1 collects like terms (reassociation)", 30, None),
+    "tanh_layer": (P.tanh_layer, (0, 1), None, None, 18, None),
+    "hmlstm": (W.hmlstm, (0, 1, 2, 3), _TYPES, None, 69, None),
 }
 
 

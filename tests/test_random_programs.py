@@ -5,7 +5,9 @@ contain and why they always terminate).  Each one is written to a file and impor
 `inspect.getsource` works for the compiler; then `main(*args)` runs in CPython and compiled by
 myir (default backend, and the python backend explicitly), and the results must be equal:
 same value and same type (bool, int and float differ; NaN equals NaN; a tuple elementwise),
-or, where CPython raises, the same exception type.
+or, where CPython raises, the same exception type.  Random float functions of parameters
+of mixed float types (`grad_programs`) are differentiated, and each gradient must have its
+parameter's type, dtype and shape, and agree with finite differences.
 
 The CPython run is traced: a program whose locals leave a bounded range (ints beyond 2**53,
 floats beyond 1e15 or infinite) is rejected, so results never depend on big-integer or
@@ -26,7 +28,7 @@ from collections import Counter
 import pytest
 from hypothesis import assume, given, settings
 
-from .progen import FEATURES, Program, features, programs
+from .progen import FEATURES, Program, features, grad_programs, programs
 
 # At least 300 programs per test in the `ci` profile; as many as a bigger profile asks for.
 N_PROGRAMS = max(300, settings.default.max_examples)
@@ -314,3 +316,65 @@ def _kind(outcome):
     if outcome[0] == "value":
         return "value"
     return "arithmetic" if isinstance(outcome[1], ArithmeticError) else type(outcome[1])
+
+
+def _same_type_as(gradient, param) -> bool:
+    """A gradient has its parameter's type: Python float, numpy scalar type, or an array of
+    the parameter's dtype and shape."""
+    import numpy as np
+
+    if type(gradient) is not type(param):
+        return False
+    if isinstance(param, (np.ndarray, np.generic)):
+        return gradient.dtype == param.dtype and np.shape(gradient) == np.shape(param)
+    return True
+
+
+@pytest.mark.parametrize("backend", [None, "python"], ids=["default", "python"])
+def test_gradients_have_their_parameters_types(backend, program_dir):
+    """Random float functions of parameters of mixed float types (float32 meeting float64,
+    Python floats, numpy scalars, 0-d arrays): every gradient, outside compiled code and
+    inside (`grad` as a macro), has its parameter's type, dtype and shape, and its value
+    agrees with central differences of the function in float64."""
+    import numpy as np
+
+    myir = _compiler()
+    kwargs = {} if backend is None else {"backend": backend}
+
+    @settings(max_examples=N_PROGRAMS // 6, deadline=None)
+    @given(grad_programs())
+    def check(program):
+        module = load(Program(program.source, "main", program.args), program_dir)
+        try:
+            n = len(program.args)
+            outside = myir.grad(module.main, *range(n), **kwargs)(*program.args)
+            inside = myir.compile(module.outer, **kwargs)(*program.args)
+            wide = [np.asarray(a, np.float64) for a in program.args]
+            narrow = any(np.result_type(a) == np.float32 for a in program.args)
+            for i, param in enumerate(program.args):
+                for got in (outside[i] if n > 1 else outside, inside[i] if n > 1 else inside):
+                    assert _same_type_as(got, param), (program, i, type(got), got)
+                    want = _central_difference(module.main, wide, i)
+                    np.testing.assert_allclose(np.asarray(got, np.float64), want,
+                                               rtol=2e-3 if narrow else 1e-6,
+                                               atol=2e-3 if narrow else 1e-6,
+                                               err_msg=repr(program))
+        finally:
+            unload(module)
+
+    check()
+
+
+def _central_difference(f, args, i, eps=1e-6):
+    import numpy as np
+
+    x = args[i]
+    grad = np.zeros_like(x)
+    for k in np.ndindex(x.shape):
+        up, down = x.copy(), x.copy()
+        up[k] += eps
+        down[k] -= eps
+        plus = f(*args[:i], up, *args[i + 1:])
+        minus = f(*args[:i], down, *args[i + 1:])
+        grad[k] = (plus - minus) / (2 * eps)
+    return grad

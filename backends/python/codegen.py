@@ -567,13 +567,17 @@ def compile_module(gen: Generated, filename: str):
 
 def module_code(gen: Generated, filename: str) -> types.CodeType:
     """The generated module's code, compiled so that its code objects carry the user's file
-    and line numbers."""
+    and line numbers.  A line located in another file (a gradient rule's, in a graph not
+    inlined where it was used) takes the location of the line before: the code object has
+    one file name, and another file's line numbers would name the wrong lines of it."""
     tree = ast.parse(gen.source)
     locations = gen.locations
     last = None
     for node in ast.walk(tree):
         if hasattr(node, "lineno"):
             loc = locations[node.lineno - 1] if node.lineno - 1 < len(locations) else None
+            if loc is not None and loc.filename != filename:
+                loc = None
             loc = loc or last
             if loc is not None:
                 node.lineno = node.end_lineno = loc.line

@@ -16,6 +16,7 @@ import sys
 import numpy as np
 
 from myir.errors import Location, MyirTypeError
+from myir.ir.ieee import ieee_pow, ieee_truediv
 from myir.ir.primitives import UNBOUND
 from myir.ir.values import NEWENV, Env
 
@@ -170,17 +171,19 @@ def getitem_grad(x, index, dout):
 
 
 def grad_seed(out):
-    """The gradient of the output with respect to itself: 1, for a float scalar output."""
+    """The gradient of the output with respect to itself: 1, for a float scalar output (a
+    0-d array is one; an array of shape (1,) is not, as in JAX)."""
     if isinstance(out, (float, np.floating)):
         return type(out)(1.0)
-    if isinstance(out, np.ndarray) and out.size == 1 and out.dtype.kind == "f":
+    if isinstance(out, np.ndarray) and out.ndim == 0 and out.dtype.kind == "f":
         return np.ones_like(out)
-    if isinstance(out, np.ndarray):
+    if isinstance(out, np.ndarray) and out.ndim:
         raise MyirTypeError(
             f"grad() needs a function returning a scalar; this one returned an array of shape "
             f"{out.shape}", _caller_location(),
-            hint="reduce the output to a scalar (e.g. np.sum), or take a vector-Jacobian "
-                 "product: value_and_grad of `np.sum(f(x) * v)`")
+            hint="reduce the output to a scalar (e.g. np.sum without keepdims, or `[0]` of a "
+                 "1-element array), or take a vector-Jacobian product: value_and_grad of "
+                 "`np.sum(f(x) * v)`")
     raise MyirTypeError(f"grad() needs a function returning a float; this one returned "
                         f"{type(out).__name__}", _caller_location(),
                         hint="return a float (an integer or boolean output has no gradient)")
@@ -197,6 +200,33 @@ def grad_check_input(x, name):
             _caller_location(),
             hint=f"pass a float for '{name}', or differentiate with respect to other parameters")
     return x
+
+
+def grad_cast(d, x):
+    """d, the gradient of parameter x, in x's type, as JAX gives a gradient its parameter's
+    dtype: a float's gradient is a float, a numpy scalar's a scalar of its type, an array's
+    an array of its dtype and shape (a float32 array multiplied by a float64 one gets a
+    float32 gradient); tuples item by item.  Anything else (ints, functions) keeps d, and so
+    does a complex d of a real x (`x ** 0.5` of a negative float is complex in CPython)."""
+    if isinstance(x, np.ndarray):
+        if x.dtype.kind not in "fc" or not isinstance(d, (np.ndarray, np.generic, float, int)) \
+                or np.result_type(d).kind == "c" != x.dtype.kind:
+            return d
+        if type(d) is np.ndarray and d.dtype == x.dtype and d.shape == x.shape:
+            return d
+        return np.asarray(d, x.dtype).reshape(x.shape)
+    if isinstance(x, (float, complex, np.inexact)):
+        if type(d) is type(x):
+            return d
+        if isinstance(d, np.ndarray):
+            d = d.reshape(())
+        if isinstance(d, (complex, np.complexfloating)) \
+                and not isinstance(x, (complex, np.complexfloating)):
+            return d
+        return type(x)(d)
+    if isinstance(x, tuple) and isinstance(d, tuple):
+        return tuple(map(grad_cast, d, x))
+    return d
 
 
 def select_grad(out, x, dout, count):
@@ -267,6 +297,9 @@ IMPLS = {
     "getitem_grad": getitem_grad,
     "grad_seed": grad_seed,
     "grad_check_input": grad_check_input,
+    "grad_cast": grad_cast,
+    "ieee_truediv": ieee_truediv,
+    "ieee_pow": ieee_pow,
     "select_grad": select_grad,
     "concat_grad": concat_grad,
     "unstack": lambda x, axis: tuple(np.moveaxis(x, axis, 0)),

@@ -387,7 +387,7 @@ def _matmul_accepts(args, out):
 
 
 _ARITH = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide",
-          "gadd": "add"}
+          "ieee_truediv": "divide", "gadd": "add"}
 _MATH = {"exp": "exp", "log": "log", "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tan": "tan",
          "arcsin": "asin", "arccos": "acos", "arctan": "atan",
          "tanh": "tanh", "floor": "floor", "ceil": "ceil"}
@@ -398,7 +398,7 @@ LOWERINGS: dict[str, Rule] = {
     **{p: _elementwise(op) for p, op in _ARITH.items()},
     **{p: _elementwise(op, _float_out) for p, op in _MATH.items()},
     **{p: _compare(op) for p, op in _COMPARE.items()},
-    "pow": _elementwise("power", _float_out), "power": _elementwise("power", _float_out),
+    **{p: _elementwise("power", _float_out) for p in ("pow", "power", "ieee_pow")},
     "arctan2": _elementwise("atan2", _float_out),
     "neg": _elementwise("negative"), "negative": _elementwise("negative"),
     "abs": _elementwise("abs"), "builtin_abs": _elementwise("abs"),
@@ -435,7 +435,7 @@ LOWERINGS: dict[str, Rule] = {
 
 # Rules whose result is numpy's broadcast of their operands, element by element: a fill
 # operand among them may be read as its 0-d value (Context.emit).
-BROADCASTING = {*_ARITH, *_MATH, *_COMPARE, "pow", "power", "arctan2", "neg", "negative",
+BROADCASTING = {*_ARITH, *_MATH, *_COMPARE, "pow", "power", "ieee_pow", "arctan2", "neg", "negative",
                 "abs", "builtin_abs", "sign", "square", "reciprocal", "log1p", "maximum",
                 "minimum", "where", "clip"}
 
@@ -471,6 +471,8 @@ KEPT_IN_NUMPY: dict[str, str] = {
     "concatenate": "takes a tuple of arrays (regions pass single tensors); a copy in numpy",
     "stack": "takes a tuple of arrays (regions pass single tensors); a copy in numpy",
     "concat_grad": "returns a tuple of arrays",
+    "grad_cast": "a gradient's conversion to its parameter's type, once per gradient where "
+                 "a dtype met a wider one: a numpy astype at the output",
     "unstack": "returns a tuple of arrays",
     "zeros": "no array operand: a constructor, allocated by numpy where used",
     "ones": "no array operand: a constructor, allocated by numpy where used",

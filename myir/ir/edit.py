@@ -111,16 +111,21 @@ def clone_program(root: Graph) -> Graph:
 
 
 def inline(graph: Graph, args: list[Node], into: Graph, at: Node | None = None,
-           after: float | None = None) -> Node:
+           after: float | None = None, relocated: frozenset = frozenset()) -> Node:
     """Copy `graph`'s body into `into` with its parameters bound to `args`; return the node
     that computes its output.  Graphs nested in `graph` become nested in `into`.  With `at`
     (the call being replaced), the copies are ordered just before it, so code keeps running
     in the order it did (and raising the exception it did).  `after` is the largest node id
     of `into` below at's, if the caller knows it (finding it sorts `into`: a caller that
-    inlines many calls keeps its own sorted ids)."""
+    inlines many calls keeps its own sorted ids).  Copies (nested graphs' included) located
+    in a file of `relocated` take at's location: code myir wrote for an operation of the
+    user's (a gradient rule) reports the user's line."""
     assert len(args) == len(graph.parameters), (graph, args)
     cloner = Cloner(dict(zip(graph.parameters, args)), "inlined from")
     cloner.graph(graph, into=into)
+    if relocated and at is not None and at.location is not None \
+            and at.location.filename not in relocated:
+        _relocate(cloner.mapping, into, relocated, at.location)
     if at is not None:
         copies = [cloner.mapping[n] for n in toposort(graph)
                   if isinstance(n, Apply) and n.graph is graph and n in cloner.mapping]
@@ -131,3 +136,11 @@ def inline(graph: Graph, args: list[Node], into: Graph, at: Node | None = None,
         for k, node in enumerate(copies):  # ids strictly between the call's and the one before
             node.debug.id = after + (k + 1) * step
     return cloner.node(graph.output)
+
+
+def _relocate(mapping: dict, into: Graph, files: frozenset, location) -> None:
+    for old, new in mapping.items():
+        copied = new is not into if isinstance(new, Graph) else \
+            isinstance(new, Node) and new is not old and new.graph is not None
+        if copied and new.debug.location is not None and new.debug.location.filename in files:
+            new.debug.location = location

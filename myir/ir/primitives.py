@@ -170,6 +170,9 @@ primitive("reduce_grad", "dout, x, axis, keepdims")   # dout of a reduction spre
 primitive("getitem_grad", "x, index, dout")           # scatter-add dout into zeros like x
 primitive("grad_seed", "out")               # 1 like a scalar output (errors otherwise)
 primitive("grad_check_input", "x, name")    # x, if it can be differentiated with respect to
+primitive("ieee_truediv", "x, y")          # x / y, inf or nan where Python raises (myir.ir.ieee)
+primitive("ieee_pow", "x, y")              # x ** y, inf where Python raises (myir.ir.ieee)
+primitive("grad_cast", "d, x")              # d, x's gradient, in x's type, dtype and shape
 primitive("select_grad", "out, x, dout, count")       # min()/max(): dout/count where x == out
 primitive("concat_grad", "arrays, axis, dout")        # dout split like the concatenated arrays
 primitive("unstack", "x, axis")                       # the tuple of x's slices along axis

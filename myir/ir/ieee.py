@@ -1,0 +1,32 @@
+"""Python float arithmetic with IEEE 754's answers where CPython raises ZeroDivisionError.
+
+Gradient rules divide by, or raise to a negative power, values that are 0 where the function
+itself is fine: sqrt's slope at 0 is 1 / (2 * sqrt(0)), and x ** 0.5's is 0.5 * 0 ** -0.5.
+numpy and JAX answer inf there (nan for 0 / 0), and so do the rules: they compute with these
+two functions (the primitives `ieee_truediv` and `ieee_pow`), which are Python's `/` and
+`**` wherever those do not raise.  numpy values never raise, so on arrays and numpy scalars
+they are numpy's operators (the typed optimizer writes them so).
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def ieee_truediv(x, y):
+    """x / y; where y is 0, ±inf, or nan for 0 / 0 and nan / 0."""
+    try:
+        return x / y
+    except ZeroDivisionError:
+        if x != x or x == 0:
+            return math.nan
+        return math.copysign(math.inf, x) * math.copysign(1.0, y)
+
+
+def ieee_pow(x, y):
+    """x ** y; where x is 0 and y negative, inf (signed like x for an odd integer y)."""
+    try:
+        return x ** y
+    except ZeroDivisionError:
+        odd = math.isfinite(y) and y == int(y) and int(y) % 2 == 1
+        return math.copysign(math.inf, x) if odd else math.inf
