@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from frontend import parse
 from myir.errors import MyirError
-from myir.ir.analysis import free_variables, toposort
+from myir.ir.analysis import free_variables, primitive_name, toposort
 from myir.ir.edit import clone_program
 from myir.ir.graph import Apply, Constant, Graph, Node, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, Primitive
@@ -186,8 +186,12 @@ class JTransform:
                 continue
             if isinstance(node, Apply) and node.graph is g:
                 res = bg.apply(bprops[node], sens[node], location=node.location)
+                # What `depend` waits for is only evaluated: no gradient flows into it (its
+                # rule's zero would run the effect's backward, which can raise or give nan).
+                waited = 2 if primitive_name(node) == "depend" else None
                 for i, inp in enumerate(node.inputs):
-                    add(inp, bg.apply(P["getitem"], res, i, location=node.location))
+                    if i != waited:
+                        add(inp, bg.apply(P["getitem"], res, i, location=node.location))
             elif is_graph_constant(node):
                 # a closure's gradient is an env: hand each captured value its share
                 env = sens[node]
@@ -235,6 +239,7 @@ def grad_graph(g: Graph, wrt: tuple, with_value: bool, location=None) -> Graph:
     picked = [gg.apply(P["getitem"], grads, 1 + i, name=f"d{names[i]}") for i in positions]
     result = picked[0] if len(picked) == 1 else gg.apply(P["make_tuple"], *picked)
     result = gg.apply(P["depend"], result, seed)  # the seed checks the output: keep it
+    result = gg.apply(P["depend"], result, out)   # and the forward raises where g does
     gg.output = gg.apply(P["make_tuple"], out, result) if with_value else result
     return gg
 

@@ -1235,22 +1235,22 @@ _RATIONAL = ("sigmoid(z) - t needs rational-function algebra (1 - 1/(1+e) = e/(1
 #        reason the fastmath gradient is not within ALLOWED_SIZE of the hand-written one
 #        (compiled with fastmath too) or None)
 GOLDEN = {
-    "poly_xy": (P.poly_xy, (0,), None, None, 11, None),
-    "sincos": (W.sincos, (0,), None, None, 9, None),
-    "logsumexp": (W.logsumexp, (0,), _TYPES, _MAX, 28, None),
-    "logreg": (W.logreg, (2, 3), _MATMUL, None, 107, None),
-    "mlp": (W.mlp, (1, 2, 3, 4), _MATMUL + "; " + _TYPES, _MAX, 145, None),
+    "poly_xy": (P.poly_xy, (0,), None, None, 12, None),
+    "sincos": (W.sincos, (0,), None, None, 10, None),
+    "logsumexp": (W.logsumexp, (0,), _TYPES, _MAX, 29, None),
+    "logreg": (W.logreg, (2, 3), _MATMUL, None, 108, None),
+    "mlp": (W.mlp, (1, 2, 3, 4), _MATMUL + "; " + _TYPES, _MAX, 146, None),
     "blackscholes": (W.blackscholes, (0, 4), _TYPES,
                      _ALGEBRA + "norm_cdf's derivative in closed form (the pdf) and shared "
                      "factors; the AD differentiates x*x*x and tanh's polynomial by the "
-                     "product rule", 126, None),
-    "compose_sincos": (P.compose_sincos, (0,), None, None, 9, None),
+                     "product rule", 127, None),
+    "compose_sincos": (P.compose_sincos, (0,), None, None, 10, None),
     "sigmoid_xent": (P.sigmoid_xent, (0,), _TYPES,
-                     _ALGEBRA + "d/dz xent(sigmoid(z), t) = sigmoid(z) - t", 42, _RATIONAL),
+                     _ALGEBRA + "d/dz xent(sigmoid(z), t) = sigmoid(z) - t", 43, _RATIONAL),
     "nested_poly": (P.nested_poly, (0,), _TYPES,
-                    _ALGEBRA + "9x^2 + 4x + 1 collects like terms (reassociation)", 29, None),
-    "tanh_layer": (P.tanh_layer, (0, 1), None, None, 16, None),
-    "hmlstm": (W.hmlstm, (0, 1, 2, 3), _TYPES, None, 65, None),
+                    _ALGEBRA + "9x^2 + 4x + 1 collects like terms (reassociation)", 30, None),
+    "tanh_layer": (P.tanh_layer, (0, 1), None, None, 17, None),
+    "hmlstm": (W.hmlstm, (0, 1, 2, 3), _TYPES, None, 66, None),
 }
 
 
@@ -1310,11 +1310,15 @@ def _xfail_if(reason):
 
 def assert_collapsed(name, g: Graph) -> None:
     """One graph, no closures, no tuple/env/gadd/switch operations but the output tuple of
-    several gradients."""
+    several gradients (which, without types, waits for the forward's output: whether an
+    operation can raise is only known with types, see passes/raising.py)."""
     stats = g.stats()
     several = len(GOLDEN[name][1]) > 1
     left = Counter({p: n for p, n in stats["primitives"].items() if p in FORBIDDEN})
-    if several and g.output is not None and primitive_name(g.output) == "make_tuple":
+    out = g.output
+    while primitive_name(out) == "depend":
+        out = out.args[0]
+    if several and out is not None and primitive_name(out) == "make_tuple":
         left["make_tuple"] -= 1
     left = +left
     assert (stats["graphs"], stats["closures"], dict(left)) == (1, 0, {}), f"\n{g}"
@@ -1334,22 +1338,30 @@ def test_golden_structure_typed(name):
     assert_collapsed(name, g)
 
 
+def operations(g: Graph) -> int:
+    """The applies of g but `depend`, which generated code writes as nothing: what it waits
+    for is a statement of its own (poly_xy's gradient keeps the forward's `x ** 3`, which
+    raises OverflowError for |x| > 5.6e102 where the gradient would not)."""
+    stats = g.stats()
+    return stats["applies"] - stats["primitives"].get("depend", 0)
+
+
 @pytest.mark.parametrize("name", [pytest.param(n, marks=_xfail_if(v[3])) for n, v in GOLDEN.items()])
 def test_golden_size(name):
-    """With types, at most 1.25x the applies of the hand-written gradient (optimized with
+    """With types, at most 1.25x the operations of the hand-written gradient (optimized with
     types too)."""
     g, h = typed_golden_graphs(name)
-    ratio = g.stats()["applies"] / h.stats()["applies"]
+    ratio = operations(g) / operations(h)
     assert ratio <= ALLOWED_SIZE, f"{ratio:.2f}x the hand-written gradient\n{g}\n{h}"
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=_xfail_if(v[5])) for n, v in GOLDEN.items()])
 def test_golden_size_fastmath(name):
-    """With fastmath, at most 1.25x the applies of the hand-written gradient (compiled with
+    """With fastmath, at most 1.25x the operations of the hand-written gradient (compiled with
     fastmath too), and collapsed."""
     g, h = fastmath_golden_graphs(name)
     assert_collapsed(name, g)
-    ratio = g.stats()["applies"] / h.stats()["applies"]
+    ratio = operations(g) / operations(h)
     assert ratio <= ALLOWED_SIZE, f"{ratio:.2f}x the hand-written gradient\n{g}\n{h}"
 
 
@@ -1370,7 +1382,8 @@ def test_fastmath_gradient_is_close(name):
 
 @pytest.mark.parametrize("name", list(GOLDEN))
 def test_golden_does_not_grow(name):
-    """A regression guard for the pipeline without types: no more applies than measured."""
+    """A regression guard for the pipeline without types: no more applies than measured
+    (one of them the `depend` on the forward's output, which only types narrow away)."""
     g, _ = golden_graphs(name)
     assert g.stats()["applies"] <= GOLDEN[name][4], f"\n{g}"
 
