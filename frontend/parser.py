@@ -34,7 +34,7 @@ import numpy as np
 from frontend import resolve
 from frontend.fingerprint import fingerprint
 from myir.errors import Location, MyirSyntaxError
-from myir.ir.analysis import is_nested_in
+from myir.ir.analysis import is_nested_in, primitive_name
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
 from myir.ir.values import GradMacro
@@ -255,7 +255,7 @@ class FunctionParser:
         self.assignments: dict[str, list[tuple[ast.AST, tuple]]] = {}
         self.loop_stack: tuple = ()
         self.augmented: list[Apply] = []   # of this function and those nested in it
-        self.assigned: list[tuple[Node, str]] = []   # (value, name), the same
+        self.assigned: list[tuple[Node, str | None]] = []   # (value, name), the same
         self.root = enclosing[0].root if enclosing is not None else self
         self.root.function_graphs = getattr(self.root, "function_graphs", set()) | {graph}
 
@@ -551,17 +551,17 @@ class FunctionParser:
                     _keep(node)  # unused, so nothing would evaluate it: keep its check
 
     def _keep_what_raises(self):
-        """CPython runs every assignment, so one whose value may never be read (no node uses
-        it, or its name is never read) but whose computation can raise (`unused = 1 / x`)
-        is tied to its graph's output (see `passes.raising`)."""
+        """CPython runs every assignment, `if` and loop, so one whose value may never be read
+        (no node uses it, or its name is never read) but whose computation can raise
+        (`unused = 1 / x`) is tied to its graph's output (see `passes.raising`)."""
         if not self.assigned:
             return
         uses = _use_counts(self.graph)
         read = {n.id for n in ast.walk(self.node)
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
         for node, name in self.assigned:
-            if isinstance(node, Apply) and (not uses.get(id(node)) or name not in read) \
-                    and _can_raise(node):
+            if isinstance(node, Apply) and (not uses.get(id(node)) or name not in read
+                                            and name is not None) and _can_raise(node):
                 _keep(node)
 
     def assign(self, target: ast.expr, value: Node, block: Block, stmt: ast.AST):
@@ -646,6 +646,7 @@ class FunctionParser:
 
     def unpack_into(self, block: Block, result: Node, names: list[str], maybe: set,
                     s: ast.AST):
+        self.root.assigned.append((result, None))  # the `if` or loop, if nothing reads it
         if len(names) == 1:
             result.debug.name = names[0]
             self.rebind(block, names[0], result, names[0] in maybe)
@@ -1092,16 +1093,23 @@ class FunctionParser:
 
 
 def _can_raise(node: Apply) -> bool:
-    """Whether computing node (in its graph) runs an operation that can raise."""
+    """Whether computing node runs an operation that can raise, also in the branches, loops
+    and closures of this function that it calls (a call of another function can raise)."""
     stack, seen = [node], set()
     while stack:
         n = stack.pop()
-        if id(n) in seen or not isinstance(n, Apply) or n.graph is not node.graph:
+        if id(n) in seen:
             continue
         seen.add(id(n))
-        if raising_node(n):
-            return True
-        stack.extend(n.inputs)
+        if is_graph_constant(n) and n.value.parent is not None:
+            stack.append(n.value.output)
+        elif isinstance(n, Apply):
+            callee = n.fn
+            nested = is_graph_constant(callee) and callee.value.parent is not None
+            branch = isinstance(callee, Apply) and primitive_name(callee) == "switch"
+            if not (nested or branch) and raising_node(n):
+                return True
+            stack.extend(n.inputs)
     return False
 
 

@@ -41,7 +41,7 @@ from myir.ir.graph import Apply, Constant, Graph, Node
 from myir.ir.primitives import PRIMITIVES
 from passes.abstract import AArray, AScalar, abstract_of
 from passes.opt import is_kind, optimize_typed
-from passes.raising import ARITHMETIC
+from passes.raising import ARITHMETIC_ERRORS
 from passes.type_rules import TYPE_RULES
 
 ARITHMETIC = frozenset({"add", "sub", "neg", "mul", "truediv"})
@@ -71,12 +71,12 @@ def optimize_fastmath(root: Graph, types: dict) -> tuple[Graph, dict]:
 def drop_arithmetic_checks(root: Graph) -> None:
     """Assuming no division by zero, no math function outside its domain and no overflow,
     an operation kept only for the exception it may raise (`depend` on one of
-    `passes.raising.ARITHMETIC`: an unused `1 / x`, the forward `math.log(x)` of a
+    `passes.raising.ARITHMETIC_ERRORS`: an unused `1 / x`, the forward `math.log(x)` of a
     gradient) goes."""
     for g in reachable_graphs(root):
         for node in toposort(g):
             if primitive_name(node) == "depend" and node.graph is g \
-                    and primitive_name(node.args[1]) in ARITHMETIC:
+                    and primitive_name(node.args[1]) in ARITHMETIC_ERRORS:
                 replace(root, node, node.args[0])
 
 

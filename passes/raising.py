@@ -252,8 +252,10 @@ def _unknown(t) -> bool:
 
 def may_raise(name: str | None, args: list | None = None, out=None) -> bool:
     """Whether the primitive `name` (None: a call of a graph) can raise on operands of the
-    abstract values `args` with result `out`; with `args` None (types unknown), whether it
-    can on some values of some operands."""
+    abstract values `args` with result `out`.  With `args` None (types unknown), whether
+    `RAISES` lists it: what the frontend keeps before types are known (an operation that
+    raises only on an array of a shape inference cannot know, or on an int too large for a
+    float, `unused = n * 0.5`, is not kept when unused)."""
     if name is None:
         return True
     if args is None:
@@ -266,7 +268,7 @@ def may_raise(name: str | None, args: list | None = None, out=None) -> bool:
 
 # Primitives whose exceptions are arithmetic (ZeroDivisionError, a math domain error,
 # OverflowError): what `fastmath=True` assumes never happens.
-ARITHMETIC = frozenset("""
+ARITHMETIC_ERRORS = frozenset("""
     truediv floordiv mod pow power aug_truediv aug_floordiv aug_mod aug_pow math_exp
     math_log math_log1p math_expm1 math_sqrt math_sin math_cos math_tan math_asin math_acos
     math_sinh math_cosh math_floor math_ceil math_pow

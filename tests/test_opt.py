@@ -697,8 +697,42 @@ def _op_then_spread(name, n):
     return g
 
 
+def _waiting(name, types, result, wrap=None):
+    """depend(p0, name(p1, ...)) (of wrap(name(p1, ...), p_last) with `wrap`, a float
+    operation): p0 waits for an operation kept because it may raise."""
+    def build(g, x, *ps):
+        args = ps[:-1] if wrap else ps
+        node = g.apply(PR[name], *args)
+        waited = g.apply(PR[wrap], node, ps[-1]) if wrap else node
+        out = g.apply(PR["depend"], x, waited)
+        return out, [(node, result), (waited, result), (out, F64)]
+    return _typed(len(types), types, build)
+
+
+def _expect_waiting(name, n, unused=0):
+    """depend(p0, name(p1, ...)) of n parameters, the last `unused` of them unused."""
+    g, (x, *ps) = _graph(n, "after")
+    g.output = g.apply(PR["depend"], x, g.apply(PR[name], *ps[:len(ps) - unused]))
+    return g
+
+
+I_A4 = AArray(np.dtype("int64"), (4,))
+
 # (typed rewrite, case, () -> (before, types), expected graph or None when nothing changes)
 TYPED_CASES = [
+    ("depend_on_what_raises", "array_division_cannot",
+     lambda: _waiting("truediv", [F64, A34, A34], A34), lambda: _returning(3, 0)),
+    ("depend_on_what_raises", "float_array_power_cannot",
+     lambda: _waiting("pow", [F64, A4, F64], A4), lambda: _returning(3, 0)),
+    ("depend_on_what_raises", "narrowed_to_log",
+     lambda: _waiting("math_log", [F64, F64, F64], F64, wrap="add"),
+     lambda: _expect_waiting("math_log", 3, unused=1)),
+    ("depend_on_what_raises", "float_division_kept",
+     lambda: _waiting("truediv", [F64, F64, F64], F64), None),
+    ("depend_on_what_raises", "int_array_power_kept",
+     lambda: _waiting("power", [F64, I_A4, I_A4], I_A4), None),
+    ("depend_on_what_raises", "unknown_dimension_kept",
+     lambda: _waiting("add", [F64, AArray(np.dtype("float64"), (None,)), A4], A4), None),
     ("grad_check_passes", "float", lambda: _one_op("grad_check_input", [F64], "x", result=F64),
      lambda: _returning(1, 0)),
     ("grad_check_passes", "array", lambda: _one_op("grad_check_input", [A34], "x", result=A34),
