@@ -34,7 +34,7 @@ import numpy as np
 from frontend import resolve
 from frontend.fingerprint import fingerprint
 from myir.errors import Location, MyirSyntaxError
-from myir.ir.analysis import is_nested_in, primitive_name
+from myir.ir.analysis import primitive_name
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
 from myir.ir.values import GradMacro
@@ -548,7 +548,7 @@ class FunctionParser:
                 node.set_inputs([Constant(P["aug_" + node.fn.value.name]), *node.args])
                 g = node.graph
                 if not uses.get(id(node)):
-                    _keep(node)  # unused, so nothing would evaluate it: keep its check
+                    _keep(node, self.root.function_graphs)  # unused: keep its check
 
     def _keep_what_raises(self):
         """CPython runs every assignment, `if` and loop, so one whose value may never be read
@@ -559,10 +559,11 @@ class FunctionParser:
         uses = _use_counts(self.graph)
         read = {n.id for n in ast.walk(self.node)
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-        for node, name in self.assigned:
+        for node, name in reversed(self.assigned):   # a loop before what its body assigns
             if isinstance(node, Apply) and (not uses.get(id(node)) or name not in read
                                             and name is not None) and _can_raise(node):
-                _keep(node)
+                _keep(node, self.root.function_graphs)
+                uses = _use_counts(self.graph)
 
     def assign(self, target: ast.expr, value: Node, block: Block, stmt: ast.AST):
         if isinstance(target, ast.Name):
@@ -1092,6 +1093,11 @@ class FunctionParser:
         return block.graph.apply(P["concat_str"], *parts, location=self.loc(e))
 
 
+# The truth of a condition raises only for an array of several elements: an `if` or loop
+# whose values go unread is not kept for its conditions alone.
+CONDITIONS = frozenset({"truth", "not_"})
+
+
 def _can_raise(node: Apply) -> bool:
     """Whether computing node runs an operation that can raise, also in the branches, loops
     and closures of this function that it calls (a call of another function can raise)."""
@@ -1107,22 +1113,22 @@ def _can_raise(node: Apply) -> bool:
             callee = n.fn
             nested = is_graph_constant(callee) and callee.value.parent is not None
             branch = isinstance(callee, Apply) and primitive_name(callee) == "switch"
-            if not (nested or branch) and raising_node(n):
+            if not (nested or branch or primitive_name(n) in CONDITIONS) and raising_node(n):
                 return True
             stack.extend(n.inputs)
     return False
 
 
-def _keep(node: Apply) -> None:
+def _keep(node: Apply, functions: set) -> None:
     """Make node's graph evaluate node whenever it runs: its output waits for node, or, where
-    the output is a loop's (or a recursive function's) call of itself, which must stay in
-    tail position, an argument of that call does.  (Arguments of other calls may be dropped
-    once the callee is inlined.)"""
+    the output is a call of a loop or of the code after an `if` (not of a function among
+    `functions`), which must stay in tail position, an argument of that call does."""
     g = node.graph
     out = g.output
     if evaluates(out, node):
         return
-    if isinstance(out, Apply) and is_graph_constant(out.fn) and is_nested_in(g, out.fn.value):
+    if isinstance(out, Apply) and is_graph_constant(out.fn) and out.fn.value.parent is not None \
+            and out.fn.value not in functions:
         for k, arg in enumerate(out.args):
             if not evaluates(arg, node):
                 inputs = list(out.inputs)

@@ -110,14 +110,17 @@ def unpack_of_tuple(node: Apply, ctx) -> Node | None:
 
 def depend_satisfied(node: Apply, ctx) -> Node | None:
     """depend(x, e) -> x when computing x evaluates e anyway, or e is a constant or a
-    parameter (evaluating them does nothing); depend(x, depend(a, b)) waits for a and b
+    parameter of an enclosing graph (evaluating them does nothing; a parameter of x's own
+    graph stands for an argument that inlining puts in its place, as in the gradient
+    rule of `depend` itself); depend(x, depend(a, b)) waits for a and b
     one by one.  An e kept because it can raise must be
     evaluated surely (`passes.raising.evaluates`): not only carried in a tuple or passed to
     a graph, which later rewrites may drop."""
     if primitive_name(node) != "depend":
         return None
     x, effect = node.args
-    if isinstance(effect, (Constant, Parameter)):
+    if isinstance(effect, Constant) or (isinstance(effect, Parameter)
+                                        and effect.graph is not node.graph):
         return x
     if primitive_name(effect) == "depend" and effect.graph is node.graph:
         inner = node.graph.apply(P["depend"], x, effect.args[0], location=node.location)

@@ -59,6 +59,24 @@ def unused_in_loop(x, n):
     return s
 
 
+def unused_in_branch_that_returns(x):
+    if x > 0.0:
+        unused = math.log(x - 1.0)
+        return x * 2.0
+    y = x * x
+    return y
+
+
+def unused_in_loop_with_continue(x, n):
+    s = 0.0
+    for i in range(n):
+        if i % 2 == 0:
+            unused = math.sqrt(x - i)
+            continue
+        s = s + x
+    return s
+
+
 def rebound_before_use(x):
     y = math.acos(x)
     y = x * 2.0
@@ -132,6 +150,8 @@ CASES = [
     (unused_in_branch, [(-4.0,), (4.0,), (20.0,)]),
     (unused_in_loop, [(1.0, 3), (1.0, 1), (5.0, 3), (0.0, 0)]),
     (rebound_before_use, [(2.0,), (0.5,), (-0.5,)]),
+    (unused_in_branch_that_returns, [(0.5,), (3.0,), (-2.0,)]),
+    (unused_in_loop_with_continue, [(1.0, 4), (5.0, 4), (1.0, 1)]),
     (unused_in_closure, [(-2.0,), (2.0,)]),
     (unused_power, [(1e103,), (2.0,), (-1e200,), (0.0,)]),
     (unused_zero_power, [(0.0,), (2.0,)]),
