@@ -309,6 +309,8 @@ def test_gradient_raises_what_the_forward_raises(program_dir):
             if expected[0] != "raise":
                 return
             got = _run_compiled(myir.grad(module.main, backend="python"), program.args)
+            if got[0] == "raise" and "needs a function returning a float" in str(got[1]):
+                return  # main returns an int or a bool: no gradient, refused when compiled
             if not (got[0] == "raise" and type(got[1]) is type(expected[1])):
                 raise AssertionError(mismatch(program, ("CPython", expected), ("grad", got)))
         finally:
