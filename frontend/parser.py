@@ -34,9 +34,11 @@ import numpy as np
 from frontend import resolve
 from frontend.fingerprint import fingerprint, text_positions
 from myir.errors import Location, MyirSyntaxError
-from myir.ir.graph import Apply, Constant, Graph, Node, Parameter
+from myir.ir.analysis import primitive_name
+from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
 from myir.ir.values import GradMacro
+from passes.raising import evaluates, raising_node
 
 P = PRIMITIVES
 
@@ -304,6 +306,7 @@ class FunctionParser:
         self.assignments: dict[str, list[tuple[ast.AST, tuple]]] = {}
         self.loop_stack: tuple = ()
         self.augmented: list[Apply] = []   # of this function and those nested in it
+        self.assigned: list[tuple[Node, str | None]] = []   # (value, name), the same
         self.root = enclosing[0].root if enclosing is not None else self
         self.root.function_graphs = getattr(self.root, "function_graphs", set()) | {graph}
 
@@ -342,6 +345,7 @@ class FunctionParser:
         self._check_captures()
         if self.root is self:
             self._check_augmented()
+            self._keep_what_raises()
         return self.graph
 
     def _check_signature(self, node):
@@ -586,6 +590,7 @@ class FunctionParser:
         current = self.read(block, s.target.id, s.target)
         value = self.binop(s.op, current, self.expr(s.value, block), s, block)
         self.root.augmented.append((value, s))
+        self.root.assigned.append((value, s.target.id))
         self.bind(block, s.target.id, value, s.target)
         return block
 
@@ -602,14 +607,29 @@ class FunctionParser:
             if isinstance(old, Parameter) or uses.get(id(old), 0) > 1:
                 node.set_inputs([Constant(P["aug_" + node.fn.value.name]), *node.args])
                 g = node.graph
-                if not uses.get(id(node)) and g in self.root.function_graphs:
-                    # Unused, so nothing would evaluate it: keep its check alive.
-                    g.output = g.apply(P["depend"], g.output, node, location=node.location)
+                if not uses.get(id(node)):
+                    _keep(node, self.root.function_graphs)  # unused: keep its check
+
+    def _keep_what_raises(self):
+        """CPython runs every assignment, `if` and loop, so one whose value may never be read
+        (no node uses it, or its name is never read) but whose computation can raise
+        (`unused = 1 / x`) is tied to its graph's output (see `passes.raising`)."""
+        if not self.assigned:
+            return
+        uses = _use_counts(self.graph)
+        read = {n.id for n in ast.walk(self.node)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        for node, name in reversed(self.assigned):   # a loop before what its body assigns
+            if isinstance(node, Apply) and (not uses.get(id(node)) or name not in read
+                                            and name is not None) and _can_raise(node):
+                _keep(node, self.root.function_graphs)
+                uses = _use_counts(self.graph)
 
     def assign(self, target: ast.expr, value: Node, block: Block, stmt: ast.AST):
         if isinstance(target, ast.Name):
             if value.debug.name is None and isinstance(value, Apply):
                 value.debug.name = target.id
+            self.root.assigned.append((value, target.id))
             self.bind(block, target.id, value, target)
         elif isinstance(target, (ast.Tuple, ast.List)):
             if any(isinstance(e, ast.Starred) for e in target.elts):
@@ -687,6 +707,7 @@ class FunctionParser:
 
     def unpack_into(self, block: Block, result: Node, names: list[str], maybe: set,
                     s: ast.AST):
+        self.root.assigned.append((result, None))  # the `if` or loop, if nothing reads it
         if len(names) == 1:
             result.debug.name = names[0]
             self.rebind(block, names[0], result, names[0] in maybe)
@@ -1134,29 +1155,73 @@ class FunctionParser:
         return block.graph.apply(P["concat_str"], *parts, location=self.loc(e))
 
 
+# The truth of a condition raises only for an array of several elements: an `if` or loop
+# whose values go unread is not kept for its conditions alone.
+CONDITIONS = frozenset({"truth", "not_"})
+
+
+def _can_raise(node: Apply) -> bool:
+    """Whether computing node runs an operation that can raise, also in the branches, loops
+    and closures of this function that it calls (a call of another function can raise)."""
+    stack, seen = [node], set()
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if is_graph_constant(n) and n.value.parent is not None:
+            stack.append(n.value.output)
+        elif isinstance(n, Apply):
+            callee = n.fn
+            nested = is_graph_constant(callee) and callee.value.parent is not None
+            branch = isinstance(callee, Apply) and primitive_name(callee) == "switch"
+            if not (nested or branch or primitive_name(n) in CONDITIONS) and raising_node(n):
+                return True
+            stack.extend(n.inputs)
+    return False
+
+
+def _keep(node: Apply, functions: set) -> None:
+    """Make node's graph evaluate node whenever it runs: its output waits for node, or, where
+    the output is a call of a loop or of the code after an `if` (not of a function among
+    `functions`), which must stay in tail position, an argument of that call does."""
+    g = node.graph
+    out = g.output
+    if evaluates(out, node):
+        return
+    if isinstance(out, Apply) and is_graph_constant(out.fn) and out.fn.value.parent is not None \
+            and out.fn.value not in functions:
+        for k, arg in enumerate(out.args):
+            if not evaluates(arg, node):
+                inputs = list(out.inputs)
+                inputs[k + 1] = g.apply(P["depend"], arg, node, location=node.location)
+                out.set_inputs(inputs)
+                return
+    g.output = g.apply(P["depend"], out, node, location=node.location)
+
+
 def _use_counts(graph: Graph) -> dict[int, int]:
     """How often each node is used (as an input or a graph's output) within `graph` and the
-    graphs nested in it.  Other top-level functions may still be half-parsed (mutual
-    recursion), so unlike `analysis.users` this never leaves the function."""
-    counts: dict[int, int] = {}
+    graphs nested in it, free variables included.  Other top-level functions may still be
+    half-parsed (mutual recursion), so unlike `analysis.users` this never leaves the
+    function."""
+    counts: dict[int, int] = {id(graph.output): 1}
     seen_graphs = {id(graph)}
-    todo = [graph]
-    while todo:
-        g = todo.pop()
-        nodes, seen = [g.output], set()
-        counts[id(g.output)] = counts.get(id(g.output), 0) + 1
-        while nodes:
-            node = nodes.pop()
-            if id(node) in seen or not isinstance(node, Apply) or node.graph is not g:
-                continue
-            seen.add(id(node))
-            for inp in node.inputs:
-                counts[id(inp)] = counts.get(id(inp), 0) + 1
-                nodes.append(inp)
-                if isinstance(inp, Constant) and isinstance(inp.value, Graph) \
-                        and inp.value.parent is not None and id(inp.value) not in seen_graphs:
-                    seen_graphs.add(id(inp.value))
-                    todo.append(inp.value)
+    stack, seen = [graph.output], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen or not isinstance(node, Apply):
+            continue
+        seen.add(id(node))
+        for inp in node.inputs:
+            counts[id(inp)] = counts.get(id(inp), 0) + 1
+            stack.append(inp)
+            if isinstance(inp, Constant) and isinstance(inp.value, Graph) \
+                    and inp.value.parent is not None and id(inp.value) not in seen_graphs:
+                seen_graphs.add(id(inp.value))
+                out = inp.value.output
+                counts[id(out)] = counts.get(id(out), 0) + 1
+                stack.append(out)
     return counts
 
 

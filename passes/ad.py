@@ -190,8 +190,12 @@ class JTransform:
                 continue
             if isinstance(node, Apply) and node.graph is g:
                 res = bg.apply(bprops[node], sens[node], location=node.location)
+                # What `depend` waits for is only evaluated: no gradient flows into it (its
+                # rule's zero would run the effect's backward, which can raise or give nan).
+                waited = 2 if primitive_name(node) == "depend" else None
                 for i, inp in enumerate(node.inputs):
-                    add(inp, bg.apply(P["getitem"], res, i, location=node.location))
+                    if i != waited:
+                        add(inp, bg.apply(P["getitem"], res, i, location=node.location))
             elif is_graph_constant(node):
                 # a closure's gradient is an env: hand each captured value its share
                 env = sens[node]
@@ -241,6 +245,7 @@ def grad_graph(g: Graph, wrt: tuple, with_value: bool, location=None) -> Graph:
                        params[i], name=f"d{names[i]}") for i in positions]
     result = picked[0] if len(picked) == 1 else gg.apply(P["make_tuple"], *picked)
     result = gg.apply(P["depend"], result, seed)  # the seed checks the output: keep it
+    result = gg.apply(P["depend"], result, out)   # and the forward raises where g does
     gg.output = gg.apply(P["make_tuple"], out, result) if with_value else result
     return gg
 

@@ -7,7 +7,9 @@ ties / count`, which is zero only in real arithmetic, or the product rule's thre
 the same choice; C compilers' -ffast-math) this pass may rewrite a program as real algebra
 allows, assuming, like LLVM's `fast` flags, that no value is NaN or infinite, that no
 division is by zero and that the sign of zero does not matter (so a Python float division
-by zero that cancels away, as in x * y / x, no longer raises ZeroDivisionError):
+by zero that cancels away, as in x * y / x, no longer raises ZeroDivisionError), and that
+no arithmetic raises: an operation kept only for the exception it may raise (an unused
+`1 / x`, a gradient's forward `math.log(x)`) is not run:
 
 * + and * reassociate and commute; a - b is a + (-1)b; a / b is a * b^-1; x / x is 1;
 * like terms are collected and terms that cancel go, with what multiplies them (0 * x = 0);
@@ -39,6 +41,7 @@ from myir.ir.graph import Apply, Constant, Graph, Node
 from myir.ir.primitives import PRIMITIVES
 from passes.abstract import AArray, AScalar, abstract_of
 from passes.opt import is_kind, optimize_typed
+from passes.raising import ARITHMETIC_ERRORS
 from passes.type_rules import TYPE_RULES
 
 ARITHMETIC = frozenset({"add", "sub", "neg", "mul", "truediv"})
@@ -57,11 +60,24 @@ def optimize_fastmath(root: Graph, types: dict) -> tuple[Graph, dict]:
     """`simplify`, then the exact typed optimizer (which shares and drops what it left, and
     may open new trees to it), until `simplify` finds nothing.  Returns the graph and its
     types, as `optimize_typed` does."""
+    drop_arithmetic_checks(root)
     for _ in range(MAX_ROUNDS):
         if not simplify(root, types):
             break
         root, types = optimize_typed(root, types)
     return root, types
+
+
+def drop_arithmetic_checks(root: Graph) -> None:
+    """Assuming no division by zero, no math function outside its domain and no overflow,
+    an operation kept only for the exception it may raise (`depend` on one of
+    `passes.raising.ARITHMETIC_ERRORS`: an unused `1 / x`, the forward `math.log(x)` of a
+    gradient) goes."""
+    for g in reachable_graphs(root):
+        for node in toposort(g):
+            if primitive_name(node) == "depend" and node.graph is g \
+                    and primitive_name(node.args[1]) in ARITHMETIC_ERRORS:
+                replace(root, node, node.args[0])
 
 
 def simplify(root: Graph, types: dict) -> bool:

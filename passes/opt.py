@@ -14,7 +14,9 @@ it is exact.  The one exception is documented where it is made: `gadd` with the 
 may turn a -0.0 gradient into +0.0.  Dead code goes (as the frontend already drops unused
 assignments), but never an effect: `raise_`, the checks (`check_bound`, `grad_check_input`,
 `grad_seed`) and what `depend` waits for, nor a call of a graph (which may raise), are only
-dropped with the code that reads them when something else still evaluates them.
+dropped with the code that reads them when something else still evaluates them.  What
+`depend` waits for because it can raise (`passes.raising`) narrows, once types are known,
+to the operations that can.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from myir.ir.values import Env
 from passes.abstract import (ANY, BOTTOM, AArray, AObject, AScalar, ATuple, AUnion, abstract_of,
                              options)
 from passes import grad_rules
+from passes.raising import evaluates, may_raise
 from passes.type_rules import TYPE_RULES, RuleError
 
 P = PRIMITIVES
@@ -109,12 +112,24 @@ def unpack_of_tuple(node: Apply, ctx) -> Node | None:
 
 def depend_satisfied(node: Apply, ctx) -> Node | None:
     """depend(x, e) -> x when computing x evaluates e anyway, or e is a constant or a
-    parameter (evaluating them does nothing)."""
+    parameter of an enclosing graph (evaluating them does nothing; a parameter of x's own
+    graph stands for an argument that inlining puts in its place, as in the gradient
+    rule of `depend` itself); depend(x, depend(a, b)) waits for a and b
+    one by one.  An e kept because it can raise must be
+    evaluated surely (`passes.raising.evaluates`): not only carried in a tuple or passed to
+    a graph, which later rewrites may drop."""
     if primitive_name(node) != "depend":
         return None
     x, effect = node.args
-    if isinstance(effect, (Constant, Parameter)):
+    if isinstance(effect, Constant) or (isinstance(effect, Parameter)
+                                        and effect.graph is not node.graph):
         return x
+    if primitive_name(effect) == "depend" and effect.graph is node.graph:
+        inner = node.graph.apply(P["depend"], x, effect.args[0], location=node.location)
+        ctx.replaced(node, inner)
+        return node.graph.apply(P["depend"], inner, effect.args[1], location=node.location)
+    if primitive_name(effect) not in EFFECTS:   # kept for an operation that can raise
+        return x if evaluates(x, effect) else None
     stack, seen = [x], set()
     while stack:
         n = stack.pop()
@@ -434,6 +449,28 @@ def checks_proved(node: Apply, ctx) -> Node | None:
     if all(isinstance(o, (AScalar, ATuple)) for o in options(t)):
         return node.graph.apply(P[name[len("aug_"):]], *node.args, location=node.location)
     return None
+
+
+def depend_on_what_raises(node: Apply, ctx) -> Node | None:
+    """depend(x, e) -> depend(depend(x, a), b) for e = f(a, b) an operation that cannot
+    raise on values of its operands' types (`passes.raising`): what is kept because it can
+    raise (an unused `1 / x`, the forward of a gradient) narrows to the operations that
+    can, and goes where none can."""
+    if primitive_name(node) != "depend":
+        return None
+    x, e = node.args
+    name = primitive_name(e)
+    if name is None or name in EFFECTS or e.graph is not node.graph:
+        return None
+    args = [ctx.type_of(a) for a in e.args]
+    if may_raise(name, args, ctx.type_of(e)):
+        return None
+    new = x
+    for a in e.args:
+        if isinstance(a, Apply) and a.graph is e.graph:
+            new = node.graph.apply(P["depend"], new, a, location=node.location)
+            ctx.replaced(node, new)
+    return new
 
 
 def grad_seed_of_float(node: Apply, ctx) -> Node | None:
@@ -798,7 +835,8 @@ def _same_type(a, b) -> bool:
     return a is not None and b is not None and a == b
 
 
-TYPED_REWRITES = [checks_proved, grad_check_passes, grad_cast_no_change, ieee_on_numpy, grad_seed_of_float, shape_facts,
+TYPED_REWRITES = [checks_proved, grad_check_passes, grad_cast_no_change, ieee_on_numpy,
+                  depend_on_what_raises, grad_seed_of_float, shape_facts,
                   known_integer, mul_one, add_zero, negation_absorbed, gadd_of_numbers,
                   sum_to_like_same_shape, shape_from_input, implicit_broadcast, spread_late,
                   spread_out, spread_of_spread]

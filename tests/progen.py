@@ -7,7 +7,9 @@ in the file) and the arguments to call `main` with.  Programs are built from dra
 program statement by statement and expression by expression towards the simplest one that
 still fails.
 
-Every generated program terminates and, for the arguments drawn, does not raise in CPython:
+Every generated program terminates and, for the arguments drawn, does not raise in CPython
+but in a computation of `main` whose result is never read (``unused = math.log(x)``,
+``ignored = 7 // n``), which CPython runs all the same:
 
 * Types are static.  Every expression is generated for a type (int, float, bool, a tuple of
   those, or a function type) and a variable keeps its type for its whole life, so branches,
@@ -269,6 +271,7 @@ NAME_POOLS = {
     "countdown": ["rest", "remaining", "left"],
     "lambda": ["t", "u", "s", "r"],
     "module_fn": ["helper", "blend", "twist", "spread", "fold", "measure", "mix", "bend"],
+    "unused": ["unused", "ignored", "discarded"],
     "rec_fn": ["descend", "walk", "climb", "unwind"],
     "factory": ["make_scaler", "make_shift", "make_mixer"],
     "hof": ["apply", "apply_twice", "accumulate", "combine_with"],
@@ -1280,11 +1283,31 @@ class Gen:
         parts = ["import math\n"]
         if self.consts:
             parts.append("".join(f"{n} = {v!r}\n" for n, _, v in self.consts))
-        parts += [ast.unparse(ast.fix_missing_locations(defs[i])) + "\n" for i in order]
-        source = "\n\n".join(parts)
         main = self.sigs[-1]
         args = tuple(self.draw(value_strategy(t)) for _, t, _ in main.params)
+        self.unused_raising(defs[-1], main)
+        parts += [ast.unparse(ast.fix_missing_locations(defs[i])) + "\n" for i in order]
+        source = "\n\n".join(parts)
         return Program(source=source, entry="main", args=args)
+
+    def unused_raising(self, fn, sig):
+        """Put `unused = <an operation that raises for some values of a parameter>`, never
+        read, into main's body (`1 / n` for n == 0, `math.log(x)` for x <= 0, `math.acos(x)`
+        for |x| > 1): the compiled program must still raise where CPython does.  Drawn after
+        everything else, so the programs drawn without it stay what they were."""
+        params = [(name, t) for name, t, _ in sig.params if t in NUMERIC]
+        for _ in range(self.pick([(6, 0), (2, 1), (1, 2)]) if params else 0):
+            name, ty = self.choice(params)
+            if ty is INT:
+                value = binop(lit(self.choice([1, 7, 2.5])),
+                              self.choice([ast.Div(), ast.FloorDiv(), ast.Mod()]), load(name))
+            else:
+                value = self.pick([
+                    (3, lambda: math_call(self.choice(["log", "sqrt", "acos"]), load(name))),
+                    (1, lambda: binop(lit(1.0), ast.Div(), load(name))),
+                ])()
+            at = self.draw(_ints(0, len(fn.body) - 1))
+            fn.body.insert(at, ast.Assign([store(self.fresh("unused"))], value))
 
 
 def value_strategy(ty):
@@ -1473,6 +1496,8 @@ def features(source: str) -> set[str]:
             elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
                 if node.targets[0].id in constants:
                     found.add("local shadows module constant")
+                if node.targets[0].id.startswith(tuple(NAME_POOLS["unused"])):
+                    found.add("unused computation that can raise")
             elif isinstance(node, ast.Subscript):
                 found.add("tuple index")
             elif isinstance(node, ast.Tuple) and isinstance(node.ctx, ast.Load):
@@ -1530,4 +1555,5 @@ FEATURES = frozenset([
     "default argument", "keyword argument", "math.sin", "math.cos", "math.exp", "math.sqrt",
     "abs()", "division guarded by ternary", "division guarded by short-circuit",
     "nested for target", "local shadows module constant", "lambdas sharing a line",
+    "unused computation that can raise",
 ])

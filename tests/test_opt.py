@@ -697,8 +697,42 @@ def _op_then_spread(name, n):
     return g
 
 
+def _waiting(name, types, result, wrap=None):
+    """depend(p0, name(p1, ...)) (of wrap(name(p1, ...), p_last) with `wrap`, a float
+    operation): p0 waits for an operation kept because it may raise."""
+    def build(g, x, *ps):
+        args = ps[:-1] if wrap else ps
+        node = g.apply(PR[name], *args)
+        waited = g.apply(PR[wrap], node, ps[-1]) if wrap else node
+        out = g.apply(PR["depend"], x, waited)
+        return out, [(node, result), (waited, result), (out, F64)]
+    return _typed(len(types), types, build)
+
+
+def _expect_waiting(name, n, unused=0):
+    """depend(p0, name(p1, ...)) of n parameters, the last `unused` of them unused."""
+    g, (x, *ps) = _graph(n, "after")
+    g.output = g.apply(PR["depend"], x, g.apply(PR[name], *ps[:len(ps) - unused]))
+    return g
+
+
+I_A4 = AArray(np.dtype("int64"), (4,))
+
 # (typed rewrite, case, () -> (before, types), expected graph or None when nothing changes)
 TYPED_CASES = [
+    ("depend_on_what_raises", "array_division_cannot",
+     lambda: _waiting("truediv", [F64, A34, A34], A34), lambda: _returning(3, 0)),
+    ("depend_on_what_raises", "float_array_power_cannot",
+     lambda: _waiting("pow", [F64, A4, F64], A4), lambda: _returning(3, 0)),
+    ("depend_on_what_raises", "narrowed_to_log",
+     lambda: _waiting("math_log", [F64, F64, F64], F64, wrap="add"),
+     lambda: _expect_waiting("math_log", 3, unused=1)),
+    ("depend_on_what_raises", "float_division_kept",
+     lambda: _waiting("truediv", [F64, F64, F64], F64), None),
+    ("depend_on_what_raises", "int_array_power_kept",
+     lambda: _waiting("power", [F64, I_A4, I_A4], I_A4), None),
+    ("depend_on_what_raises", "unknown_dimension_kept",
+     lambda: _waiting("add", [F64, AArray(np.dtype("float64"), (None,)), A4], A4), None),
     ("grad_check_passes", "float", lambda: _one_op("grad_check_input", [F64], "x", result=F64),
      lambda: _returning(1, 0)),
     ("grad_check_passes", "array", lambda: _one_op("grad_check_input", [A34], "x", result=A34),
@@ -1259,19 +1293,19 @@ GOLDEN = {
     "poly_xy": (P.poly_xy, (0,), None, None, 12, None),
     "sincos": (W.sincos, (0,), None, None, 10, None),
     "logsumexp": (W.logsumexp, (0,), _TYPES, _MAX, 29, None),
-    "logreg": (W.logreg, (2, 3), _MATMUL, None, 109, None),
-    "mlp": (W.mlp, (1, 2, 3, 4), _MATMUL + "; " + _TYPES, _MAX, 149, None),
+    "logreg": (W.logreg, (2, 3), _MATMUL, None, 110, None),
+    "mlp": (W.mlp, (1, 2, 3, 4), _MATMUL + "; " + _TYPES, _MAX, 150, None),
     "blackscholes": (W.blackscholes, (0, 4), _TYPES,
                      _ALGEBRA + "norm_cdf's derivative in closed form (the pdf) and shared "
                      "factors; the AD differentiates x*x*x and tanh's polynomial by the "
-                     "product rule", 128, None),
+                     "product rule", 129, None),
     "compose_sincos": (P.compose_sincos, (0,), None, None, 10, None),
     "sigmoid_xent": (P.sigmoid_xent, (0,), _TYPES,
                      _ALGEBRA + "d/dz xent(sigmoid(z), t) = sigmoid(z) - t", 43, _RATIONAL),
     "nested_poly": (P.nested_poly, (0,), _TYPES,
                     _ALGEBRA + "9x^2 + 4x + 1 collects like terms (reassociation)", 30, None),
-    "tanh_layer": (P.tanh_layer, (0, 1), None, None, 18, None),
-    "hmlstm": (W.hmlstm, (0, 1, 2, 3), _TYPES, None, 69, None),
+    "tanh_layer": (P.tanh_layer, (0, 1), None, None, 19, None),
+    "hmlstm": (W.hmlstm, (0, 1, 2, 3), _TYPES, None, 70, None),
 }
 
 
@@ -1331,11 +1365,15 @@ def _xfail_if(reason):
 
 def assert_collapsed(name, g: Graph) -> None:
     """One graph, no closures, no tuple/env/gadd/switch operations but the output tuple of
-    several gradients."""
+    several gradients (which, without types, waits for the forward's output: whether an
+    operation can raise is only known with types, see passes/raising.py)."""
     stats = g.stats()
     several = len(GOLDEN[name][1]) > 1
     left = Counter({p: n for p, n in stats["primitives"].items() if p in FORBIDDEN})
-    if several and g.output is not None and primitive_name(g.output) == "make_tuple":
+    out = g.output
+    while primitive_name(out) == "depend":
+        out = out.args[0]
+    if several and out is not None and primitive_name(out) == "make_tuple":
         left["make_tuple"] -= 1
     left = +left
     assert (stats["graphs"], stats["closures"], dict(left)) == (1, 0, {}), f"\n{g}"
@@ -1355,22 +1393,30 @@ def test_golden_structure_typed(name):
     assert_collapsed(name, g)
 
 
+def operations(g: Graph) -> int:
+    """The applies of g but `depend`, which generated code writes as nothing: what it waits
+    for is a statement of its own (poly_xy's gradient keeps the forward's `x ** 3`, which
+    raises OverflowError for |x| > 5.6e102 where the gradient would not)."""
+    stats = g.stats()
+    return stats["applies"] - stats["primitives"].get("depend", 0)
+
+
 @pytest.mark.parametrize("name", [pytest.param(n, marks=_xfail_if(v[3])) for n, v in GOLDEN.items()])
 def test_golden_size(name):
-    """With types, at most 1.25x the applies of the hand-written gradient (optimized with
+    """With types, at most 1.25x the operations of the hand-written gradient (optimized with
     types too)."""
     g, h = typed_golden_graphs(name)
-    ratio = g.stats()["applies"] / h.stats()["applies"]
+    ratio = operations(g) / operations(h)
     assert ratio <= ALLOWED_SIZE, f"{ratio:.2f}x the hand-written gradient\n{g}\n{h}"
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=_xfail_if(v[5])) for n, v in GOLDEN.items()])
 def test_golden_size_fastmath(name):
-    """With fastmath, at most 1.25x the applies of the hand-written gradient (compiled with
+    """With fastmath, at most 1.25x the operations of the hand-written gradient (compiled with
     fastmath too), and collapsed."""
     g, h = fastmath_golden_graphs(name)
     assert_collapsed(name, g)
-    ratio = g.stats()["applies"] / h.stats()["applies"]
+    ratio = operations(g) / operations(h)
     assert ratio <= ALLOWED_SIZE, f"{ratio:.2f}x the hand-written gradient\n{g}\n{h}"
 
 
@@ -1391,7 +1437,8 @@ def test_fastmath_gradient_is_close(name):
 
 @pytest.mark.parametrize("name", list(GOLDEN))
 def test_golden_does_not_grow(name):
-    """A regression guard for the pipeline without types: no more applies than measured."""
+    """A regression guard for the pipeline without types: no more applies than measured
+    (one of them the `depend` on the forward's output, which only types narrow away)."""
     g, _ = golden_graphs(name)
     assert g.stats()["applies"] <= GOLDEN[name][4], f"\n{g}"
 

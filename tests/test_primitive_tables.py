@@ -15,6 +15,7 @@ import pytest
 
 import myir
 import passes.ad
+import passes.raising
 import passes.type_rules
 from backends.python import impls
 from backends.tvm import lowering
@@ -28,6 +29,7 @@ TABLES: dict[str, tuple[set, dict[str, str]]] = {
                       dict(passes.ad.NO_RULE)),
     "TVM lowering": (set(lowering.LOWERINGS), dict(lowering.KEPT_IN_NUMPY)),
     "type rule": (set(passes.type_rules.TYPE_RULES), {}),
+    "raise rule": (set(passes.raising.RAISES), dict(passes.raising.CANNOT_RAISE)),
 }
 
 

@@ -30,13 +30,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from backends.python.impls import SYNTAX, VARIADIC_SYNTAX, callable_of
+from backends.python.impls import GUARDS, SYNTAX, VARIADIC_SYNTAX, callable_of, pow_guard
 from myir.errors import Location
 from myir.ir.analysis import OUTPUT, SwitchCall, free_variables, graph_uses, is_nested_in, \
     primitive_name, reachable_graphs, switch_call, toposort, users
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
 from myir.ir.primitives import Primitive
-from passes.abstract import AArray
+from passes.abstract import AArray, AScalar
+
+
+def _real_scalar(node: Node) -> bool:
+    """A Python or numpy int, float or bool (not complex, not an array)."""
+    if isinstance(node, Constant):
+        return type(node.value) in (int, float, bool)
+    t = node.abstract
+    return isinstance(t, AScalar) and issubclass(t.pytype, (int, float, np.integer,
+                                                            np.floating, np.bool_))
 
 
 @dataclass(frozen=True)
@@ -277,6 +286,8 @@ class Emitter:
         prim = primitive_name(node)
         if pending is not None and not pending.takes(node, self._operands(node)):
             pending = None
+        if prim == "depend":    # what it waits for is a statement of its own, before it
+            return self.operand(node.args[0], pending)
         if prim is None or prim not in SYNTAX and prim not in VARIADIC_SYNTAX:
             callee = self.operand(fn, pending) if prim is None else Expr(self.ref(fn), ATOM)
             args = [self.operand(a, pending).text for a in node.args]
@@ -313,6 +324,8 @@ class Emitter:
     def _operands(self, node: Apply) -> list[Node]:
         """Inputs in the order Python evaluates them in the rendered expression."""
         prim = node.fn.value if isinstance(node.fn, Constant) else None
+        if primitive_name(node) == "depend":
+            return [node.args[0]]
         return list(node.args) if isinstance(prim, Primitive) else list(node.inputs)
 
     # -- functions
@@ -409,7 +422,7 @@ class Emitter:
     def _inlinable(self, node: Apply) -> bool:
         """A plain node used once, by a node of its own graph that renders it in place."""
         uses = self.users.get(node, ())
-        if len(uses) != 1:
+        if len(uses) != 1 or self._waited_for(node):
             return False
         user, index = uses[0]
         if index == OUTPUT or user.graph is not node.graph:
@@ -420,9 +433,32 @@ class Emitter:
             return True
         return switch_call(user) is None
 
+    def _waited_for(self, node: Apply) -> bool:
+        """Whether node's value is unused: only `depend` waits for it, for the exception it
+        may raise (see passes/raising.py)."""
+        uses = self.users.get(node, ())
+        return bool(uses) and all(primitive_name(u) == "depend" and i == 2 for u, i in uses)
+
+    def guard(self, node: Apply) -> str | None:
+        """A condition under which node, run only for the exception it may raise, cannot
+        raise (`impls.GUARDS`), for operands that are real numbers."""
+        prim = primitive_name(node)
+        if prim == "pow" and isinstance(node.args[1], Constant):
+            template = pow_guard(node.args[1].value)
+        else:
+            template = GUARDS.get(prim)
+        if template is None or not all(_real_scalar(a) for a in node.args):
+            return None
+        return template.format(*(self.ref(a) for a in node.args))
+
     def statement(self, node: Apply, indent: int, pending: Pending):
         var = self.name(node)
         sc = switch_call(node)
+        if self._waited_for(node) and sc is None and self._callee_kind(node) is None:
+            self.flush(pending, indent)
+            guard, expr = self.guard(node), self.render(node).text
+            self.line(indent, f"if not ({guard}): {expr}" if guard else expr, node.location)
+            return
         if sc is not None and self._is_branch_pair(sc):
             self.if_statement(sc, Tail(var), node.location, indent, pending)
         elif self._callee_kind(node) in ("loop", "block"):

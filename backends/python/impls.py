@@ -40,6 +40,31 @@ VARIADIC_SYNTAX = {
 }
 
 
+# Operations kept only for the exception they may raise (`passes.raising`): a condition on
+# real-number operands (Python or numpy scalars, named by `{}` in order) under which the
+# operation cannot raise.  The generated code runs `if not (guard): operation`, so where the
+# guard fails (x <= 0 for math.log, say, or NaN) the operation itself runs and raises
+# exactly what CPython raises, or nothing; the common case costs one comparison.
+GUARDS = {
+    "truediv": "{1}", "floordiv": "{1}", "mod": "{1}",
+    "math_log": "{0} > 0", "math_log1p": "{0} > -1", "math_sqrt": "{0} >= 0",
+    "math_asin": "{0} * {0} <= 1", "math_acos": "{0} * {0} <= 1",
+    "math_exp": "{0} < 709", "math_expm1": "{0} < 709",
+    "math_sinh": "{0} * {0} < 5e5", "math_cosh": "{0} * {0} < 5e5",
+    "math_sin": "{0} - {0} == 0", "math_cos": "{0} - {0} == 0", "math_tan": "{0} - {0} == 0",
+    "math_floor": "{0} - {0} == 0", "math_ceil": "{0} - {0} == 0", "to_int": "{0} - {0} == 0",
+}
+
+
+def pow_guard(exponent) -> str | None:
+    """The guard of `x ** n` for a constant n > 0 (Python floats: only an overflow raises,
+    0.0 ** n and a negative x ** 0.5, a complex number, do not): |x| below the n-th root of
+    1e308, as x * x against its square.  None for other exponents."""
+    if type(exponent) not in (int, float) or not 0 < exponent < 1e6:
+        return None
+    return "{0} * {0} < " + repr(1e308 if exponent <= 2 else 1e308 ** (2 / exponent))
+
+
 def _unpack(x, n):
     """Tuple unpacking `a, b = x`: x must have exactly n elements, as Python checks."""
     if len(x) != n:

@@ -1,0 +1,310 @@
+"""Which operations can raise at run time: what dead code must keep.
+
+CPython runs every statement, so `unused = 1 / x` raises ZeroDivisionError for x = 0 and
+`grad(math.log)(-1.0)` must raise the forward's ValueError, although neither value is used.
+The graph IR runs only what an output needs, so the frontend and `grad` tie a computation
+that can raise to the output with `depend(output, computation)`; the optimizer then narrows
+each such `depend` to the operations that can still raise once types are known
+(`passes.opt.depend_on_what_raises`), and the python backend runs a kept operation whose value
+nobody reads as a guard, one comparison in the common case (`backends.python.impls.GUARDS`).
+
+One table, `RAISES`, says for each primitive that can raise on some values of the types
+its type rule accepts when it can, given its operands' abstract values (`None`, `ANY` or a
+union: unknown, so it can).  `CANNOT_RAISE` says why each other primitive cannot.  What can
+raise on values only:
+
+* Python numbers: division, floor division and modulo by zero, `0.0 ** -1` and overflow in
+  `**`, a negative shift count, an int too large for a float (wherever one meets a float
+  or numpy, `float(10**400)`), `int(nan)`, `range(0, n, 0)`, `min(())`;
+* `math` functions: domain errors (`math.log(0.0)`, `math.sin(inf)`) and range errors
+  (`math.exp(1000.0)`);
+* numpy: integers to negative integer powers, reductions with no identity (`np.max`) of
+  empty arrays, `np.int8(300)`; otherwise numpy returns inf or nan (and warns);
+* indexing out of range, unpacking the wrong number of elements, the truth of an array.
+
+An array whose shape inference cannot know (a dimension that depends on data) may fail to
+broadcast, so every operation on one can raise; shapes inference knows were checked when
+the program was compiled.  A call of a graph (not of a primitive) can raise: what it runs
+is decided where it is inlined.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from myir.ir.analysis import primitive_name
+from myir.ir.graph import Apply, Node
+from passes.abstract import AArray, ANone, AObject, AScalar, ASlice, ATuple
+
+_PY_NUMBERS = (bool, int, float, complex)
+
+
+def _python_number(t) -> bool:
+    return isinstance(t, AScalar) and t.pytype in _PY_NUMBERS
+
+
+def _numpy(t) -> bool:
+    return isinstance(t, AArray) or (isinstance(t, AScalar) and issubclass(t.pytype, np.generic))
+
+
+def _kind(t) -> str:
+    """The dtype kind of a number or array ("b", "i", "u", "f", "c"), "" for anything else."""
+    if isinstance(t, AArray):
+        return t.dtype.kind
+    if isinstance(t, AScalar) and issubclass(t.pytype, (*_PY_NUMBERS, np.number, np.bool_)):
+        return np.dtype(t.pytype).kind
+    return ""
+
+
+def _big_int(t) -> bool:
+    """A Python int that may not fit a float (an unknown one, or a known huge one)."""
+    if not (isinstance(t, AScalar) and t.pytype is int):
+        return False
+    return not t.known or abs(t.value) >= 2 ** 1000
+
+
+def _all_python(args) -> bool:
+    return not any(_numpy(a) for a in args)
+
+
+def _division(args, out) -> bool:
+    """Python numbers raise ZeroDivisionError for a zero divisor (a str on the left formats
+    with `%`, which raises too); numpy gives inf, nan or 0 and warns."""
+    return _all_python(args)
+
+
+def _power(args, out) -> bool:
+    """Python: `0.0 ** -1` raises ZeroDivisionError, `10.0 ** 400` OverflowError; numpy:
+    integers to negative integer powers raise ValueError, floats overflow to inf."""
+    return _all_python(args) or all(_kind(a) in "biu" for a in args)
+
+
+def _shift(args, out) -> bool:
+    """A negative shift count raises ValueError for Python ints (numpy's is undefined)."""
+    return _all_python(args)
+
+
+def _math(args, out) -> bool:
+    """Domain and range errors: `math.log(0.0)`, `math.sqrt(-1.0)`, `math.sin(inf)`,
+    `math.floor(nan)`, `math.exp(1000.0)`."""
+    return True
+
+
+def _math_total(args, out) -> bool:
+    """atan, tanh, fabs, atan2 and hypot are defined (and finite or inf) for every float,
+    NaN and inf included; an int is converted to a float first (see `_int_to_float`)."""
+    return False
+
+
+def _to_int(args, out) -> bool:
+    """int(nan) raises ValueError, int(inf) OverflowError, int("x") ValueError."""
+    return _kind(args[0]) not in ("b", "i", "u")
+
+
+def _to_float(args, out) -> bool:
+    """float("x") raises ValueError (an int too large: `_int_to_float`)."""
+    return _kind(args[0]) == ""
+
+
+def _cast(args, out) -> bool:
+    """np.int8(300) raises OverflowError; np.float32("x") ValueError."""
+    return isinstance(args[0], AScalar) and args[0].pytype is int or _kind(args[0]) == ""
+
+
+def _truth(args, out) -> bool:
+    """The truth of an array with other than one element raises ValueError."""
+    return any(isinstance(a, AArray) and not (None not in a.shape and _size(a) == 1)
+               for a in args)
+
+
+def _getitem(args, out) -> bool:
+    """An index out of range raises IndexError; a constant index of a tuple is checked at
+    compile time, and basic slices of an array (not 0-d) never raise."""
+    x, index = args
+    if isinstance(x, ATuple):
+        return not (isinstance(index, AScalar) and index.known and index.pytype is int
+                    and -len(x.items) <= index.value < len(x.items))
+    if isinstance(x, AArray):
+        slices = index.items if isinstance(index, ATuple) else (index,)
+        return not (all(isinstance(s, ASlice) for s in slices) and len(slices) <= x.ndim)
+    return True
+
+
+def _unpack(args, out) -> bool:
+    """Unpacking a tuple is checked at compile time; an array's first dimension is not."""
+    return not isinstance(args[0], ATuple)
+
+
+def _range(args, out) -> bool:
+    """range(a, b, 0) raises ValueError."""
+    return len(args) == 3 and not (isinstance(args[2], AScalar) and args[2].known
+                                   and args[2].value != 0)
+
+
+def _builtin_min_max(args, out) -> bool:
+    """min(()) raises ValueError, and arrays compared with `<` have no truth value."""
+    if len(args) == 1:
+        return not (isinstance(args[0], ATuple) and args[0].items)
+    return any(isinstance(a, AArray) for a in args)
+
+
+def _reduction_no_identity(args, out) -> bool:
+    """np.max, np.min, np.argmax, np.argmin of an empty array raise ValueError."""
+    x = args[0]
+    return isinstance(x, AArray) and (None in x.shape or 0 in x.shape)
+
+
+def _aug(args, out) -> bool:
+    """`x op= y` refuses (MyirTypeError) to update an array another name shares."""
+    return any(isinstance(a, AArray) for a in args)
+
+
+def _aug_division(args, out) -> bool:
+    return _division(args, out) or _aug(args, out)
+
+
+def _aug_power(args, out) -> bool:
+    return _power(args, out) or _aug(args, out)
+
+
+def _always(args, out) -> bool:
+    return True
+
+
+def _size(t: AArray) -> int:
+    n = 1
+    for d in t.shape:
+        n *= d
+    return n
+
+
+def _table(groups: list[tuple[str, object]]) -> dict:
+    return {name: value for names, value in groups for name in names.split()}
+
+
+RAISES = _table([
+    ("truediv floordiv mod", _division),
+    ("pow power", _power),
+    ("lshift rshift", _shift),
+    ("math_exp math_log math_log1p math_expm1 math_sqrt math_sin math_cos math_tan math_asin "
+     "math_acos math_sinh math_cosh math_floor math_ceil math_pow", _math),
+    ("math_atan math_tanh math_fabs math_atan2 math_hypot", _math_total),
+    ("to_int", _to_int),
+    ("to_float", _to_float),
+    ("cast", _cast),
+    ("truth not_ to_bool", _truth),
+    ("getitem", _getitem),
+    ("unpack", _unpack),
+    ("range", _range),
+    ("builtin_min builtin_max", _builtin_min_max),
+    ("max min argmax argmin", _reduction_no_identity),
+    ("aug_add aug_sub aug_mul aug_matmul", _aug),
+    ("aug_truediv aug_floordiv aug_mod", _aug_division),
+    ("aug_pow", _aug_power),
+    ("format", _always),            # a bad spec; an int of more than 4300 digits
+    ("raise_ check_bound grad_check_input grad_seed", _always),   # raising is what they do
+])
+
+CANNOT_RAISE = _table([
+    ("add sub mul neg pos matmul dot", "numbers overflow to inf, not an exception; shapes "
+     "inference knows were checked at compile time"),
+    ("lt le gt ge eq ne is_ is_not", "comparisons of numbers are exact (int with float "
+     "too); arrays of shapes inference knows broadcast"),
+    ("bitand bitor bitxor invert", "bitwise operations of ints and bools are total"),
+    ("exp log log1p expm1 sqrt sin cos tan arcsin arccos arctan sinh cosh tanh abs sign floor "
+     "ceil square negative reciprocal maximum minimum arctan2 where clip", "numpy: inf or nan "
+     "outside the domain, with a warning"),
+    ("sum mean prod argsort", "numpy reductions with an identity, and sorting, accept empty "
+     "arrays"),
+    ("reshape transpose swapaxes broadcast_to expand_dims squeeze concatenate stack astype",
+     "shapes and axes inference knows were checked at compile time; astype converts as C"),
+    ("shape ndim size dtype len", "read a type's facts"),
+    ("zeros ones empty full zeros_like ones_like array asarray arange eye", "a shape "
+     "inference knows was checked at compile time"),
+    ("builtin_abs", "abs of a number or array is total"),
+    ("make_tuple make_slice concat_str make_exception switch", "build a value from values"),
+    ("grad_zeros gadd env_getitem env_setitem sum_to_like broadcast_to_like reduce_grad "
+     "getitem_grad select_grad concat_grad unstack", "gradient code, on values of shapes the "
+     "forward computed"),
+    ("depend", "passes its operands on: what raises is one of them"),
+])
+
+
+def _int_to_float(args, out) -> bool:
+    """A Python int too large for a float raises OverflowError where it meets a float, a
+    complex number or numpy (`np.float64(1.0) * 10**400`, `math.atan(10**400)`)."""
+    if not any(_big_int(a) for a in args):
+        return False
+    return any(_kind(a) in "fc" or _numpy(a) for a in (*args, out)) or \
+        any(_kind(a) == "" and not isinstance(a, (AScalar, ATuple, ANone, ASlice, AObject))
+            for a in args)
+
+
+def _unknown(t) -> bool:
+    """A value of an unknown or uncertain kind, or an array of a shape inference does not
+    know (it may fail to broadcast)."""
+    if isinstance(t, AArray):
+        return None in t.shape
+    if isinstance(t, ATuple):
+        return any(_unknown(i) for i in t.items)
+    return not isinstance(t, (AScalar, ANone, ASlice, AObject))
+
+
+def may_raise(name: str | None, args: list | None = None, out=None) -> bool:
+    """Whether the primitive `name` (None: a call of a graph) can raise on operands of the
+    abstract values `args` with result `out`.  With `args` None (types unknown), whether
+    `RAISES` lists it: what the frontend keeps before types are known (an operation that
+    raises only on an array of a shape inference cannot know, or on an int too large for a
+    float, `unused = n * 0.5`, is not kept when unused)."""
+    if name is None:
+        return True
+    if args is None:
+        return name in RAISES
+    if any(_unknown(a) for a in (*args, out)):
+        return True
+    rule = RAISES.get(name)
+    return (rule is not None and rule(args, out)) or _int_to_float(args, out)
+
+
+# Primitives whose exceptions are arithmetic (ZeroDivisionError, a math domain error,
+# OverflowError): what `fastmath=True` assumes never happens.
+ARITHMETIC_ERRORS = frozenset("""
+    truediv floordiv mod pow power aug_truediv aug_floordiv aug_mod aug_pow math_exp
+    math_log math_log1p math_expm1 math_sqrt math_sin math_cos math_tan math_asin math_acos
+    math_sinh math_cosh math_floor math_ceil math_pow
+""".split())
+
+
+def raising_node(node: Node) -> bool:
+    """An apply of a primitive that can raise on some values, or of a graph."""
+    return isinstance(node, Apply) and may_raise(primitive_name(node))
+
+
+# Primitives that read only their operands' types or shapes, or carry them without reading
+# (a tuple element, a branch, an argument of a graph): the optimizer may drop such an operand
+# while keeping the node, so reaching a computation through one does not evaluate it.
+NOT_STRICT = frozenset({"make_tuple", "env_setitem", "switch", "grad_seed", "shape", "ndim", "size",
+                        "dtype", "len", "grad_zeros", "zeros_like", "ones_like", "sum_to_like",
+                        "broadcast_to_like", "reduce_grad", "getitem_grad"})
+
+
+def evaluates(x: Node, e: Node) -> bool:
+    """Whether computing x surely computes e: e is reached from x through operands whose
+    values are read (not through a tuple element, the arguments of a call of a graph or
+    an operand that only its shape is read from, a branch not taken), in x's graph."""
+    stack, seen = [x], set()
+    while stack:
+        n = stack.pop()
+        if n is e:
+            return True
+        if id(n) in seen or not isinstance(n, Apply) or n.graph is not x.graph:
+            continue
+        seen.add(id(n))
+        name = primitive_name(n)
+        if name is None:
+            stack.append(n.fn)
+        elif name == "switch":
+            stack.append(n.args[0])
+        elif name not in NOT_STRICT:
+            stack.extend(n.args)
+    return False
