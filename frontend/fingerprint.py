@@ -25,6 +25,7 @@ import types
 import numpy as np
 
 from frontend import resolve
+from myir.ir.analysis import strongly_connected_components
 from myir.ir.primitives import Primitive
 
 # Functions of myir itself (`myir.grad`, ...) are part of myir's version, hashed apart.
@@ -35,54 +36,87 @@ _MODULE_DEPTH = 3   # `a.b.c.f`: how deep into modules reached as attributes
 
 def fingerprint(fn) -> str:
     """A hex digest of everything `parse(fn)` reads, for a plain Python function."""
-    return _Fingerprint().of(fn)
+    return fingerprints(fn)[fn]
+
+
+def fingerprints(fn) -> dict:
+    """The fingerprints of fn and of every function it reaches, in time linear in their
+    number (the parser checks each callee's: hashing each one's callees anew would be
+    quadratic in a chain of calls).
+
+    A function's own description names each function it refers to by position; a
+    fingerprint hashes the description with the fingerprints of the functions it names.
+    Functions calling each other in a cycle are hashed together: their descriptions in a
+    canonical order, each naming the others of the cycle by position in it."""
+    walk = _Fingerprint()
+    walk.function(fn)
+    while walk.pending:
+        walk.describe(walk.pending.pop())
+    stamps: dict = {}
+    for component in strongly_connected_components(walk.callees):
+        if len(component) == 1 and component[0] not in walk.callees[component[0]]:
+            f = component[0]
+            stamps[f] = _digest(walk.lines[f], walk.callees[f], stamps, {})
+            continue
+        component.sort(key=lambda f: walk.lines[f])
+        inside = {f: f"#{i}" for i, f in enumerate(component)}
+        together = _digest("\n".join(_digest(walk.lines[f], walk.callees[f], stamps, inside)
+                                     for f in component), [], stamps, inside)
+        stamps.update((f, _digest(f"{together} {inside[f]}", [], stamps, inside))
+                      for f in component)
+    return stamps
+
+
+def _digest(text: str, callees: list, stamps: dict, inside: dict) -> str:
+    names = (inside.get(f) or stamps[f] for f in callees)
+    return hashlib.sha256("\n".join((text, *names)).encode()).hexdigest()
 
 
 class _Fingerprint:
+    """Each reachable function's own description (`lines`) and the functions it refers to
+    (`callees`, in the order the description names them)."""
+
     def __init__(self):
-        self.lines: list[str] = []
-        self.labels: dict[int, str] = {}     # id(function) -> its label in `lines`
+        self.lines: dict = {}       # function -> its description
+        self.callees: dict = {}     # function -> the functions its description names
         self.pending: list = []
         self.texts: dict[str, str] = {}      # file -> hash of its text
-
-    def of(self, fn) -> str:
-        self.function(fn)
-        while self.pending:
-            self.describe(self.pending.pop())
-        return hashlib.sha256("\n".join(self.lines).encode()).hexdigest()
+        self.current: list = []     # the callees of the function being described
 
     def function(self, fn) -> str:
-        """The label of a user function, to be described once (functions may recurse)."""
-        label = self.labels.get(id(fn))
-        if label is None:
-            label = self.labels[id(fn)] = f"{fn.__qualname__}#{len(self.labels)}"
+        """A reference to a user function, to be described once (functions may recurse)."""
+        if fn not in self.callees:
+            self.callees[fn] = []
             self.pending.append(fn)
-        return label
+        self.current.append(fn)
+        return f"@{len(self.current) - 1}"
 
     def describe(self, fn) -> None:
+        self.current = self.callees[fn]
         code = fn.__code__
         # The name and positions in the text tell apart functions on one line (lambdas).
-        self.lines.append(f"def {self.labels[id(fn)]} {code.co_filename}:{code.co_firstlineno} "
-                          f"{code.co_qualname} {text_positions(code)} "
-                          f"{self.text(code.co_filename, fn.__globals__)} "
-                          f"{hashlib.sha256(code.co_code).hexdigest()}")
+        lines = [f"def {fn.__qualname__} {code.co_filename}:{code.co_firstlineno} "
+                 f"{code.co_qualname} {text_positions(code)} "
+                 f"{self.text(code.co_filename, fn.__globals__)} "
+                 f"{hashlib.sha256(code.co_code).hexdigest()}"]
         names = _names(code)
         for name in sorted(names):
             try:
                 value = resolve.lookup_global(name, fn.__globals__)
             except KeyError:
                 continue
-            self.lines.append(f"  global {name} = {self.value(value, names)}")
+            lines.append(f"  global {name} = {self.value(value, names)}")
         for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
             try:
                 contents = self.value(cell.cell_contents, names)
             except ValueError:      # a cell not yet assigned
                 contents = "<empty>"
-            self.lines.append(f"  cell {name} = {contents}")
+            lines.append(f"  cell {name} = {contents}")
         for value in fn.__defaults__ or ():
-            self.lines.append(f"  default {self.value(value, names)}")
+            lines.append(f"  default {self.value(value, names)}")
         for name, value in sorted((fn.__kwdefaults__ or {}).items()):
-            self.lines.append(f"  default {name} = {self.value(value, names)}")
+            lines.append(f"  default {name} = {self.value(value, names)}")
+        self.lines[fn] = "\n".join(lines)
 
     def text(self, filename: str, module_globals: dict) -> str:
         if filename not in self.texts:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from frontend import resolve
-from frontend.fingerprint import fingerprint, text_positions
+from frontend.fingerprint import fingerprints, text_positions
 from myir.errors import Location, MyirSyntaxError
 from myir.ir.analysis import primitive_name
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
@@ -100,17 +100,55 @@ def parse(fn) -> Graph:
     changed (`frontend.fingerprint`: its source, the globals, cells and defaults it uses,
     and those of the functions it calls).  So a new compile sees globals as they are now,
     as a fresh process would, and a program saved to disk (`myir/saved.py`) always is
-    what a fresh process would compile from the same values.  Thread-safe."""
-    fn = resolve.unwrap_function(fn)
+    what a fresh process would compile from the same values.  Thread-safe.
+
+    The functions it calls are parsed one after another from a worklist, not by recursion:
+    a callee's graph is made with its parameters and defaults when a call to it is first
+    met (all a call site needs), and its body parsed later, so a chain of calls as deep as
+    the program is costs no Python stack."""
     with _lock:
-        stamp = fingerprint(fn) if isinstance(fn, types.FunctionType) else None
+        return _Worklist().run(resolve.unwrap_function(fn))
+
+
+class _Worklist:
+    """The functions met while parsing one program whose bodies are still to be parsed."""
+
+    def __init__(self):
+        self.pending: list[tuple[FunctionParser, Block]] = []
+        self.made: list = []    # functions whose graphs this parse made
+        self.stamps: dict = {}  # function -> its fingerprint
+
+    def run(self, fn) -> Graph:
+        try:
+            graph = self.graph_of(fn)
+            while self.pending:
+                parser, block = self.pending.pop()
+                parser.body(block)
+        except BaseException:
+            for made in self.made:  # half-parsed: none may be reused
+                del _parsed[made]
+            raise
+        return graph
+
+    def graph_of(self, fn) -> Graph:
+        """fn's graph: the one parsed before if nothing it reads has changed since, or a new
+        one, its body left to `run`."""
+        stamp = None
+        if isinstance(fn, types.FunctionType):
+            if fn not in self.stamps:
+                self.stamps.update(fingerprints(fn))
+            stamp = self.stamps[fn]
         cached = _parsed.get(fn)
         if cached is not None and cached[0] == stamp:
             return cached[1]
-        return _parse_new(fn, stamp)
+        parser = _function_parser(fn, self)
+        _parsed[fn] = (stamp, parser.graph)   # calls of fn, recursive ones too, refer to it
+        self.made.append(fn)
+        self.pending.append((parser, parser.header()))
+        return parser.graph
 
 
-def _parse_new(fn, stamp) -> Graph:
+def _function_parser(fn, worklist: _Worklist) -> "FunctionParser":
     filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
     target = find_definition(fn, filename)
     if inspect.iscoroutinefunction(fn) or inspect.isgeneratorfunction(fn) \
@@ -127,13 +165,7 @@ def _parse_new(fn, stamp) -> Graph:
         names = collections.ChainMap(captured, fn.__globals__)
     source = Source(filename, names)
     graph = Graph(fn.__name__, None, source.loc(target))
-    _parsed[fn] = (stamp, graph)  # before parsing the body: recursion refers to this graph
-    try:
-        FunctionParser(source, None, target, graph, fn).parse()
-    except BaseException:
-        del _parsed[fn]
-        raise
-    return graph
+    return FunctionParser(source, None, target, graph, worklist, fn)
 
 
 def wrap_macros(graph: Graph, specs) -> Graph:
@@ -291,8 +323,9 @@ class FunctionParser:
     """Parses one function (a `def` or `lambda`) into `graph`."""
 
     def __init__(self, source: Source, enclosing: "tuple[FunctionParser, Block] | None",
-                 node: ast.AST, graph: Graph, pyfunc=None):
+                 node: ast.AST, graph: Graph, worklist: _Worklist, pyfunc=None):
         self.source = source
+        self.worklist = worklist
         self.enclosing = enclosing
         self.node = node
         self.graph = graph
@@ -321,6 +354,11 @@ class FunctionParser:
     # -- entry
 
     def parse(self) -> Graph:
+        return self.body(self.header())
+
+    def header(self) -> Block:
+        """The graph's parameters and defaults: what calls of it need.  Returns the block
+        its body starts in."""
         node = self.node
         self._check_signature(node)
         if self.pyfunc is not None:  # module-level function: defaults are already values
@@ -332,6 +370,10 @@ class FunctionParser:
         for a in node.args.posonlyargs + node.args.args:
             block.env[a.arg] = self.graph.add_parameter(a.arg, self.loc(a))
             self._record_assignment(a.arg, a)
+        return block
+
+    def body(self, block: Block) -> Graph:
+        node = self.node
         if isinstance(node, ast.Lambda):
             self.graph.output = self.expr(node.body, block)
         else:
@@ -436,12 +478,13 @@ class FunctionParser:
             return Constant(Macro(macro))
         transforms = getattr(value, "__myir_transforms__", ())
         if transforms:  # e.g. a module-level `df = myir.grad(f)`
-            return Constant(wrap_macros(parse(value.__myir_function__), transforms))
+            inner = self.worklist.graph_of(value.__myir_function__)
+            return Constant(wrap_macros(inner, transforms))
         value = resolve.unwrap_function(value)
         if isinstance(value, Primitive):
             return Constant(value)
         if resolve.is_user_function(value):
-            return Constant(parse(value))
+            return Constant(self.worklist.graph_of(value))
         if resolve.namespace_of(value) is not None:
             return Constant(resolve.namespace_of(value))
         if name in resolve.BUILTINS and value is getattr(builtins, name, None):
@@ -887,7 +930,7 @@ class FunctionParser:
         """The graph of a nested `def` or `lambda`; `bound_to`: the names the function is
         assigned to, which its body sees as the function itself (recursion)."""
         g = Graph(name, block.graph, self.loc(s))
-        parser = FunctionParser(self.source, (self, block), s, g)
+        parser = FunctionParser(self.source, (self, block), s, g, self.worklist)
         # Defaults are evaluated where the function is defined, as in Python.
         names = [a.arg for a in s.args.posonlyargs + s.args.args]
         for n, default in zip(reversed(names), reversed(s.args.defaults)):

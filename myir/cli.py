@@ -296,10 +296,12 @@ def main(argv=None) -> int:
     else:  # again, so that ARGs may come after the options too
         command = parser.commands[args.command]
         args = command.parse_intermixed_args(argv[argv.index(args.command) + 1:])
+    from myir import progress
     from myir.errors import MyirError
 
     try:
-        return args.run(args)
+        with progress.shown():  # a compile of more than 2 s says what it is doing
+            return args.run(args)
     except (CliError, MyirError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

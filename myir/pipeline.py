@@ -19,6 +19,7 @@ import time
 from backends.python import entry_function, generate, module_code
 from frontend import parse, wrap_macros
 from myir.api import Lowered
+from myir import progress
 from myir.ir.analysis import clear_caches
 from passes.expand import expand
 from passes.fastmath import optimize_fastmath
@@ -31,25 +32,31 @@ from passes.opt import optimize, optimize_typed
 _RECURSION_LIMIT = 1_000_000
 
 
-def run_pipeline(fn, args, backend: str, options: dict, transforms=()) -> Lowered:
-    """Compile `fn` for `args` through every stage.  The garbage collector is paused
+def run_pipeline(fn, args, backend: str, options: dict, transforms=(),
+                 report=None) -> Lowered:
+    """Compile `fn` for `args` through every stage, naming each to `report` as it starts
+    (by default a progress line: `myir/progress.py`).  The garbage collector is paused
     meanwhile: the stages make graphs full of reference cycles, and collections triggered
     by them scanned every live object again and again (a third of the lstm gradient's
     compile time once a process had compiled a few programs).  What they leave is collected
     after, and the analysis caches are cleared so they keep no graph alive."""
     paused = gc.isenabled()
     gc.disable()
+    if report is None:
+        kinds = "".join(f"{'value_and_grad' if s.with_value else 'grad'}(" for s in transforms)
+        report = progress.for_compile(f"{kinds}{fn.__qualname__}{')' * len(transforms)}")
     try:
-        return _run_pipeline(fn, args, backend, options, transforms)
+        with report:
+            return _run_pipeline(fn, args, backend, options, transforms, report)
     finally:
         clear_caches()
         if paused:
             gc.enable()
 
 
-def _run_pipeline(fn, args, backend: str, options: dict, transforms) -> Lowered:
+def _run_pipeline(fn, args, backend: str, options: dict, transforms, report) -> Lowered:
     timings: dict[str, float] = {}
-    step = _Stopwatch(timings)
+    step = _Stopwatch(timings, report)
     parsed = step("parse", parse, fn)
     stages = {"parsed": parsed}
     root = wrap_macros(parsed, transforms) if transforms else parsed
@@ -71,7 +78,8 @@ def _run_pipeline(fn, args, backend: str, options: dict, transforms) -> Lowered:
     final = stages["typed"] = graph
     regions = []
     if backend == "tvm":
-        final, regions = step("tvm", _tvm_regions, final, types, stages, options.get("target"))
+        final, regions = step("tvm", _tvm_regions, final, types, stages, options.get("target"),
+                              report)
     generated = step("codegen", generate, final)
     code = step("codegen", module_code, generated, fn.__code__.co_filename)
     entry = step("codegen", entry_function, code, generated.namespace, generated.entry)
@@ -79,12 +87,15 @@ def _run_pipeline(fn, args, backend: str, options: dict, transforms) -> Lowered:
 
 
 class _Stopwatch:
-    """`step(name, f, *args)` runs f and adds its time to `timings[name]` (ms)."""
+    """`step(name, f, *args)` reports the stage `name`, runs f and adds its time to
+    `timings[name]` (ms)."""
 
-    def __init__(self, timings: dict):
+    def __init__(self, timings: dict, report):
         self.timings = timings
+        self.report = report
 
     def __call__(self, name: str, f, *args):
+        self.report.stage(name)
         start = time.perf_counter()
         try:
             return f(*args)
@@ -99,10 +110,10 @@ def _annotate(types: dict) -> None:
         node.abstract = abstract
 
 
-def _tvm_regions(graph, types, stages, target):
+def _tvm_regions(graph, types, stages, target, report):
     from backends.tvm import lower_regions
 
-    final, regions, types = lower_regions(graph, types, target)
+    final, regions, types = lower_regions(graph, types, target, report)
     if regions:     # a copy, with new nodes: shown as a stage of its own
         _annotate(types)
         stages["regions"] = final

@@ -110,6 +110,17 @@ class JTransform:
         self.nodes: dict[Node, Node] = {}
         self.keys: dict[Node, GradKey] = {}
         self.primitives: dict[tuple[str, int], Graph] = {}
+        self.pending: list[Graph] = []   # graphs whose J has parameters but no body yet
+
+    def transform(self, g: Graph) -> Graph:
+        """J of g and of every graph it reaches, one after another from a worklist, not by
+        recursion: a chain of calls may be as deep as the program.  A graph's body is
+        transformed after its parent's (the parent queued it, or a graph nested in the
+        parent did), so the nodes of enclosing graphs it reads are mapped by then."""
+        gj = self.graph(g)
+        while self.pending:
+            self.body(self.pending.pop())
+        return gj
 
     def primitive(self, prim: Primitive, arity: int, location) -> Graph:
         """A private copy of the primitive's J graph: later passes may edit it in place."""
@@ -145,6 +156,7 @@ class JTransform:
         return node  # data from an enclosing, untransformed graph
 
     def graph(self, g: Graph) -> Graph:
+        """J of g, with its parameters; its body is left to `transform`."""
         if g in self.graphs:
             return self.graphs[g]
         parent = self.graphs.get(g.parent, g.parent)
@@ -154,6 +166,11 @@ class JTransform:
         self.graphs[g] = gj
         for p in g.parameters:
             self.nodes[p] = gj.add_parameter(p.debug.name, p.location)
+        self.pending.append(g)
+        return gj
+
+    def body(self, g: Graph) -> None:
+        gj = self.graphs[g]
         bprops: dict[Node, Node] = {}
         for node in toposort(g):
             if not (isinstance(node, Apply) and node.graph is g):
@@ -170,7 +187,6 @@ class JTransform:
             return gj
         bprop = self.backpropagator(g, gj, bprops)
         gj.output = gj.apply(P["make_tuple"], out, Constant(bprop), location=g.location)
-        return gj
 
     def backpropagator(self, g: Graph, gj: Graph, bprops: dict) -> Graph:
         bg = Graph(f"bprop_{g.name}", gj, g.location)
@@ -235,7 +251,7 @@ def grad_graph(g: Graph, wrt: tuple, with_value: bool, location=None) -> Graph:
     gg.defaults = dict(g.defaults)
     args = [gg.apply(P["grad_check_input"], p, p.debug.name) if i in positions else p
             for i, p in enumerate(params)]
-    pair = gg.apply(Constant(JTransform().graph(g)), *args, location=location)
+    pair = gg.apply(Constant(JTransform().transform(g)), *args, location=location)
     out = gg.apply(P["getitem"], pair, 0, name="value")
     bprop = gg.apply(P["getitem"], pair, 1, name="bprop")
     seed = gg.apply(P["grad_seed"], out, location=location)

@@ -120,15 +120,20 @@ class Names:
     def __init__(self, reserved=()):
         self.taken = set(reserved)
         self.of: dict[int, str] = {}
+        self.suffix: dict[str, int] = {}   # base -> the next suffix to try for it
 
     def fresh(self, base: str) -> str:
+        """`base`, or `base_k` with k counting up per base: each name tried is either
+        taken once (by a user's name like `x_1`, or another base's) or returned, so a module
+        of n names costs O(n), not a search from `base_1` for each."""
         base = _IDENT.sub("_", base or "t") or "t"
         if base[0].isdigit() or keyword.iskeyword(base):
             base = "_" + base
-        name, k = base, 1
+        name, k = base, self.suffix.get(base, 0)
         while name in self.taken:
-            name = f"{base}_{k}"
             k += 1
+            name = f"{base}_{k}"
+        self.suffix[base] = k
         self.taken.add(name)
         return name
 

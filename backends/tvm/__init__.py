@@ -43,10 +43,11 @@ def load_tvm():
     return tvm
 
 
-def lower_regions(root: Graph, types: dict, target) -> tuple[Graph, list, dict]:
+def lower_regions(root: Graph, types: dict, target, report) -> tuple[Graph, list, dict]:
     """A copy of the typed program with its regions compiled and replaced by calls, the
     regions, and the copy's types (the program itself when it has no region).  `target` is
-    a user's target spec (see `target.py`)."""
+    a user's target spec (see `target.py`); `report` is told each region as it starts
+    (`myir/progress.py`)."""
     from backends.tvm.regions import compile_regions, has_candidates
     from backends.tvm.target import resolve
 
@@ -56,4 +57,4 @@ def lower_regions(root: Graph, types: dict, target) -> tuple[Graph, list, dict]:
     cloner.scopes([g for g in reachable_graphs(root) if g.parent is None])
     copy = cloner.mapping[root]
     types = {cloner.mapping.get(node, node): t for node, t in types.items()}
-    return copy, compile_regions(copy, types, resolve(target)), types
+    return copy, compile_regions(copy, types, resolve(target), report), types

@@ -278,14 +278,16 @@ def _name(node: Node) -> str:
     return node.debug.name or f"%{int(node.debug.id)}"
 
 
-def compile_regions(root: Graph, types: dict, target) -> list[Region]:
+def compile_regions(root: Graph, types: dict, target, report) -> list[Region]:
     """Replace every worthwhile region of the program by a call of its compiled Region
-    (mutates `root`'s graphs; `types` gains the new nodes).  Returns the regions."""
+    (mutates `root`'s graphs; `types` gains the new nodes), telling `report` each one as it
+    starts (`myir/progress.py`).  Returns the regions."""
     splitter = Splitter(root, types, target)
     plans = [(g, nodes) for g in reachable_graphs(root) for nodes in splitter.split(g)]
     lowered = {n for _, nodes in plans for n in nodes}
     regions = []
-    for g, nodes in plans:
+    for k, (g, nodes) in enumerate(plans):
+        report.stage(f"tvm region {k + 1}/{len(plans)}")
         region = splitter.replace_region(g, nodes, len(regions), lowered)
         if region is not None:
             regions.append(region)

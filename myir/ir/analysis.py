@@ -162,15 +162,28 @@ def children(root: Graph) -> dict[Graph, list[Graph]]:
     return result
 
 
+@cached
 def scope(graph: Graph) -> list[Graph]:
     """`graph` and every graph nested in it (transitively), among those reachable from it;
-    parents before children."""
-    kids = children(graph)
-    result, stack = [], [graph]
+    parents before children.  Found without leaving the scope: its cost is the scope's
+    size, not that of everything `graph` calls (cloning or inlining each function of a
+    chain of calls would otherwise walk the rest of the chain)."""
+    result = [graph]
+    found = {id(graph)}
+    seen: set[int] = set()
+    stack = [graph.output]
     while stack:
-        g = stack.pop()
-        result.append(g)
-        stack.extend(reversed(kids.get(g, ())))
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, Apply) and is_nested_in(node.graph, graph):
+            stack.extend(reversed(node.inputs))
+        elif is_graph_constant(node) and id(node.value) not in found \
+                and is_nested_in(node.value, graph):
+            found.add(id(node.value))
+            result.append(node.value)
+            stack.append(node.value.output)
     return result
 
 
@@ -323,17 +336,25 @@ def call_graph(root: Graph) -> nx.DiGraph:
 @cached
 def recursive_graphs(root: Graph) -> set[Graph]:
     """Graphs on a cycle of the call graph (self-recursive loops, recursion, mutual
-    recursion): the strongly connected components with a cycle, by Tarjan's algorithm on
-    plain sets (type inference asks for them at every compile; building the networkx graph
-    took a tenth of inference's time for small programs)."""
+    recursion): the strongly connected components with a cycle (type inference asks for
+    them at every compile; building a networkx graph for them took a tenth of inference's
+    time for small programs)."""
     edges = _callees(root)
-    index: dict[Graph, int] = {}
-    low: dict[Graph, int] = {}
-    stack: list[Graph] = []
-    on_stack: set[Graph] = set()
-    result: set[Graph] = set()
+    return {g for component in strongly_connected_components(edges)
+            for g in component if len(component) > 1 or g in edges.get(g, ())}
 
-    def visit(g: Graph) -> None:
+
+def strongly_connected_components(edges: dict) -> list[list]:
+    """The strongly connected components of the graph `edges` (node -> its successors),
+    by Tarjan's algorithm without recursion (a call chain may be as deep as the program),
+    successors' components before their predecessors'."""
+    index: dict = {}
+    low: dict = {}
+    stack: list = []
+    on_stack: set = set()
+    result: list[list] = []
+
+    def visit(g) -> None:
         index[g] = low[g] = len(index)
         stack.append(g)
         on_stack.add(g)
@@ -344,8 +365,8 @@ def recursive_graphs(root: Graph) -> set[Graph]:
         visit(start)
         work = [(start, iter(edges[start]))]
         while work:
-            g, callees = work[-1]
-            for h in callees:
+            g, successors = work[-1]
+            for h in successors:
                 if h not in index:
                     visit(h)
                     work.append((h, iter(edges.get(h, ()))))
@@ -362,8 +383,7 @@ def recursive_graphs(root: Graph) -> set[Graph]:
                     while not component or component[-1] is not g:
                         component.append(stack.pop())
                         on_stack.discard(component[-1])
-                    if len(component) > 1 or g in edges[g]:
-                        result.update(component)
+                    result.append(component)
     return result
 
 
