@@ -842,6 +842,51 @@ TYPED_REWRITES = [checks_proved, grad_check_passes, grad_cast_no_change, ieee_on
                   spread_out, spread_of_spread]
 
 
+# The primitives each rewrite can apply to: a rewrite is only tried on a call of one of
+# them (`CALLS`: a call of something other than a primitive; `ANY_PRIMITIVE`: any), so a
+# node meets the few rewrites that may match it, not every rewrite's test of its primitive.
+# A rewrite missing here (a test's wrapper) is tried on every node.
+CALLS = "calls of graphs"
+ANY_PRIMITIVE = "calls of any primitive"
+MATCHES = {
+    getitem_of_tuple: {"getitem"}, unpack_of_tuple: {"unpack"}, depend_satisfied: {"depend"},
+    env_get_after_set: {"env_getitem"}, gadd_zero: {"gadd"},
+    switch_on_constant: {"switch"}, switch_equal_branches: {"switch"}, neg_neg: {"neg"},
+    constant_fold: set(_FOLDABLE), call_inline: CALLS, specialize_call: CALLS,
+    checks_proved: {"check_bound", "unpack"} | {n for n in P if n.startswith("aug_")},
+    grad_check_passes: {"grad_check_input"}, grad_seed_of_float: {"grad_seed"},
+    shape_facts: {"ndim", "size", "shape"}, known_integer: ANY_PRIMITIVE, mul_one: {"mul"},
+    add_zero: {"add", "sub"}, negation_absorbed: {"mul", "add", "sub"},
+    gadd_of_numbers: {"gadd"}, sum_to_like_same_shape: {"sum_to_like"},
+    shape_from_input: set(SHAPE_ONLY), implicit_broadcast: BROADCASTING,
+    spread_late: ELEMENTWISE, spread_out: ROUNDED_ONCE, spread_of_spread: {"reduce_grad"},
+}
+
+
+def _may_match(rewrite, name: str | None) -> bool:
+    matches = MATCHES.get(rewrite)
+    if matches is None:
+        return True
+    if matches is CALLS:
+        return name is None
+    if matches is ANY_PRIMITIVE:
+        return name is not None
+    return name in matches
+
+
+class Dispatch(dict):
+    """Primitive name (None for other calls) -> the rewrites of a list to try on its calls,
+    in the list's order."""
+
+    def __init__(self, rewrites: list):
+        super().__init__()
+        self.rewrites = rewrites
+
+    def __missing__(self, name):
+        tried = self[name] = [r for r in self.rewrites if _may_match(r, name)]
+        return tried
+
+
 # ------------------------------------------------------------------ dead code
 
 def drop_unused_parameters(root: Graph) -> bool:
@@ -1003,12 +1048,12 @@ def _resolve(node: Node, subst: dict) -> Node:
 COMMUTATIVE = frozenset({"mul"})
 
 
-def _cse_key(node: Apply):
+def _cse_key(node: Apply, name: str | None):
     """What identifies node's value: its function and inputs (constants by type and repr,
     so 0.0 and -0.0 differ).  `mul` commutes exactly in IEEE arithmetic (x * y == y * x bit
     for bit, and for sequences n * s == s * n), so its operands are keyed as a set; `add`
     does not commute for strings and tuples, and nothing is reassociated."""
-    if primitive_name(node) in ("raise_", "make_exception"):
+    if name in ("raise_", "make_exception"):
         return None
     parts = []
     for inp in node.inputs:
@@ -1022,7 +1067,7 @@ def _cse_key(node: Apply):
                 return None
         else:
             parts.append(("n", id(inp)))
-    if primitive_name(node) in COMMUTATIVE:
+    if name in COMMUTATIVE:
         return (parts[0], frozenset(parts[1:]))
     return tuple(parts)
 
@@ -1033,7 +1078,7 @@ def sweep(root: Graph, rewrites=None, ctx: Context | None = None) -> bool:
     that rewrites make (the copies of an inlined graph, say) are simplified as soon as they
     are made, inputs first, rather than in the next sweep.  Returns whether anything
     changed."""
-    rewrites = REWRITES if rewrites is None else rewrites
+    dispatch = Dispatch(REWRITES if rewrites is None else rewrites)
     ctx = ctx or Context(root)
     subst: dict[Node, Node] = {}  # keyed by node (not id): replaced nodes stay alive
     changed = False
@@ -1041,7 +1086,7 @@ def sweep(root: Graph, rewrites=None, ctx: Context | None = None) -> bool:
     pending = list(reachable_graphs(root))
     while pending:
         for g in pending:
-            changed |= _sweep_graph(g, rewrites, ctx, subst)
+            changed |= _sweep_graph(g, dispatch, ctx, subst)
             swept.add(g)
         pending = [g for g in reachable_graphs(root) if g not in swept]
     bump_version()
@@ -1050,7 +1095,7 @@ def sweep(root: Graph, rewrites=None, ctx: Context | None = None) -> bool:
     return changed
 
 
-def _sweep_graph(g: Graph, rewrites: list, ctx: Context, subst: dict) -> bool:
+def _sweep_graph(g: Graph, dispatch: Dispatch, ctx: Context, subst: dict) -> bool:
     """Simplify g's nodes (a sweep's work on one graph); record replacements in subst."""
     changed = False
     seen: dict = {}
@@ -1071,7 +1116,7 @@ def _sweep_graph(g: Graph, rewrites: list, ctx: Context, subst: dict) -> bool:
             stack.pop()
             done.add(node)
             ctx.visited(node)
-            new = _simplify(node, rewrites, ctx, seen)
+            new = _simplify(node, dispatch, ctx, seen)
             if new is not None:
                 subst[node] = new
                 changed = True
@@ -1094,13 +1139,14 @@ def _resolve_output(g: Graph, subst: dict) -> None:
         g.output = out
 
 
-def _simplify(node: Apply, rewrites: list, ctx: Context, seen: dict) -> Node | None:
+def _simplify(node: Apply, dispatch: Dispatch, ctx: Context, seen: dict) -> Node | None:
     """The node that replaces `node`: an equal one seen before (CSE), or the first
     rewrite's result; None if none applies."""
-    key = _cse_key(node)
+    name = primitive_name(node)
+    key = _cse_key(node, name)
     if key is not None and key in seen:
         return seen[key]
-    for rewrite in rewrites:
+    for rewrite in dispatch[name]:
         new = rewrite(node, ctx)
         if new is not None and new is not node:
             ctx.replaced(node, new)

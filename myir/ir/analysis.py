@@ -3,12 +3,13 @@
 Each analysis is a small function of a root graph, cached, and never kept up to date by hand
 (no incremental manager to keep consistent: the lesson of Myia's manager):
 
-* analyses of a whole program (`users`, `reachable_graphs`, ...) are cached per *IR
-  version*, which every edit through `myir.ir.edit` bumps;
-* analyses of one graph (`toposort`, `free_variables`) are cached with the `stamp` of each
-  graph they read (see `Graph.stamp`), and stay valid while those graphs are unchanged.  The
-  optimizer edits one graph at a time, inlining copies of others into it: the others' node
-  orders then need not be computed again after every edit, which was half of its time.
+* analyses of a whole program (`users`, `call_graph`, ...) are cached per *IR version*,
+  which every edit through `myir.ir.edit` bumps;
+* analyses that walk graphs (`toposort`, `free_variables`, `reachable_graphs`, `children`)
+  are cached with the `stamp` of each graph they read (see `Graph.stamp`), and stay valid
+  while those graphs are unchanged.  The optimizer edits one graph at a time, inlining
+  copies of others into it: the others' node orders and nested graphs then need not be
+  found again after every edit, which cost time in proportion to the program per edit.
 """
 
 from __future__ import annotations
@@ -128,31 +129,36 @@ def cached_by_stamps(fn):
     return wrapper
 
 
-@cached
+@cached_by_stamps
 def reachable_graphs(root: Graph) -> list[Graph]:
     """`root` and every graph reachable from it through graph constants, in discovery order.
     Values that `root` or its nested graphs capture from enclosing graphs are computed there:
-    graphs used only to compute them are not reached from `root`."""
+    graphs used only to compute them are not reached from `root`.  (Cached with the stamps
+    of the graphs it walks: inlining a graph asks for the graphs nested in it, which edits
+    elsewhere in the program leave unchanged.)"""
     result = [root]
     found = {id(root)}
     enclosing = set(map(id, ancestors(root)))
     seen: set[int] = set()
     stack = [root.output]
+    _read(root)
     while stack:
         node = stack.pop()
         if id(node) in seen:
             continue
         seen.add(id(node))
         if isinstance(node, Apply) and id(node.graph) not in enclosing:
+            _read(node.graph)
             stack.extend(reversed(node.inputs))
         elif is_graph_constant(node) and id(node.value) not in found:
             found.add(id(node.value))
             result.append(node.value)
+            _read(node.value)
             stack.append(node.value.output)
     return result
 
 
-@cached
+@cached_by_stamps
 def children(root: Graph) -> dict[Graph, list[Graph]]:
     """Graph -> graphs whose `parent` it is, among those reachable from `root`."""
     result: dict[Graph, list[Graph]] = {g: [] for g in reachable_graphs(root)}
