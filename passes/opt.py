@@ -860,6 +860,8 @@ MATCHES = {
     gadd_of_numbers: {"gadd"}, sum_to_like_same_shape: {"sum_to_like"},
     shape_from_input: set(SHAPE_ONLY), implicit_broadcast: BROADCASTING,
     spread_late: ELEMENTWISE, spread_out: ROUNDED_ONCE, spread_of_spread: {"reduce_grad"},
+    grad_cast_no_change: {"grad_cast"}, ieee_on_numpy: {"ieee_truediv", "ieee_pow"},
+    depend_on_what_raises: {"depend"},
 }
 
 

@@ -2,7 +2,6 @@
 with their outputs (so they read well on a page that does not run them)."""
 
 import os
-import time
 
 import pytest
 
@@ -54,10 +53,9 @@ def test_notebook_runs(name, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
         filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
     nb = nbformat.read(os.path.join(NOTEBOOKS, name), as_version=4)
-    t0 = time.perf_counter()
+    # a cell past 300 s is a hang, not a slow machine: speed is bench/'s to measure
     nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
                             resources={"metadata": {"path": NOTEBOOKS}}).execute()
-    assert time.perf_counter() - t0 < 120
     text = outputs_text(nb)
     for expected in EXPECTED[name]:
         assert expected in text
