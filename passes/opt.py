@@ -452,24 +452,36 @@ def checks_proved(node: Apply, ctx) -> Node | None:
 
 
 def depend_on_what_raises(node: Apply, ctx) -> Node | None:
-    """depend(x, e) -> depend(depend(x, a), b) for e = f(a, b) an operation that cannot
-    raise on values of its operands' types (`passes.raising`): what is kept because it can
-    raise (an unused `1 / x`, the forward of a gradient) narrows to the operations that
-    can, and goes where none can."""
+    """depend(x, e) -> depend(depend(x, r1), r2) for r1, r2 the operations that can raise
+    (`passes.raising`) among e and what it is computed from through operations that cannot
+    raise on values of their operands' types: what is kept because it can raise (an unused
+    `1 / x`, the forward of a gradient) narrows to the operations that can, and goes where
+    none can.  The operands are walked once, each node once: a computation whose values are
+    read several times (a chain of statements each reading the two before it) has
+    exponentially many paths but linearly many nodes."""
     if primitive_name(node) != "depend":
         return None
     x, e = node.args
-    name = primitive_name(e)
-    if name is None or name in EFFECTS or e.graph is not node.graph:
+    if not isinstance(e, Apply) or e.graph is not node.graph:
         return None
-    args = [ctx.type_of(a) for a in e.args]
-    if may_raise(name, args, ctx.type_of(e)):
+    kept, seen, stack = [], set(), [e]
+    while stack:
+        n = stack.pop()
+        if not isinstance(n, Apply) or n.graph is not node.graph or id(n) in seen:
+            continue
+        seen.add(id(n))
+        name = primitive_name(n)
+        if name is None or name in EFFECTS or \
+                may_raise(name, [ctx.type_of(a) for a in n.args], ctx.type_of(n)):
+            kept.append(n)
+        else:
+            stack.extend(reversed(n.args))
+    if kept == [e]:
         return None
     new = x
-    for a in e.args:
-        if isinstance(a, Apply) and a.graph is e.graph:
-            new = node.graph.apply(P["depend"], new, a, location=node.location)
-            ctx.replaced(node, new)
+    for n in kept:
+        new = node.graph.apply(P["depend"], new, n, location=node.location)
+        ctx.replaced(node, new)
     return new
 
 
