@@ -487,8 +487,9 @@ class FunctionParser:
             return Constant(self.worklist.graph_of(value))
         if resolve.namespace_of(value) is not None:
             return Constant(resolve.namespace_of(value))
-        if name in resolve.BUILTINS and value is getattr(builtins, name, None):
-            return Constant(resolve.BUILTINS[name])
+        builtin = getattr(value, "__name__", None)   # `abs`, or a default `h=abs`
+        if builtin in resolve.BUILTINS and value is getattr(builtins, builtin, None):
+            return Constant(resolve.BUILTINS[builtin])
         if isinstance(value, type) and issubclass(value, Exception):
             return Constant(value)
         if resolve.is_embeddable(value):

@@ -185,6 +185,11 @@ def _table(groups: list[tuple[str, object]]) -> dict:
 RAISES = _table([
     ("truediv floordiv mod", _division),
     ("pow power", _power),
+    # gradient rules' `/` and `**`, inf where x / 0 (myir/ir/ieee.py); an int too large for a
+    # float still raises OverflowError, so they are kept like `/` and `**` (the cost: a
+    # check kept that never fires on 0)
+    ("ieee_truediv", _division),
+    ("ieee_pow", _power),
     ("lshift rshift", _shift),
     ("math_exp math_log math_log1p math_expm1 math_sqrt math_sin math_cos math_tan math_asin "
      "math_acos math_sinh math_cosh math_floor math_ceil math_pow", _math),
@@ -223,7 +228,7 @@ CANNOT_RAISE = _table([
      "inference knows was checked at compile time"),
     ("builtin_abs", "abs of a number or array is total"),
     ("make_tuple make_slice concat_str make_exception switch", "build a value from values"),
-    ("grad_zeros gadd env_getitem env_setitem sum_to_like broadcast_to_like reduce_grad "
+    ("grad_cast grad_zeros gadd env_getitem env_setitem sum_to_like broadcast_to_like reduce_grad "
      "getitem_grad select_grad concat_grad unstack", "gradient code, on values of shapes the "
      "forward computed"),
     ("depend", "passes its operands on: what raises is one of them"),

@@ -726,6 +726,12 @@ def with_defaults(a, b=2, c=0.5):
     return a * b + c
 
 
+
+def with_function_defaults(x, g=lambda y: y * 2.0, h=abs):
+    """Defaults that are functions: a lambda (its `def` must run before this one's) and a
+    builtin."""
+    return g(x) + h(x)
+
 def calls_with_keywords(x):
     return (
         with_defaults(x)

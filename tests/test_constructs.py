@@ -11,6 +11,7 @@ tests/programs_numpy.py.
 
 import collections
 import inspect
+import math
 import os
 import traceback
 
@@ -640,6 +641,12 @@ def test_defaults_and_keywords_at_call(jit):
     check(jit, P.with_defaults, 3, c=1.0)
     check(jit, P.with_defaults, a=2, b=3, c=4.0)
     check(jit, P.with_defaults, 1.5, c=-1, b=2)
+
+
+def test_functions_as_defaults(jit):
+    check(jit, P.with_function_defaults, -1.5)
+    check(jit, P.with_function_defaults, -1.5, lambda y: y - 1.0)
+    check(jit, P.with_function_defaults, 2.0, h=math.sin)
 
 
 @given(i=ints, x=floats)

@@ -19,10 +19,16 @@ def code_cells(nb):
 
 
 def outputs_text(nb) -> str:
+    """What the cells printed and showed.  A cell's stdout is one text: a progress line on
+    stderr (a compile past 2 s on a busy machine) splits it into several outputs."""
     parts = []
     for cell in code_cells(nb):
+        stdout = "".join(out.get("text", "") for out in cell.outputs
+                         if out.output_type == "stream" and out.get("name") == "stdout")
+        parts.append(stdout)
         for out in cell.outputs:
-            parts.append(out.get("text", "") or out.get("data", {}).get("text/plain", ""))
+            if not (out.output_type == "stream" and out.get("name") == "stdout"):
+                parts.append(out.get("text", "") or out.get("data", {}).get("text/plain", ""))
     return "\n".join(parts)
 
 

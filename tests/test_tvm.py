@@ -321,6 +321,22 @@ def test_a_misspelt_cpu_gets_the_names_close_to_it():
         tvm_compile(elementwise_chain, target="llvm -mcpu=znvr4")
 
 
+@pytest.mark.parametrize("mattr, message", [
+    ("+avx3", "did you mean +avx"), ("avx2", "LLVM knows no CPU feature 'avx2'"),
+    ("+avx2,+notafeature", "LLVM knows no CPU feature '+notafeature'"),
+])
+def test_a_cpu_feature_llvm_does_not_know_is_an_error_at_compile(mattr, message):
+    """LLVM notes an unknown -mattr on stderr and ignores it; a feature needs its sign."""
+    with pytest.raises(MyirError, match=re.escape(message)):
+        tvm_compile(elementwise_chain, target=f"llvm -mattr={mattr}")
+
+
+def test_known_cpu_features_are_accepted():
+    x, y = np.linspace(-1.0, 1.0, 64), np.linspace(0.5, 2.0, 64)
+    got = tvm_compile(elementwise_chain, target="llvm -mcpu=x86-64 -mattr=+avx2,-fma")(x, y)
+    np.testing.assert_allclose(got, elementwise_chain(x, y), rtol=1e-12)
+
+
 def test_a_triple_llvm_does_not_know_is_an_error_at_compile():
     with pytest.raises(MyirError, match="LLVM knows no target triple 'notarch-linux-gnu'") as info:
         tvm_compile(elementwise_chain, target="llvm -mtriple=notarch-linux-gnu")

@@ -64,6 +64,26 @@ def _is_tail(app: Apply) -> bool:
     return app.graph is not None and app.graph.output is app
 
 
+def _defaults_first(graphs: list[Graph]) -> list[Graph]:
+    """The functions in an order where each follows the functions its defaults name
+    (`def f(x, g=lambda y: 2 * y)`): Python evaluates a default when the `def` runs."""
+    order, placed = [], set()
+    for g in graphs:
+        stack = [(g, False)]
+        while stack:
+            h, ready = stack.pop()
+            if h in placed:
+                continue
+            if ready:
+                placed.add(h)
+                order.append(h)
+                continue
+            stack.append((h, True))
+            stack.extend((d.value, False) for d in reversed(h.defaults.values())
+                         if is_graph_constant(d) and d.value in graphs and d.value not in placed)
+    return order
+
+
 class Layout:
     """How each graph of a program is emitted (see the module docstring)."""
 
@@ -224,11 +244,10 @@ class Emitter:
         self.lines.append(("    " * indent + text, location))
 
     def module(self) -> str:
-        for g in self.layout.graphs:
-            if self.layout.kind[g] == "top":
-                if self.lines:
-                    self.line(0, "", None)
-                self.function(g, 0)
+        for g in _defaults_first([g for g in self.layout.graphs if self.layout.kind[g] == "top"]):
+            if self.lines:
+                self.line(0, "", None)
+            self.function(g, 0)
         return "\n".join(text for text, _ in self.lines) + "\n"
 
     # -- names and expressions

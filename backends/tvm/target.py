@@ -61,8 +61,12 @@ def _flag_style(spec: str) -> dict | str:
         key, eq, value = flag.lstrip("-").partition("=")
         if not flag.startswith("-") or not eq or not key:
             raise _bad(spec, f"cannot read the flag {flag!r} (write -key=value)")
-        out[key] = value
+        out[key] = value.split(",") if key in LIST_FLAGS else value
     return out
+
+
+# Flags whose value TVM takes as a list, written comma-separated: -mattr=+avx2,-fma
+LIST_FLAGS = frozenset({"mattr", "keys", "libs"})
 
 
 def check(spec) -> None:
@@ -86,7 +90,8 @@ def check(spec) -> None:
         if kind not in (*KINDS, "native") and "/" not in kind:
             raise _bad(spec, f"unknown target kind {kind!r}")
     if isinstance(spelled, dict) and spelled.get("kind") == "llvm" \
-            and (spelled.get("mcpu", "native") != "native" or "mtriple" in spelled):
+            and (spelled.get("mcpu", "native") != "native" or "mtriple" in spelled
+                 or "mattr" in spelled):
         resolve(spec)
 
 
@@ -148,11 +153,12 @@ def _check_llvm(target, spec) -> None:
         raise _bad(spec, f"LLVM knows no target triple {triple!r}",
                    hint=f"this machine's is {host!r}; LLVM's architectures: "
                         f"{', '.join(architectures)}")
+    cpus = sorted(str(c) for c in codegen.llvm_get_cpu_archlist(
+        tvm.target.Target({"kind": "llvm", "mtriple": triple})))
+    _check_features(target, spec, triple, cpus)
     cpu = target.attrs.get("mcpu")
     if cpu is None or codegen.llvm_is_valid_cpu(str(cpu), triple):
         return
-    cpus = sorted(str(c) for c in codegen.llvm_get_cpu_archlist(
-        tvm.target.Target({"kind": "llvm", "mtriple": triple})))
     close = difflib.get_close_matches(str(cpu), cpus, n=3)
     hint = f"did you mean {' or '.join(map(repr, close))}? " if close else ""
     if triple == host:
@@ -160,6 +166,28 @@ def _check_llvm(target, spec) -> None:
                  '("llvm" or "native" compiles for it); ')
     raise _bad(spec, f"LLVM knows no CPU {str(cpu)!r} for {triple}",
                hint=hint + f"LLVM's CPUs for {triple}: {', '.join(cpus)}")
+
+
+def _check_features(target, spec, triple: str, cpus: list[str]) -> None:
+    """`-mattr=+avx2,-fma`: each a feature some CPU of the triple has, with its sign.  LLVM
+    warns on stderr of a name it does not know and ignores it."""
+    attrs = [str(a) for a in (target.attrs.get("mattr") or ())]
+    if not attrs:
+        return
+    codegen = load_tvm().target.codegen
+    known = set()
+    for cpu in cpus:
+        known |= {str(f) for f in codegen.llvm_get_cpu_features(
+            load_tvm().target.Target({"kind": "llvm", "mtriple": triple, "mcpu": cpu}))}
+    for attr in attrs:
+        name = attr[1:]
+        if attr[:1] in "+-" and attr[:1] and name in known:
+            continue
+        close = difflib.get_close_matches(name, sorted(known), n=3)
+        hint = f"did you mean {' or '.join('+' + c for c in close)}? " if close else ""
+        raise _bad(spec, f"LLVM knows no CPU feature {attr!r} for {triple}",
+                   hint=hint + "write each feature with its sign, as in "
+                        "\"llvm -mattr=+avx2,-fma\"")
 
 
 def _cuda_arch() -> str:

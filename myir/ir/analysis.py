@@ -131,7 +131,9 @@ def cached_by_stamps(fn):
 
 @cached_by_stamps
 def reachable_graphs(root: Graph) -> list[Graph]:
-    """`root` and every graph reachable from it through graph constants, in discovery order.
+    """`root` and every graph reachable from it through graph constants (its defaults'
+    included: `def f(x, g=lambda y: 2 * y)` runs the lambda's `def` with f's), in discovery
+    order.
     Values that `root` or its nested graphs capture from enclosing graphs are computed there:
     graphs used only to compute them are not reached from `root`.  (Cached with the stamps
     of the graphs it walks: inlining a graph asks for the graphs nested in it, which edits
@@ -140,7 +142,7 @@ def reachable_graphs(root: Graph) -> list[Graph]:
     found = {id(root)}
     enclosing = set(map(id, ancestors(root)))
     seen: set[int] = set()
-    stack = [root.output]
+    stack = [root.output, *root.defaults.values()]
     _read(root)
     while stack:
         node = stack.pop()
@@ -154,7 +156,7 @@ def reachable_graphs(root: Graph) -> list[Graph]:
             found.add(id(node.value))
             result.append(node.value)
             _read(node.value)
-            stack.append(node.value.output)
+            stack.extend([node.value.output, *node.value.defaults.values()])
     return result
 
 
