@@ -388,13 +388,22 @@ def grad_check_passes(node: Apply, ctx) -> Node | None:
     return None
 
 
-def grad_cast_no_change(node: Apply, ctx) -> Node | None:
+def grad_cast_by_type(node: Apply, ctx) -> Node | None:
     """grad_cast(d, x) -> d when d already has the type the cast gives it (x's, without
-    its value): the usual case, where nothing mixed a parameter's dtype with another."""
+    its value): the usual case, where nothing mixed a parameter's dtype with another; and
+    -> to_float(d), a plain `float(d)`, for a real numpy scalar d of a Python float x (numpy
+    functions of a float give np.float64), exactly what the cast computes, minus a call."""
     if primitive_name(node) != "grad_cast":
         return None
     d, x = (ctx.type_of(a) for a in node.args)
-    return node.args[0] if d is not None and x is not None and _is_cast_of(d, x) else None
+    if d is None or x is None:
+        return None
+    if _is_cast_of(d, x):
+        return node.args[0]
+    if isinstance(x, AScalar) and x.pytype is float and isinstance(d, AScalar) \
+            and issubclass(d.pytype, (np.floating, np.integer)):
+        return node.graph.apply(P["to_float"], node.args[0], location=node.location)
+    return None
 
 
 def _is_cast_of(d, x) -> bool:
@@ -847,7 +856,7 @@ def _same_type(a, b) -> bool:
     return a is not None and b is not None and a == b
 
 
-TYPED_REWRITES = [checks_proved, grad_check_passes, grad_cast_no_change, ieee_on_numpy,
+TYPED_REWRITES = [checks_proved, grad_check_passes, grad_cast_by_type, ieee_on_numpy,
                   depend_on_what_raises, grad_seed_of_float, shape_facts,
                   known_integer, mul_one, add_zero, negation_absorbed, gadd_of_numbers,
                   sum_to_like_same_shape, shape_from_input, implicit_broadcast, spread_late,
@@ -872,7 +881,7 @@ MATCHES = {
     gadd_of_numbers: {"gadd"}, sum_to_like_same_shape: {"sum_to_like"},
     shape_from_input: set(SHAPE_ONLY), implicit_broadcast: BROADCASTING,
     spread_late: ELEMENTWISE, spread_out: ROUNDED_ONCE, spread_of_spread: {"reduce_grad"},
-    grad_cast_no_change: {"grad_cast"}, ieee_on_numpy: {"ieee_truediv", "ieee_pow"},
+    grad_cast_by_type: {"grad_cast"}, ieee_on_numpy: {"ieee_truediv", "ieee_pow"},
     depend_on_what_raises: {"depend"},
 }
 

@@ -554,6 +554,13 @@ def _expect_op(name, n, *consts, order=None):
     return g
 
 
+def _expect_unary(name, n):
+    """`name(p0)` of n parameters."""
+    g, ps = _graph(n, "after")
+    g.output = g.apply(PR[name], ps[0])
+    return g
+
+
 A34 = AArray(np.dtype("float64"), (3, 4))
 A4 = AArray(np.dtype("float64"), (4,))
 F32 = AScalar(np.float32)
@@ -748,18 +755,22 @@ TYPED_CASES = [
      lambda: _expect_constant(1, np.float32(1.0))),
     ("grad_seed_of_float", "int_kept", lambda: _one_op("grad_seed", [I64], result=I64), None),
     ("grad_seed_of_float", "array_kept", lambda: _one_op("grad_seed", [A4], result=A4), None),
-    ("grad_cast_no_change", "same_array", lambda: _one_op("grad_cast", [A34, A34], result=A34),
+    ("grad_cast_by_type", "same_array", lambda: _one_op("grad_cast", [A34, A34], result=A34),
      lambda: _returning(2, 0)),
-    ("grad_cast_no_change", "same_float", lambda: _one_op("grad_cast", [F64, F64], result=F64),
+    ("grad_cast_by_type", "same_float", lambda: _one_op("grad_cast", [F64, F64], result=F64),
      lambda: _returning(2, 0)),
-    ("grad_cast_no_change", "tuple", lambda: _one_op(
+    ("grad_cast_by_type", "tuple", lambda: _one_op(
         "grad_cast", [ATuple((A34, F64)), ATuple((A34, F64))], result=ATuple((A34, F64))),
      lambda: _returning(2, 0)),
-    ("grad_cast_no_change", "float64_of_float32_kept",
+    ("grad_cast_by_type", "float64_of_float32_kept",
      lambda: _one_op("grad_cast", [A34, A34_F32], result=A34_F32), None),
-    ("grad_cast_no_change", "numpy_scalar_of_float_kept",
-     lambda: _one_op("grad_cast", [AScalar(np.float64), F64], result=F64), None),
-    ("grad_cast_no_change", "row_of_0d_kept", lambda: _one_op(
+    ("grad_cast_by_type", "numpy_scalar_of_float",
+     lambda: _one_op("grad_cast", [AScalar(np.float64), F64], result=F64),
+     lambda: _expect_unary("to_float", 2)),
+    ("grad_cast_by_type", "complex_of_float_unchanged",    # what the cast does too
+     lambda: _one_op("grad_cast", [AScalar(np.complex128), F64], result=AScalar(np.complex128)),
+     lambda: _returning(2, 0)),
+    ("grad_cast_by_type", "row_of_0d_kept", lambda: _one_op(
         "grad_cast", [AArray(np.dtype("float64"), (1,)), AArray(np.dtype("float64"), ())],
         result=AArray(np.dtype("float64"), ())), None),
     ("ieee_on_numpy", "array", lambda: _one_op("ieee_truediv", [A34, F64], result=A34),
