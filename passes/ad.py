@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from frontend import parse
 from myir.errors import MyirError
-from myir.ir.analysis import free_variables, primitive_name, toposort
+from myir.ir.analysis import free_variables, graph_uses, is_nested_in, primitive_name, \
+    switch_call, toposort
 from myir.ir.edit import clone_program
 from myir.ir.graph import Apply, Constant, Graph, Node, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, Primitive
-from myir.ir.values import NEWENV, GradKey
+from myir.ir.values import EMPTY_STACK, NEWENV, GradKey
 from passes import grad_rules
 
 P = PRIMITIVES
@@ -29,7 +30,7 @@ NON_DIFFERENTIABLE = frozenset("""
     lt le gt ge eq ne is_ is_not not_ truth invert floordiv bitand bitor bitxor lshift rshift sign floor ceil argmax argmin
     argsort shape ndim size dtype len range make_slice to_int to_bool zeros ones empty full
     zeros_like ones_like arange eye make_exception raise_ format concat_str grad_seed
-    math_floor math_ceil
+    math_floor math_ceil stack_empty
 """.split())
 
 # Gradient rules built here rather than parsed, for primitives with any number of inputs.
@@ -111,6 +112,9 @@ class JTransform:
         self.keys: dict[Node, GradKey] = {}
         self.primitives: dict[tuple[str, int], Graph] = {}
         self.pending: list[Graph] = []   # graphs whose J has parameters but no body yet
+        self.entries: dict[Graph, Graph] = {}    # loop L -> J(L), which runs its two loops
+        self.loop_of: dict[Graph, Graph] = {}    # graph of a loop's region -> the loop
+        self.extra: dict[Graph, tuple] = {}      # its forward graph's (cont, stack) parameters
 
     def transform(self, g: Graph) -> Graph:
         """J of g and of every graph it reaches, one after another from a worklist, not by
@@ -157,8 +161,15 @@ class JTransform:
 
     def graph(self, g: Graph) -> Graph:
         """J of g, with its parameters; its body is left to `transform`."""
+        if g in self.entries:
+            return self.entries[g]
         if g in self.graphs:
             return self.graphs[g]
+        if g in self.loop_of:
+            return self.segment(g)
+        region = loop_region(g)
+        if region is not None:
+            return self.loop(g, region)
         parent = self.graphs.get(g.parent, g.parent)
         gj = Graph(f"J_{g.name}", parent, g.location)
         gj.debug = g.debug.derive("grad of")
@@ -170,6 +181,8 @@ class JTransform:
         return gj
 
     def body(self, g: Graph) -> None:
+        if g in self.loop_of:
+            return self.segment_body(g)
         gj = self.graphs[g]
         bprops: dict[Node, Node] = {}
         for node in toposort(g):
@@ -188,9 +201,13 @@ class JTransform:
         bprop = self.backpropagator(g, gj, bprops)
         gj.output = gj.apply(P["make_tuple"], out, Constant(bprop), location=g.location)
 
-    def backpropagator(self, g: Graph, gj: Graph, bprops: dict) -> Graph:
+    def backpropagator(self, g: Graph, gj: Graph, bprops: dict, tail: Apply | None = None) \
+            -> Graph:
+        """The backpropagator of g; with `tail` (g's output, a call continuing a loop), the
+        adjoint of g up to that call: it takes what the call's backpropagator would return,
+        `(d callee, d args...)`, instead of the sensitivity of g's output."""
         bg = Graph(f"bprop_{g.name}", gj, g.location)
-        dout = bg.add_parameter("dout")
+        dout = bg.add_parameter("dout" if tail is None else "dtail")
         sens: dict[Node, Node] = {}
 
         def add(node: Node, contribution: Node):
@@ -200,9 +217,13 @@ class JTransform:
             sens[node] = contribution if node not in sens else \
                 bg.apply(P["gadd"], sens[node], contribution)
 
-        add(g.output, dout)
+        if tail is None:
+            add(g.output, dout)
+        else:
+            for i, inp in enumerate(tail.inputs):
+                add(inp, bg.apply(P["getitem"], dout, i))
         for node in reversed(toposort(g)):
-            if node not in sens:
+            if node not in sens or node is tail:
                 continue
             if isinstance(node, Apply) and node.graph is g:
                 res = bg.apply(bprops[node], sens[node], location=node.location)
@@ -226,6 +247,159 @@ class JTransform:
                  for p in g.parameters]
         bg.output = bg.apply(P["make_tuple"], env, *grads)
         return bg
+
+    # ------------------------------------------------------------------ loops (see the top)
+
+    def loop(self, g: Graph, region: list[Graph]) -> Graph:
+        """J(g) of a loop g: runs the forward loop from an empty stack, and returns the
+        value with a backpropagator that runs the backward loop over the stack."""
+        for h in region:
+            self.loop_of[h] = g
+        parent = self.graphs.get(g.parent, g.parent)
+        entry = Graph(f"J_{g.name}", parent, g.location)
+        entry.debug = g.debug.derive("grad of")
+        entry.debug.name = f"J_{g.name}"
+        self.entries[g] = entry
+        params = [entry.add_parameter(p.debug.name, p.location) for p in g.parameters]
+        forward = self.segment(g, entry)
+        res = entry.apply(Constant(forward), *params, EMPTY_STACK, location=g.location)
+        value = entry.apply(P["getitem"], res, 0, name=g.name)
+        bg = Graph(f"bprop_{g.name}", entry, g.location)
+        dout = bg.add_parameter("dout")
+        last = bg.apply(entry.apply(P["getitem"], res, 1), dout)
+        stack = entry.apply(P["getitem"], res, 2, name="stack")
+        bg.output = bg.apply(Constant(self.backward_loop(g, bg)), stack, last)
+        entry.output = entry.apply(P["make_tuple"], value, Constant(bg), location=g.location)
+        return entry
+
+    def segment(self, h: Graph, parent: Graph | None = None) -> Graph:
+        """The forward graph of a graph h of a loop's region: h's parameters, then (except
+        for the loop itself) `cont`, the adjoint from this point of the iteration back to
+        its start, then the stack."""
+        loop = self.loop_of[h]
+        if parent is None:
+            parent = self.graphs[h.parent]
+        hj = Graph(f"J_{h.name}" if h is not loop else f"J_{h.name}_forward", parent,
+                   h.location)
+        hj.debug = h.debug.derive("grad of")
+        hj.debug.name = hj.name
+        self.graphs[h] = hj
+        for p in h.parameters:
+            self.nodes[p] = hj.add_parameter(p.debug.name, p.location)
+        cont = None if h is loop else hj.add_parameter("cont")
+        self.extra[h] = (cont, hj.add_parameter("stack"))
+        self.pending.append(h)
+        return hj
+
+    def segment_body(self, h: Graph) -> None:
+        loop = self.loop_of[h]
+        hj = self.graphs[h]
+        cont, stack = self.extra[h]
+        out = h.output
+        tail = out if _continues(out, loop, self.loop_of) else None
+        bprops: dict[Node, Node] = {}
+        for node in toposort(h):
+            if not (isinstance(node, Apply) and node.graph is h) or node is tail:
+                continue
+            fn = self.value(node.fn, arity=len(node.args), where=node)
+            args = [self.value(a) for a in node.args]
+            pair = hj.apply(fn, *args, location=node.location)
+            self.nodes[node] = hj.apply(P["getitem"], pair, 0, name=node.debug.name,
+                                        location=node.location)
+            bprops[node] = hj.apply(P["getitem"], pair, 1, location=node.location)
+        if tail is None and primitive_name(out) == "raise_":
+            hj.output = self.value(out)
+            return
+        adjoint = Constant(self.backpropagator(h, hj, bprops, tail))
+        if cont is not None:
+            adjoint = Constant(_compose(hj, cont, adjoint, h))
+        if tail is None:    # the loop exits here
+            hj.output = hj.apply(P["make_tuple"], self.value(out), adjoint, stack,
+                                 location=h.location)
+            return
+        args = [self.value(a) for a in tail.args]
+        if is_graph_constant(tail.fn) and tail.fn.value is loop:   # the next iteration
+            pushed = hj.apply(P["stack_push"], stack, adjoint)
+            hj.output = hj.apply(Constant(self.graphs[loop]), *args, pushed,
+                                 location=tail.location)
+        else:
+            fn = self.value(tail.fn, arity=len(tail.args), where=tail)
+            hj.output = hj.apply(fn, *args, adjoint, stack, location=tail.location)
+
+    def backward_loop(self, g: Graph, parent: Graph) -> Graph:
+        """`R(stack, d)`: while the stack is not empty, pop an iteration's adjoint and apply
+        it to d, the sensitivities `(env, d params...)` of the loop's parameters; then d."""
+        r = Graph(f"{g.name}_backward", parent, g.location)
+        stack, d = r.add_parameter("stack"), r.add_parameter("d")
+        done = Graph(f"{g.name}_backward_exit", r, g.location)
+        done.add_parameter("stack")
+        done.output = done.add_parameter("d")
+        step = Graph(f"{g.name}_backward_body", r, g.location)
+        s, d2 = step.add_parameter("stack"), step.add_parameter("d")
+        popped = step.apply(P["stack_pop"], s)
+        adjoint = step.apply(P["getitem"], popped, 0, name="adjoint")
+        rest = step.apply(P["getitem"], popped, 1, name="stack")
+        step.output = step.apply(Constant(r), rest, step.apply(adjoint, d2))
+        branch = r.apply(P["switch"], r.apply(P["stack_empty"], stack), Constant(done),
+                         Constant(step))
+        r.output = r.apply(branch, stack, d)
+        return r
+
+
+def _compose(gj: Graph, cont: Node, adjoint: Constant, h: Graph) -> Graph:
+    """`lambda d: cont(adjoint(d))`, nested in gj."""
+    c = Graph(f"adjoint_{h.name}", gj, h.location)
+    d = c.add_parameter("d")
+    c.output = c.apply(cont, c.apply(adjoint, d))
+    return c
+
+
+def _tail_targets(out: Node) -> list[Graph] | None:
+    """The graphs a graph's output calls in tail position (the two branches of a switch),
+    or None if it calls something else."""
+    if not isinstance(out, Apply):
+        return None
+    if is_graph_constant(out.fn):
+        return [out.fn.value]
+    sc = switch_call(out)
+    return [sc.then, sc.else_] if sc is not None else None
+
+
+def _continues(out: Node, loop: Graph, loop_of: dict) -> bool:
+    targets = _tail_targets(out)
+    return bool(targets) and all(loop_of.get(t) is loop for t in targets)
+
+
+def loop_region(g: Graph) -> list[Graph] | None:
+    """The graphs of one iteration of a loop g, g first, if g is one: a graph that calls
+    itself only in tail position, through graphs it tail-calls (an `if`'s branches, the code
+    after it) that nothing else uses.  None otherwise (recursion that is not a loop)."""
+    region, i = [g], 0
+    calls_itself = False
+    while i < len(region):
+        targets = _tail_targets(region[i].output) or []
+        inside = [t for t in targets if t is g or is_nested_in(t, g)]
+        if inside and len(inside) != len(targets):
+            return None   # a switch between a graph of the iteration and another
+        for t in inside:
+            if t is g:
+                calls_itself = True
+                if len(targets) > 1:
+                    return None   # a branch that is the loop itself: not the parsed shape
+            elif t not in region:
+                region.append(t)
+        i += 1
+    if not calls_itself:
+        return None
+    members = set(region)
+    tails = {h.output for h in region}
+    switches = {h.output.fn for h in region if switch_call(h.output) is not None}
+    uses = graph_uses(g)
+    for h in region:
+        for user, index in uses.get(h, ()):
+            if not ((index == 0 and user in tails) or (index in (2, 3) and user in switches)):
+                return None   # used otherwise: as a value, or called not in tail position
+    return region
 
 
 def grad_graph(g: Graph, wrt: tuple, with_value: bool, location=None) -> Graph:
