@@ -6,9 +6,38 @@ backpropagator is a closure nested in J(g): given the sensitivity of g's output 
 (a closure's gradient is the env of what it captured).  Each call `f(a, b)` in g becomes
 `(v, bp) = J(f)(a, b)` in J(g), and the backpropagator calls the `bp`s in reverse order,
 adding up sensitivities with `gadd`.  Control flow needs nothing special: `switch` picks a
-J-transformed branch, loops and recursion are calls, and the chain of backpropagators is
-the tape.  Primitives get J graphs built from their gradient rules (`GRAD_RULES`), which
-are graphs too, so the output of J can be transformed again (grad of grad).
+J-transformed branch, recursion is calls, and the chain of backpropagators is the tape.
+Primitives get J graphs built from their gradient rules (`GRAD_RULES`), which are graphs
+too, so the output of J can be transformed again (grad of grad).
+
+Loops: adjoints as loops over a residual stack.  A loop parses to a graph L that calls
+itself in tail position, through graphs it tail-calls: the branches of an `if` and the
+code after it (`loop_region` finds them: the *region*, one iteration).  Transformed like
+any other graph, each iteration would wrap the next one's result (J of the body is not tail
+recursive), so the forward pass and the chain of backpropagators would both recurse as
+deep as the loop runs.  Instead J(L) runs two loops, each a graph that calls itself in tail
+position, so the backends emit `while True:` for both and nothing recurses:
+
+* the forward loop `J_L_forward(params, stack)` has L's shape.  Each graph h of the region
+  becomes `J_h(params, cont, stack)`, where `cont` is the adjoint from h's start back to
+  the iteration's start.  h's J'd body runs as usual, but h's tail call is not wrapped:
+  `J_h` passes on `lambda d: cont(A_h(d))`, with `A_h` h's backpropagator up to that call
+  (it takes what the call's backpropagator would return, `(d callee, d args...)`).  Where
+  the call starts the next iteration, that composed adjoint (the iteration's: it maps the
+  sensitivities `(env, d params...)` of L's parameters at iteration k+1 to those at k) is
+  pushed onto the stack; where the loop exits, J_h returns `(value, adjoint of this last
+  part, stack)`;
+* the backward loop `L_backward(stack, d)` pops adjoints and applies them until the stack
+  is empty, and returns d: the sensitivities of L's parameters, as J(L)'s backpropagator
+  must.
+
+The stack (`stack_push`, `stack_pop`, `stack_empty`, `EMPTY_STACK`) is an ordinary value
+with gradient rules, so grad of grad differentiates these loops too: a stack's sensitivity
+is a stack of its items' sensitivities, and `EMPTY_STACK` is its zero.  The forward loop of
+a gradient (a region that pushes onto a stack) is differentiated again as a chain of
+backpropagators, like recursion: transformed as a loop, its optimized third derivatives
+come out wrong (an open bug; unoptimized they are right).  Recursion that is not a loop
+keeps the chain of backpropagators.
 """
 
 from __future__ import annotations
@@ -226,7 +255,8 @@ class JTransform:
             if node not in sens or node is tail:
                 continue
             if isinstance(node, Apply) and node.graph is g:
-                res = bg.apply(bprops[node], sens[node], location=node.location)
+                res = bg.apply(bprops[node], sens[node], location=node.location) \
+                    if bprops[node] is not None else self._switch_adjoint(bg, node, sens[node])
                 # What `depend` waits for is only evaluated: no gradient flows into it (its
                 # rule's zero would run the effect's backward, which can raise or give nan).
                 waited = 2 if primitive_name(node) == "depend" else None
@@ -301,8 +331,15 @@ class JTransform:
         for node in toposort(h):
             if not (isinstance(node, Apply) and node.graph is h) or node is tail:
                 continue
-            fn = self.value(node.fn, arity=len(node.args), where=node)
             args = [self.value(a) for a in node.args]
+            if primitive_name(node) == "switch":
+                # picking a branch, written as such: the forward loop keeps the shape of a
+                # loop (for codegen, and for the J transform of this J), and the adjoint
+                # hands the sensitivity to the branch taken (`_switch_adjoint`)
+                self.nodes[node] = hj.apply(P["switch"], *args, location=node.location)
+                bprops[node] = None
+                continue
+            fn = self.value(node.fn, arity=len(node.args), where=node)
             pair = hj.apply(fn, *args, location=node.location)
             self.nodes[node] = hj.apply(P["getitem"], pair, 0, name=node.debug.name,
                                         location=node.location)
@@ -325,6 +362,16 @@ class JTransform:
         else:
             fn = self.value(tail.fn, arity=len(tail.args), where=tail)
             hj.output = hj.apply(fn, *args, adjoint, stack, location=tail.location)
+
+    def _switch_adjoint(self, bg: Graph, node: Apply, dout: Node) -> Node:
+        """What the backpropagator of `switch(c, a, b)` returns: dout for the branch taken,
+        zeros for the other (the empty env, for a function)."""
+        c, a, b = (self.value(x) for x in node.args)
+        zeros = [Constant(NEWENV) if is_graph_constant(x) else bg.apply(P["grad_zeros"], x)
+                 for x in (a, b)]
+        return bg.apply(P["make_tuple"], NEWENV, bg.apply(P["grad_zeros"], c),
+                        bg.apply(P["switch"], c, dout, zeros[0]),
+                        bg.apply(P["switch"], c, zeros[1], dout))
 
     def backward_loop(self, g: Graph, parent: Graph) -> Graph:
         """`R(stack, d)`: while the stack is not empty, pop an iteration's adjoint and apply
@@ -389,8 +436,9 @@ def loop_region(g: Graph) -> list[Graph] | None:
             elif t not in region:
                 region.append(t)
         i += 1
-    if not calls_itself:
-        return None
+    if not calls_itself or any(primitive_name(n) == "stack_push" for h in region
+                               for n in toposort(h)):
+        return None   # not a loop; or the forward loop of a gradient (see the top)
     members = set(region)
     tails = {h.output for h in region}
     switches = {h.output.fn for h in region if switch_call(h.output) is not None}
