@@ -44,8 +44,8 @@ from __future__ import annotations
 
 from frontend import parse
 from myir.errors import MyirError
-from myir.ir.analysis import free_variables, graph_uses, is_nested_in, primitive_name, \
-    switch_call, toposort
+from myir.ir.analysis import bump_version, free_variables, graph_uses, is_nested_in, \
+    primitive_name, switch_call, toposort
 from myir.ir.edit import clone_program
 from myir.ir.graph import Apply, Constant, Graph, Node, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, Primitive
@@ -144,6 +144,11 @@ class JTransform:
         self.entries: dict[Graph, Graph] = {}    # loop L -> J(L), which runs its two loops
         self.loop_of: dict[Graph, Graph] = {}    # graph of a loop's region -> the loop
         self.extra: dict[Graph, tuple] = {}      # its forward graph's (cont, stack) parameters
+        self.records: dict[Graph, Graph] = {}    # loop whose stack holds residuals -> its
+        #                                          backward loop's body, filled once known
+        self.chain: dict[Graph, list] = {}       # region graph -> the lifted adjoints of the
+        #                                          graphs before it in the iteration, and
+        self.residuals: dict[Graph, list] = {}   # the parameters bringing their residuals
 
     def transform(self, g: Graph) -> Graph:
         """J of g and of every graph it reaches, one after another from a worklist, not by
@@ -230,12 +235,12 @@ class JTransform:
         bprop = self.backpropagator(g, gj, bprops)
         gj.output = gj.apply(P["make_tuple"], out, Constant(bprop), location=g.location)
 
-    def backpropagator(self, g: Graph, gj: Graph, bprops: dict, tail: Apply | None = None) \
-            -> Graph:
+    def backpropagator(self, g: Graph, gj: Graph, bprops: dict, tail: Apply | None = None,
+                       parent: Graph | None = None) -> Graph:
         """The backpropagator of g; with `tail` (g's output, a call continuing a loop), the
         adjoint of g up to that call: it takes what the call's backpropagator would return,
         `(d callee, d args...)`, instead of the sensitivity of g's output."""
-        bg = Graph(f"bprop_{g.name}", gj, g.location)
+        bg = Graph(f"bprop_{g.name}", parent or gj, g.location)
         dout = bg.add_parameter("dout" if tail is None else "dtail")
         sens: dict[Node, Node] = {}
 
@@ -255,8 +260,7 @@ class JTransform:
             if node not in sens or node is tail:
                 continue
             if isinstance(node, Apply) and node.graph is g:
-                res = bg.apply(bprops[node], sens[node], location=node.location) \
-                    if bprops[node] is not None else self._switch_adjoint(bg, node, sens[node])
+                res = self._adjoint_of(bg, node, bprops[node], sens[node])
                 # What `depend` waits for is only evaluated: no gradient flows into it (its
                 # rule's zero would run the effect's backward, which can raise or give nan).
                 waited = 2 if primitive_name(node) == "depend" else None
@@ -298,7 +302,12 @@ class JTransform:
         dout = bg.add_parameter("dout")
         last = bg.apply(entry.apply(P["getitem"], res, 1), dout)
         stack = entry.apply(P["getitem"], res, 2, name="stack")
-        bg.output = bg.apply(Constant(self.backward_loop(g, bg)), stack, last)
+        backward, step = self.backward_loop(g, bg)
+        if _one_path(g, region):
+            self.records[g] = step
+        else:
+            _pop_and_apply(step, backward)
+        bg.output = bg.apply(Constant(backward), stack, last)
         entry.output = entry.apply(P["make_tuple"], value, Constant(bg), location=g.location)
         return entry
 
@@ -316,7 +325,7 @@ class JTransform:
         self.graphs[h] = hj
         for p in h.parameters:
             self.nodes[p] = hj.add_parameter(p.debug.name, p.location)
-        cont = None if h is loop else hj.add_parameter("cont")
+        cont = None if h is loop or loop in self.records else hj.add_parameter("cont")
         self.extra[h] = (cont, hj.add_parameter("stack"))
         self.pending.append(h)
         return hj
@@ -339,6 +348,14 @@ class JTransform:
                 self.nodes[node] = hj.apply(P["switch"], *args, location=node.location)
                 bprops[node] = None
                 continue
+            if isinstance(node.fn, Constant) and isinstance(node.fn.value, Primitive):
+                # applied here, its rule applied in the adjoint: the adjoint reads the
+                # operands, not a backpropagator closure made at each iteration
+                primitive_j(node.fn.value, len(node.args), node.location)   # has a rule
+                self.nodes[node] = hj.apply(node.fn, *args, name=node.debug.name,
+                                            location=node.location)
+                bprops[node] = node.fn.value
+                continue
             fn = self.value(node.fn, arity=len(node.args), where=node)
             pair = hj.apply(fn, *args, location=node.location)
             self.nodes[node] = hj.apply(P["getitem"], pair, 0, name=node.debug.name,
@@ -347,6 +364,8 @@ class JTransform:
         if tail is None and primitive_name(out) == "raise_":
             hj.output = self.value(out)
             return
+        if loop in self.records:
+            return self.record_segment(h, hj, bprops, tail, stack)
         adjoint = Constant(self.backpropagator(h, hj, bprops, tail))
         if cont is not None:
             adjoint = Constant(_compose(hj, cont, adjoint, h))
@@ -363,6 +382,58 @@ class JTransform:
             fn = self.value(tail.fn, arity=len(tail.args), where=tail)
             hj.output = hj.apply(fn, *args, adjoint, stack, location=tail.location)
 
+    def record_segment(self, h: Graph, hj: Graph, bprops: dict, tail: Apply | None,
+                       stack: Node) -> None:
+        """The end of h's forward graph where the loop's stack holds residuals: h's adjoint
+        is a graph of the loop's J with the values it reads as parameters (lifted out of
+        the forward loop), passed on as residuals to the rest of the iteration, pushed as
+        one tuple where the next iteration starts."""
+        loop = self.loop_of[h]
+        chain, inherited = self.chain.get(h, []), self.residuals.get(h, [])
+        if tail is None:    # the loop exits here: one closure, made once
+            bp = self.backpropagator(h, hj, bprops)
+            adjoint = Graph(f"adjoint_{h.name}", hj, h.location)
+            d = adjoint.apply(Constant(bp), adjoint.add_parameter("d"))
+            adjoint.output = _apply_chain(adjoint, chain, inherited, d)
+            hj.output = hj.apply(P["make_tuple"], self.value(h.output), Constant(adjoint),
+                                 stack, location=h.location)
+            return
+        forward = self.graphs[loop]
+        bp = self.backpropagator(h, hj, bprops, tail, parent=forward.parent)
+        own = _lift(bp, forward)
+        chain = chain + [(bp, len(own))]
+        values = inherited + own
+        args = [self.value(a) for a in tail.args]
+        if is_graph_constant(tail.fn) and tail.fn.value is loop:   # the next iteration
+            pushed = hj.apply(P["stack_push"], stack, hj.apply(P["make_tuple"], *values))
+            hj.output = hj.apply(Constant(forward), *args, pushed, location=tail.location)
+            step = self.records[loop]
+            s, d = step.parameters
+            popped = step.apply(P["stack_pop"], s)
+            record = step.apply(P["getitem"], popped, 0, name="record")
+            items = [step.apply(P["getitem"], record, i) for i in range(len(values))]
+            step.output = step.apply(Constant(step.parent), step.apply(P["getitem"], popped, 1),
+                                     _apply_chain(step, chain, items, d))
+            return
+        fn = self.value(tail.fn, arity=len(tail.args), where=tail)
+        for t in _tail_targets(tail):
+            self.chain[t] = chain
+            self.residuals[t] = [self.graphs[t].add_parameter(v.debug.name or "residual")
+                                 for v in values]
+        hj.output = hj.apply(fn, *args, stack, *values, location=tail.location)
+
+    def _adjoint_of(self, bg: Graph, node: Apply, bprop, dout: Node) -> Node:
+        """What the backpropagator of `node` returns for `dout`: a call of its
+        backpropagator, or for a switch or primitive of a loop's region (`segment_body`),
+        the same computed in place."""
+        if bprop is None:
+            return self._switch_adjoint(bg, node, dout)
+        if isinstance(bprop, Primitive):
+            xs = [self.value(a) for a in node.args]
+            grads = _rule_gradients(bprop, bg, xs, self.nodes[node], dout)
+            return bg.apply(P["make_tuple"], NEWENV, *grads)
+        return bg.apply(bprop, dout, location=node.location)
+
     def _switch_adjoint(self, bg: Graph, node: Apply, dout: Node) -> Node:
         """What the backpropagator of `switch(c, a, b)` returns: dout for the branch taken,
         zeros for the other (the empty env, for a function)."""
@@ -373,24 +444,71 @@ class JTransform:
                         bg.apply(P["switch"], c, dout, zeros[0]),
                         bg.apply(P["switch"], c, zeros[1], dout))
 
-    def backward_loop(self, g: Graph, parent: Graph) -> Graph:
-        """`R(stack, d)`: while the stack is not empty, pop an iteration's adjoint and apply
-        it to d, the sensitivities `(env, d params...)` of the loop's parameters; then d."""
+    def backward_loop(self, g: Graph, parent: Graph) -> tuple[Graph, Graph]:
+        """`R(stack, d)`: while the stack is not empty, pop an iteration's record and apply
+        its adjoint to d, the sensitivities `(env, d params...)` of the loop's parameters;
+        then d.  Returns R and its loop body, `(stack, d)`, whose output is left to fill:
+        with `_pop_and_apply` where the records are adjoints, by `record_segment` where
+        they are residuals."""
         r = Graph(f"{g.name}_backward", parent, g.location)
         stack, d = r.add_parameter("stack"), r.add_parameter("d")
         done = Graph(f"{g.name}_backward_exit", r, g.location)
         done.add_parameter("stack")
         done.output = done.add_parameter("d")
         step = Graph(f"{g.name}_backward_body", r, g.location)
-        s, d2 = step.add_parameter("stack"), step.add_parameter("d")
-        popped = step.apply(P["stack_pop"], s)
-        adjoint = step.apply(P["getitem"], popped, 0, name="adjoint")
-        rest = step.apply(P["getitem"], popped, 1, name="stack")
-        step.output = step.apply(Constant(r), rest, step.apply(adjoint, d2))
+        step.add_parameter("stack")
+        step.add_parameter("d")
         branch = r.apply(P["switch"], r.apply(P["stack_empty"], stack), Constant(done),
                          Constant(step))
         r.output = r.apply(branch, stack, d)
-        return r
+        return r, step
+
+
+def _pop_and_apply(step: Graph, backward: Graph) -> None:
+    s, d = step.parameters
+    popped = step.apply(P["stack_pop"], s)
+    adjoint = step.apply(P["getitem"], popped, 0, name="adjoint")
+    rest = step.apply(P["getitem"], popped, 1, name="stack")
+    step.output = step.apply(Constant(backward), rest, step.apply(adjoint, d))
+
+
+def _apply_chain(g: Graph, chain: list, residuals: list, d: Node) -> Node:
+    """In g, the lifted adjoints of `chain` (pairs: graph, number of residuals it takes)
+    applied to d from the last to the first, each with its residuals."""
+    offsets = [0]
+    for _, n in chain:
+        offsets.append(offsets[-1] + n)
+    for (adjoint, n), start in reversed(list(zip(chain, offsets))):
+        d = g.apply(Constant(adjoint), d, *residuals[start:start + n])
+    return d
+
+
+def _lift(bg: Graph, forward: Graph) -> list[Node]:
+    """Make bg read the nodes of the forward loop it uses (the residuals) as parameters
+    instead; returns them.  bg is nested outside the forward loop (built so), and nothing
+    nested in bg reads them: what the backpropagator builds calls its closures, rules and
+    primitives, and nests no graph."""
+    residuals: dict[Node, None] = {}
+    order = [n for n in toposort(bg) if isinstance(n, Apply) and n.graph is bg]
+    for node in order:
+        for x in node.inputs:
+            if x.graph is not None and x.graph is not bg and is_nested_in(x.graph, forward):
+                residuals.setdefault(x)
+    mapping = {x: bg.add_parameter(x.debug.name) for x in residuals}
+    for node in order:
+        node.set_inputs([mapping.get(x, x) for x in node.inputs])
+    bump_version()
+    return list(residuals)
+
+
+def _one_path(g: Graph, region: list[Graph]) -> bool:
+    """Whether one iteration of loop g takes one path through its region to the next: one
+    graph of the region calls g, and each other graph has one caller.  Then every record
+    pushed has the same residuals, and the backward loop applies the same adjoints."""
+    uses = graph_uses(g)
+    callers = [h for h in region if isinstance(h.output, Apply) and h.output.fn is not None
+               and is_graph_constant(h.output.fn) and h.output.fn.value is g]
+    return len(callers) == 1 and all(len(uses.get(h, ())) == 1 for h in region[1:])
 
 
 def _compose(gj: Graph, cont: Node, adjoint: Constant, h: Graph) -> Graph:
