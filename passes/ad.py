@@ -42,10 +42,12 @@ keeps the chain of backpropagators.
 
 from __future__ import annotations
 
+import functools
+
 from frontend import parse
 from myir.errors import MyirError
 from myir.ir.analysis import bump_version, free_variables, graph_uses, is_nested_in, \
-    primitive_name, switch_call, toposort
+    primitive_name, switch_call, toposort, users
 from myir.ir.edit import clone_program
 from myir.ir.graph import Apply, Constant, Graph, Node, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, Primitive
@@ -260,6 +262,9 @@ class JTransform:
             if node not in sens or node is tail:
                 continue
             if isinstance(node, Apply) and node.graph is g:
+                if isinstance(bprops[node], Primitive) \
+                        and bprops[node].name in NON_DIFFERENTIABLE:
+                    continue    # zeros add nothing; the operands need not be kept for them
                 res = self._adjoint_of(bg, node, bprops[node], sens[node])
                 # What `depend` waits for is only evaluated: no gradient flows into it (its
                 # rule's zero would run the effect's backward, which can raise or give nan).
@@ -429,8 +434,12 @@ class JTransform:
         if bprop is None:
             return self._switch_adjoint(bg, node, dout)
         if isinstance(bprop, Primitive):
-            xs = [self.value(a) for a in node.args]
-            grads = _rule_gradients(bprop, bg, xs, self.nodes[node], dout)
+            # operands the rule does not read are not kept for it (nor pushed as residuals)
+            reads = _rule_reads(bprop.name)
+            xs = [self.value(a) if reads is None or i in reads else Constant(None)
+                  for i, a in enumerate(node.args)]
+            out = self.nodes[node] if reads is None or len(xs) in reads else Constant(None)
+            grads = _rule_gradients(bprop, bg, xs, out, dout)
             return bg.apply(P["make_tuple"], NEWENV, *grads)
         return bg.apply(bprop, dout, location=node.location)
 
@@ -462,6 +471,17 @@ class JTransform:
                          Constant(step))
         r.output = r.apply(branch, stack, d)
         return r, step
+
+
+@functools.cache
+def _rule_reads(name: str) -> frozenset | None:
+    """The positions of the parameters `(inputs..., out, dout)` that the gradient rule of
+    primitive `name` reads; None where the rule is built here (any may be read)."""
+    rule = gradient_rule(name) if name not in VARIADIC_RULES else None
+    if rule is None:
+        return None
+    read = users(rule)
+    return frozenset(i for i, p in enumerate(rule.parameters) if read.get(p))
 
 
 def _pop_and_apply(step: Graph, backward: Graph) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -240,8 +241,12 @@ def test_second_order_through_a_data_dependent_loop(backend):
 
 
 def test_generated_source_has_a_forward_and_a_backward_loop():
+    """Two loops, and no closure made per iteration: the forward loop pushes a tuple of
+    residuals; the only nested def is the exit's adjoint, made once."""
     source = myir.grad(pow_loop, "x", backend="python").lower(1.1, 5).source
     assert source.count("while True:") == 2
+    assert re.search(r"_stack_push\(\w+, \(", source), source
+    assert source.count("def ") == 2, source
 
 
 SECOND_PROCESS = """
