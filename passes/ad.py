@@ -18,18 +18,29 @@ recursive), so the forward pass and the chain of backpropagators would both recu
 deep as the loop runs.  Instead J(L) runs two loops, each a graph that calls itself in tail
 position, so the backends emit `while True:` for both and nothing recurses:
 
-* the forward loop `J_L_forward(params, stack)` has L's shape.  Each graph h of the region
-  becomes `J_h(params, cont, stack)`, where `cont` is the adjoint from h's start back to
-  the iteration's start.  h's J'd body runs as usual, but h's tail call is not wrapped:
-  `J_h` passes on `lambda d: cont(A_h(d))`, with `A_h` h's backpropagator up to that call
-  (it takes what the call's backpropagator would return, `(d callee, d args...)`).  Where
-  the call starts the next iteration, that composed adjoint (the iteration's: it maps the
-  sensitivities `(env, d params...)` of L's parameters at iteration k+1 to those at k) is
-  pushed onto the stack; where the loop exits, J_h returns `(value, adjoint of this last
-  part, stack)`;
-* the backward loop `L_backward(stack, d)` pops adjoints and applies them until the stack
-  is empty, and returns d: the sensitivities of L's parameters, as J(L)'s backpropagator
-  must.
+* the forward loop `J_L_forward(params, stack)` has L's shape: each graph h of the region
+  becomes `J_h`, which computes h's values and tail-calls the next graph of the iteration
+  without wrapping its result.  Where the call starts the next iteration, J_h pushes one
+  record onto the stack; where the loop exits, it returns `(value, adjoint of the
+  iteration so far, stack)`;
+* the backward loop `L_backward(stack, d...)` pops the records and applies each
+  iteration's adjoint to d, the sensitivities `(env, d params...)` of L's parameters at
+  iteration k+1, giving those at k; when the stack is empty, d is what J(L)'s
+  backpropagator returns.
+
+What a record holds depends on the region's shape.  Where every iteration takes one path
+through the region to the next (each graph of it has one caller, one calls L), the records
+are *residuals*: each graph h's adjoint up to its tail call (`A_h`: it takes what that
+call's backpropagator would return, `(d callee, d args...)`) is lifted out of the forward
+loop, a graph of J(L) taking the values it reads as parameters; the forward loop passes
+those values along the iteration and pushes them as one tuple, and the backward loop
+applies the lifted adjoints in reverse order to them (`record_segment`).  The optimizer
+inlines the adjoints into the backward loop, so no closure is made per iteration.
+Otherwise (an `if` joining again before the next iteration, or a `continue`) J_h takes
+`cont`, the adjoint from its start back to the iteration's start, and passes on the
+closure `lambda d: cont(A_h(d))`; the record is that closure.  Either way, the primitives
+and switches of the region are applied in place, their gradient rules in the adjoint, so
+that residuals are the operands the rules read rather than backpropagator closures.
 
 The stack (`stack_push`, `stack_pop`, `stack_empty`, `EMPTY_STACK`) is an ordinary value
 with gradient rules, so grad of grad differentiates these loops too: a stack's sensitivity
@@ -312,14 +323,15 @@ class JTransform:
             self.records[g] = step
         else:
             _pop_and_apply(step, backward)
-        bg.output = bg.apply(Constant(backward), stack, last)
+        bg.output = _next_backward(bg, backward, stack, last)
         entry.output = entry.apply(P["make_tuple"], value, Constant(bg), location=g.location)
         return entry
 
     def segment(self, h: Graph, parent: Graph | None = None) -> Graph:
         """The forward graph of a graph h of a loop's region: h's parameters, then (except
-        for the loop itself) `cont`, the adjoint from this point of the iteration back to
-        its start, then the stack."""
+        for the loop itself, and where records are residuals) `cont`, the adjoint from this
+        point of the iteration back to its start, then the stack; where records are
+        residuals, `record_segment` of h's caller adds the parameters that bring them."""
         loop = self.loop_of[h]
         if parent is None:
             parent = self.graphs[h.parent]
@@ -413,12 +425,13 @@ class JTransform:
             pushed = hj.apply(P["stack_push"], stack, hj.apply(P["make_tuple"], *values))
             hj.output = hj.apply(Constant(forward), *args, pushed, location=tail.location)
             step = self.records[loop]
-            s, d = step.parameters
+            s, *d = step.parameters
             popped = step.apply(P["stack_pop"], s)
             record = step.apply(P["getitem"], popped, 0, name="record")
             items = [step.apply(P["getitem"], record, i) for i in range(len(values))]
-            step.output = step.apply(Constant(step.parent), step.apply(P["getitem"], popped, 1),
-                                     _apply_chain(step, chain, items, d))
+            applied = _apply_chain(step, chain, items, step.apply(P["make_tuple"], *d))
+            step.output = _next_backward(step, step.parent, step.apply(P["getitem"], popped, 1),
+                                         applied)
             return
         fn = self.value(tail.fn, arity=len(tail.args), where=tail)
         for t in _tail_targets(tail):
@@ -454,23 +467,36 @@ class JTransform:
                         bg.apply(P["switch"], c, zeros[1], dout))
 
     def backward_loop(self, g: Graph, parent: Graph) -> tuple[Graph, Graph]:
-        """`R(stack, d)`: while the stack is not empty, pop an iteration's record and apply
-        its adjoint to d, the sensitivities `(env, d params...)` of the loop's parameters;
-        then d.  Returns R and its loop body, `(stack, d)`, whose output is left to fill:
-        with `_pop_and_apply` where the records are adjoints, by `record_segment` where
-        they are residuals."""
+        """`R(stack, d...)`: while the stack is not empty, pop an iteration's record and
+        apply its adjoint to d, the sensitivities `(env, d params...)` of the loop's
+        parameters; then the tuple d.  d's items are R's parameters, so that no tuple is
+        made per iteration once the adjoints are inlined.  Returns R and its loop body,
+        whose output is left to fill: with `_pop_and_apply` where the records are
+        adjoints, by `record_segment` where they are residuals."""
+        width = 1 + len(g.parameters)
         r = Graph(f"{g.name}_backward", parent, g.location)
-        stack, d = r.add_parameter("stack"), r.add_parameter("d")
+        stack, *d = r.add_parameter("stack"), *_sensitivities(r, width)
         done = Graph(f"{g.name}_backward_exit", r, g.location)
         done.add_parameter("stack")
-        done.output = done.add_parameter("d")
+        done.output = done.apply(P["make_tuple"], *_sensitivities(done, width))
         step = Graph(f"{g.name}_backward_body", r, g.location)
         step.add_parameter("stack")
-        step.add_parameter("d")
+        _sensitivities(step, width)
         branch = r.apply(P["switch"], r.apply(P["stack_empty"], stack), Constant(done),
                          Constant(step))
-        r.output = r.apply(branch, stack, d)
+        r.output = r.apply(branch, stack, *d)
         return r, step
+
+
+def _sensitivities(g: Graph, width: int) -> list[Node]:
+    return [g.add_parameter("d_env" if i == 0 else "d") for i in range(width)]
+
+
+def _next_backward(g: Graph, backward: Graph, stack: Node, d: Node) -> Apply:
+    """In g, the call of the backward loop with the stack and the items of the tuple d."""
+    width = len(backward.parameters) - 1
+    return g.apply(Constant(backward), stack,
+                   *(g.apply(P["getitem"], d, i) for i in range(width)))
 
 
 @functools.cache
@@ -485,11 +511,12 @@ def _rule_reads(name: str) -> frozenset | None:
 
 
 def _pop_and_apply(step: Graph, backward: Graph) -> None:
-    s, d = step.parameters
+    s, *d = step.parameters
     popped = step.apply(P["stack_pop"], s)
     adjoint = step.apply(P["getitem"], popped, 0, name="adjoint")
     rest = step.apply(P["getitem"], popped, 1, name="stack")
-    step.output = step.apply(Constant(backward), rest, step.apply(adjoint, d))
+    applied = step.apply(adjoint, step.apply(P["make_tuple"], *d))
+    step.output = _next_backward(step, backward, rest, applied)
 
 
 def _apply_chain(g: Graph, chain: list, residuals: list, d: Node) -> Node:

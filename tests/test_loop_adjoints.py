@@ -281,7 +281,7 @@ def test_a_saved_program_runs_a_deep_loop_in_a_second_process(tmp_path):
 def deep_stack(n, item):
     s = EMPTY_STACK
     for _ in range(n):
-        s = Stack(item, s)
+        s = Stack(s, item)
     return s
 
 

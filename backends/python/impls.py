@@ -157,7 +157,7 @@ def _gadd_stacks(x, y):
         x, y = x.rest, y.rest
     s = y if x is EMPTY_STACK else x
     for top in reversed(tops):
-        s = Stack(top, s)
+        s = Stack(s, top)
     return s
 
 
@@ -354,7 +354,7 @@ IMPLS = {
     "format": _format,
     "concat_str": lambda *parts: "".join(parts),
     "switch": _switch,
-    "stack_push": lambda s, x: Stack(x, s),
+    "stack_push": Stack,
     "stack_pop": _stack_pop,
     "stack_empty": lambda s: s is EMPTY_STACK,
 }

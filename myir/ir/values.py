@@ -37,13 +37,14 @@ class GradKey:
 class Stack:
     """A non-empty residual stack (see passes/ad.py): a cons cell, `top` on `rest`.  Cells
     are never changed, so pushing shares the rest and costs O(1).  Every helper that walks
-    a stack iterates: a loop's stack is as deep as the loop ran."""
+    a stack iterates: a loop's stack is as deep as the loop ran.  `Stack(rest, top)` takes
+    its operands in the order of `stack_push(s, x)`, which is the class itself."""
 
-    __slots__ = ("top", "rest")
+    __slots__ = ("rest", "top")
 
-    def __init__(self, top, rest):
-        self.top = top
+    def __init__(self, rest, top):
         self.rest = rest
+        self.top = top
 
     def __repr__(self) -> str:
         items, s = [], self
