@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from myir.ir.values import Env
+from myir.ir.values import EMPTY_STACK, Env, Stack
 
 
 class _Marker:
@@ -183,6 +183,18 @@ class AEnv(AbstractValue):
 
 
 @dataclass(frozen=True)
+class AStack(AbstractValue):
+    """A residual stack (passes/ad.py) whose items are all described by `item` (BOTTOM: the
+    empty stack).  One value for every depth: a loop pushing at each iteration keeps one
+    type, so inference of the loop converges."""
+
+    item: object
+
+    def __repr__(self) -> str:
+        return f"stack[{self.item!r}]"
+
+
+@dataclass(frozen=True)
 class Closure:
     """A graph with the frame its free variables are read from (None for a top-level
     graph)."""
@@ -272,6 +284,8 @@ def join(a, b):
                     == len(b.items))
     if isinstance(a, AFunction):
         return AFunction(a.options | b.options)
+    if isinstance(a, AStack):
+        return AStack(join(a.item, b.item))
     return ANY
 
 
@@ -372,6 +386,8 @@ def abstract_of(value, keep_values: bool = True):
                       abstract_of(value.step, keep_values))
     if isinstance(value, str):
         return AObject(str, value if keep_values else ANY)
+    if value is EMPTY_STACK:
+        return AStack(BOTTOM)
     if isinstance(value, Env):
         return AEnv(tuple((k, abstract_of(v, keep_values)) for k, v in value.items.items()))
     if isinstance(value, (type, np.dtype)) or value is Ellipsis:
@@ -414,6 +430,8 @@ def conforms(value, abstract) -> bool:
         return isinstance(value, Env)
     if isinstance(abstract, AFunction):
         return callable(value)
+    if isinstance(abstract, AStack):
+        return value is EMPTY_STACK or isinstance(value, Stack)
     if isinstance(abstract, AUnion):
         return any(conforms(value, a) for a in abstract.options)
     return False

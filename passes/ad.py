@@ -6,20 +6,63 @@ backpropagator is a closure nested in J(g): given the sensitivity of g's output 
 (a closure's gradient is the env of what it captured).  Each call `f(a, b)` in g becomes
 `(v, bp) = J(f)(a, b)` in J(g), and the backpropagator calls the `bp`s in reverse order,
 adding up sensitivities with `gadd`.  Control flow needs nothing special: `switch` picks a
-J-transformed branch, loops and recursion are calls, and the chain of backpropagators is
-the tape.  Primitives get J graphs built from their gradient rules (`GRAD_RULES`), which
-are graphs too, so the output of J can be transformed again (grad of grad).
+J-transformed branch, recursion is calls, and the chain of backpropagators is the tape.
+Primitives get J graphs built from their gradient rules (`GRAD_RULES`), which are graphs
+too, so the output of J can be transformed again (grad of grad).
+
+Loops: adjoints as loops over a residual stack.  A loop parses to a graph L that calls
+itself in tail position, through graphs it tail-calls: the branches of an `if` and the
+code after it (`loop_region` finds them: the *region*, one iteration).  Transformed like
+any other graph, each iteration would wrap the next one's result (J of the body is not tail
+recursive), so the forward pass and the chain of backpropagators would both recurse as
+deep as the loop runs.  Instead J(L) runs two loops, each a graph that calls itself in tail
+position, so the backends emit `while True:` for both and nothing recurses:
+
+* the forward loop `J_L_forward(params, stack)` has L's shape: each graph h of the region
+  becomes `J_h`, which computes h's values and tail-calls the next graph of the iteration
+  without wrapping its result.  Where the call starts the next iteration, J_h pushes one
+  record onto the stack; where the loop exits, it returns `(value, adjoint of the
+  iteration so far, stack)`;
+* the backward loop `L_backward(stack, d...)` pops the records and applies each
+  iteration's adjoint to d, the sensitivities `(env, d params...)` of L's parameters at
+  iteration k+1, giving those at k; when the stack is empty, d is what J(L)'s
+  backpropagator returns.
+
+What a record holds depends on the region's shape.  Where every iteration takes one path
+through the region to the next (each graph of it has one caller, one calls L), the records
+are *residuals*: each graph h's adjoint up to its tail call (`A_h`: it takes what that
+call's backpropagator would return, `(d callee, d args...)`) is lifted out of the forward
+loop, a graph of J(L) taking the values it reads as parameters; the forward loop passes
+those values along the iteration and pushes them as one tuple, and the backward loop
+applies the lifted adjoints in reverse order to them (`record_segment`).  The optimizer
+inlines the adjoints into the backward loop, so no closure is made per iteration.
+Otherwise (an `if` joining again before the next iteration, or a `continue`) J_h takes
+`cont`, the adjoint from its start back to the iteration's start, and passes on the
+closure `lambda d: cont(A_h(d))`; the record is that closure.  Either way, the primitives
+and switches of the region are applied in place, their gradient rules in the adjoint, so
+that residuals are the operands the rules read rather than backpropagator closures.
+
+The stack (`stack_push`, `stack_pop`, `stack_empty`, `EMPTY_STACK`) is an ordinary value
+with gradient rules, so grad of grad differentiates these loops too: a stack's sensitivity
+is a stack of its items' sensitivities, and `EMPTY_STACK` is its zero.  The forward loop of
+a gradient (a region that pushes onto a stack) is differentiated again as a chain of
+backpropagators, like recursion: transformed as a loop, its optimized third derivatives
+come out wrong (an open bug; unoptimized they are right).  Recursion that is not a loop
+keeps the chain of backpropagators.
 """
 
 from __future__ import annotations
 
+import functools
+
 from frontend import parse
 from myir.errors import MyirError
-from myir.ir.analysis import free_variables, primitive_name, toposort
+from myir.ir.analysis import bump_version, free_variables, graph_uses, is_nested_in, \
+    primitive_name, switch_call, toposort, users
 from myir.ir.edit import clone_program
 from myir.ir.graph import Apply, Constant, Graph, Node, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, Primitive
-from myir.ir.values import NEWENV, GradKey
+from myir.ir.values import EMPTY_STACK, NEWENV, GradKey
 from passes import grad_rules
 
 P = PRIMITIVES
@@ -29,7 +72,7 @@ NON_DIFFERENTIABLE = frozenset("""
     lt le gt ge eq ne is_ is_not not_ truth invert floordiv bitand bitor bitxor lshift rshift sign floor ceil argmax argmin
     argsort shape ndim size dtype len range make_slice to_int to_bool zeros ones empty full
     zeros_like ones_like arange eye make_exception raise_ format concat_str grad_seed
-    math_floor math_ceil
+    math_floor math_ceil stack_empty
 """.split())
 
 # Gradient rules built here rather than parsed, for primitives with any number of inputs.
@@ -111,6 +154,14 @@ class JTransform:
         self.keys: dict[Node, GradKey] = {}
         self.primitives: dict[tuple[str, int], Graph] = {}
         self.pending: list[Graph] = []   # graphs whose J has parameters but no body yet
+        self.entries: dict[Graph, Graph] = {}    # loop L -> J(L), which runs its two loops
+        self.loop_of: dict[Graph, Graph] = {}    # graph of a loop's region -> the loop
+        self.extra: dict[Graph, tuple] = {}      # its forward graph's (cont, stack) parameters
+        self.records: dict[Graph, Graph] = {}    # loop whose stack holds residuals -> its
+        #                                          backward loop's body, filled once known
+        self.chain: dict[Graph, list] = {}       # region graph -> the lifted adjoints of the
+        #                                          graphs before it in the iteration, and
+        self.residuals: dict[Graph, list] = {}   # the parameters bringing their residuals
 
     def transform(self, g: Graph) -> Graph:
         """J of g and of every graph it reaches, one after another from a worklist, not by
@@ -157,8 +208,15 @@ class JTransform:
 
     def graph(self, g: Graph) -> Graph:
         """J of g, with its parameters; its body is left to `transform`."""
+        if g in self.entries:
+            return self.entries[g]
         if g in self.graphs:
             return self.graphs[g]
+        if g in self.loop_of:
+            return self.segment(g)
+        region = loop_region(g)
+        if region is not None:
+            return self.loop(g, region)
         parent = self.graphs.get(g.parent, g.parent)
         gj = Graph(f"J_{g.name}", parent, g.location)
         gj.debug = g.debug.derive("grad of")
@@ -170,6 +228,8 @@ class JTransform:
         return gj
 
     def body(self, g: Graph) -> None:
+        if g in self.loop_of:
+            return self.segment_body(g)
         gj = self.graphs[g]
         bprops: dict[Node, Node] = {}
         for node in toposort(g):
@@ -188,9 +248,13 @@ class JTransform:
         bprop = self.backpropagator(g, gj, bprops)
         gj.output = gj.apply(P["make_tuple"], out, Constant(bprop), location=g.location)
 
-    def backpropagator(self, g: Graph, gj: Graph, bprops: dict) -> Graph:
-        bg = Graph(f"bprop_{g.name}", gj, g.location)
-        dout = bg.add_parameter("dout")
+    def backpropagator(self, g: Graph, gj: Graph, bprops: dict, tail: Apply | None = None,
+                       parent: Graph | None = None) -> Graph:
+        """The backpropagator of g; with `tail` (g's output, a call continuing a loop), the
+        adjoint of g up to that call: it takes what the call's backpropagator would return,
+        `(d callee, d args...)`, instead of the sensitivity of g's output."""
+        bg = Graph(f"bprop_{g.name}", parent or gj, g.location)
+        dout = bg.add_parameter("dout" if tail is None else "dtail")
         sens: dict[Node, Node] = {}
 
         def add(node: Node, contribution: Node):
@@ -200,12 +264,19 @@ class JTransform:
             sens[node] = contribution if node not in sens else \
                 bg.apply(P["gadd"], sens[node], contribution)
 
-        add(g.output, dout)
+        if tail is None:
+            add(g.output, dout)
+        else:
+            for i, inp in enumerate(tail.inputs):
+                add(inp, bg.apply(P["getitem"], dout, i))
         for node in reversed(toposort(g)):
-            if node not in sens:
+            if node not in sens or node is tail:
                 continue
             if isinstance(node, Apply) and node.graph is g:
-                res = bg.apply(bprops[node], sens[node], location=node.location)
+                if isinstance(bprops[node], Primitive) \
+                        and bprops[node].name in NON_DIFFERENTIABLE:
+                    continue    # zeros add nothing; the operands need not be kept for them
+                res = self._adjoint_of(bg, node, bprops[node], sens[node])
                 # What `depend` waits for is only evaluated: no gradient flows into it (its
                 # rule's zero would run the effect's backward, which can raise or give nan).
                 waited = 2 if primitive_name(node) == "depend" else None
@@ -226,6 +297,322 @@ class JTransform:
                  for p in g.parameters]
         bg.output = bg.apply(P["make_tuple"], env, *grads)
         return bg
+
+    # ------------------------------------------------------------------ loops (see the top)
+
+    def loop(self, g: Graph, region: list[Graph]) -> Graph:
+        """J(g) of a loop g: runs the forward loop from an empty stack, and returns the
+        value with a backpropagator that runs the backward loop over the stack."""
+        for h in region:
+            self.loop_of[h] = g
+        parent = self.graphs.get(g.parent, g.parent)
+        entry = Graph(f"J_{g.name}", parent, g.location)
+        entry.debug = g.debug.derive("grad of")
+        entry.debug.name = f"J_{g.name}"
+        self.entries[g] = entry
+        params = [entry.add_parameter(p.debug.name, p.location) for p in g.parameters]
+        forward = self.segment(g, entry)
+        res = entry.apply(Constant(forward), *params, EMPTY_STACK, location=g.location)
+        value = entry.apply(P["getitem"], res, 0, name=g.name)
+        bg = Graph(f"bprop_{g.name}", entry, g.location)
+        dout = bg.add_parameter("dout")
+        last = bg.apply(entry.apply(P["getitem"], res, 1), dout)
+        stack = entry.apply(P["getitem"], res, 2, name="stack")
+        backward, step = self.backward_loop(g, bg)
+        if _one_path(g, region):
+            self.records[g] = step
+        else:
+            _pop_and_apply(step, backward)
+        bg.output = _next_backward(bg, backward, stack, last)
+        entry.output = entry.apply(P["make_tuple"], value, Constant(bg), location=g.location)
+        return entry
+
+    def segment(self, h: Graph, parent: Graph | None = None) -> Graph:
+        """The forward graph of a graph h of a loop's region: h's parameters, then (except
+        for the loop itself, and where records are residuals) `cont`, the adjoint from this
+        point of the iteration back to its start, then the stack; where records are
+        residuals, `record_segment` of h's caller adds the parameters that bring them."""
+        loop = self.loop_of[h]
+        if parent is None:
+            parent = self.graphs[h.parent]
+        hj = Graph(f"J_{h.name}" if h is not loop else f"J_{h.name}_forward", parent,
+                   h.location)
+        hj.debug = h.debug.derive("grad of")
+        hj.debug.name = hj.name
+        self.graphs[h] = hj
+        for p in h.parameters:
+            self.nodes[p] = hj.add_parameter(p.debug.name, p.location)
+        cont = None if h is loop or loop in self.records else hj.add_parameter("cont")
+        self.extra[h] = (cont, hj.add_parameter("stack"))
+        self.pending.append(h)
+        return hj
+
+    def segment_body(self, h: Graph) -> None:
+        loop = self.loop_of[h]
+        hj = self.graphs[h]
+        cont, stack = self.extra[h]
+        out = h.output
+        tail = out if _continues(out, loop, self.loop_of) else None
+        bprops: dict[Node, Node] = {}
+        for node in toposort(h):
+            if not (isinstance(node, Apply) and node.graph is h) or node is tail:
+                continue
+            args = [self.value(a) for a in node.args]
+            if primitive_name(node) == "switch":
+                # picking a branch, written as such: the forward loop keeps the shape of a
+                # loop (for codegen, and for the J transform of this J), and the adjoint
+                # hands the sensitivity to the branch taken (`_switch_adjoint`)
+                self.nodes[node] = hj.apply(P["switch"], *args, location=node.location)
+                bprops[node] = None
+                continue
+            if isinstance(node.fn, Constant) and isinstance(node.fn.value, Primitive):
+                # applied here, its rule applied in the adjoint: the adjoint reads the
+                # operands, not a backpropagator closure made at each iteration
+                primitive_j(node.fn.value, len(node.args), node.location)   # has a rule
+                self.nodes[node] = hj.apply(node.fn, *args, name=node.debug.name,
+                                            location=node.location)
+                bprops[node] = node.fn.value
+                continue
+            fn = self.value(node.fn, arity=len(node.args), where=node)
+            pair = hj.apply(fn, *args, location=node.location)
+            self.nodes[node] = hj.apply(P["getitem"], pair, 0, name=node.debug.name,
+                                        location=node.location)
+            bprops[node] = hj.apply(P["getitem"], pair, 1, location=node.location)
+        if tail is None and primitive_name(out) == "raise_":
+            hj.output = self.value(out)
+            return
+        if loop in self.records:
+            return self.record_segment(h, hj, bprops, tail, stack)
+        adjoint = Constant(self.backpropagator(h, hj, bprops, tail))
+        if cont is not None:
+            adjoint = Constant(_compose(hj, cont, adjoint, h))
+        if tail is None:    # the loop exits here
+            hj.output = hj.apply(P["make_tuple"], self.value(out), adjoint, stack,
+                                 location=h.location)
+            return
+        args = [self.value(a) for a in tail.args]
+        if is_graph_constant(tail.fn) and tail.fn.value is loop:   # the next iteration
+            pushed = hj.apply(P["stack_push"], stack, adjoint)
+            hj.output = hj.apply(Constant(self.graphs[loop]), *args, pushed,
+                                 location=tail.location)
+        else:
+            fn = self.value(tail.fn, arity=len(tail.args), where=tail)
+            hj.output = hj.apply(fn, *args, adjoint, stack, location=tail.location)
+
+    def record_segment(self, h: Graph, hj: Graph, bprops: dict, tail: Apply | None,
+                       stack: Node) -> None:
+        """The end of h's forward graph where the loop's stack holds residuals: h's adjoint
+        is a graph of the loop's J with the values it reads as parameters (lifted out of
+        the forward loop), passed on as residuals to the rest of the iteration, pushed as
+        one tuple where the next iteration starts."""
+        loop = self.loop_of[h]
+        chain, inherited = self.chain.get(h, []), self.residuals.get(h, [])
+        if tail is None:    # the loop exits here: one closure, made once
+            bp = self.backpropagator(h, hj, bprops)
+            adjoint = Graph(f"adjoint_{h.name}", hj, h.location)
+            d = adjoint.apply(Constant(bp), adjoint.add_parameter("d"))
+            adjoint.output = _apply_chain(adjoint, chain, inherited, d)
+            hj.output = hj.apply(P["make_tuple"], self.value(h.output), Constant(adjoint),
+                                 stack, location=h.location)
+            return
+        forward = self.graphs[loop]
+        bp = self.backpropagator(h, hj, bprops, tail, parent=forward.parent)
+        own = _lift(bp, forward)
+        chain = chain + [(bp, len(own))]
+        values = inherited + own
+        args = [self.value(a) for a in tail.args]
+        if is_graph_constant(tail.fn) and tail.fn.value is loop:   # the next iteration
+            pushed = hj.apply(P["stack_push"], stack, hj.apply(P["make_tuple"], *values))
+            hj.output = hj.apply(Constant(forward), *args, pushed, location=tail.location)
+            step = self.records[loop]
+            s, *d = step.parameters
+            popped = step.apply(P["stack_pop"], s)
+            record = step.apply(P["getitem"], popped, 0, name="record")
+            items = [step.apply(P["getitem"], record, i) for i in range(len(values))]
+            applied = _apply_chain(step, chain, items, step.apply(P["make_tuple"], *d))
+            step.output = _next_backward(step, step.parent, step.apply(P["getitem"], popped, 1),
+                                         applied)
+            return
+        fn = self.value(tail.fn, arity=len(tail.args), where=tail)
+        for t in _tail_targets(tail):
+            self.chain[t] = chain
+            self.residuals[t] = [self.graphs[t].add_parameter(v.debug.name or "residual")
+                                 for v in values]
+        hj.output = hj.apply(fn, *args, stack, *values, location=tail.location)
+
+    def _adjoint_of(self, bg: Graph, node: Apply, bprop, dout: Node) -> Node:
+        """What the backpropagator of `node` returns for `dout`: a call of its
+        backpropagator, or for a switch or primitive of a loop's region (`segment_body`),
+        the same computed in place."""
+        if bprop is None:
+            return self._switch_adjoint(bg, node, dout)
+        if isinstance(bprop, Primitive):
+            # operands the rule does not read are not kept for it (nor pushed as residuals)
+            reads = _rule_reads(bprop.name)
+            xs = [self.value(a) if reads is None or i in reads else Constant(None)
+                  for i, a in enumerate(node.args)]
+            out = self.nodes[node] if reads is None or len(xs) in reads else Constant(None)
+            grads = _rule_gradients(bprop, bg, xs, out, dout)
+            return bg.apply(P["make_tuple"], NEWENV, *grads)
+        return bg.apply(bprop, dout, location=node.location)
+
+    def _switch_adjoint(self, bg: Graph, node: Apply, dout: Node) -> Node:
+        """What the backpropagator of `switch(c, a, b)` returns: dout for the branch taken,
+        zeros for the other (the empty env, for a function)."""
+        c, a, b = (self.value(x) for x in node.args)
+        zeros = [Constant(NEWENV) if is_graph_constant(x) else bg.apply(P["grad_zeros"], x)
+                 for x in (a, b)]
+        return bg.apply(P["make_tuple"], NEWENV, bg.apply(P["grad_zeros"], c),
+                        bg.apply(P["switch"], c, dout, zeros[0]),
+                        bg.apply(P["switch"], c, zeros[1], dout))
+
+    def backward_loop(self, g: Graph, parent: Graph) -> tuple[Graph, Graph]:
+        """`R(stack, d...)`: while the stack is not empty, pop an iteration's record and
+        apply its adjoint to d, the sensitivities `(env, d params...)` of the loop's
+        parameters; then the tuple d.  d's items are R's parameters, so that no tuple is
+        made per iteration once the adjoints are inlined.  Returns R and its loop body,
+        whose output is left to fill: with `_pop_and_apply` where the records are
+        adjoints, by `record_segment` where they are residuals."""
+        width = 1 + len(g.parameters)
+        r = Graph(f"{g.name}_backward", parent, g.location)
+        stack, *d = r.add_parameter("stack"), *_sensitivities(r, width)
+        done = Graph(f"{g.name}_backward_exit", r, g.location)
+        done.add_parameter("stack")
+        done.output = done.apply(P["make_tuple"], *_sensitivities(done, width))
+        step = Graph(f"{g.name}_backward_body", r, g.location)
+        step.add_parameter("stack")
+        _sensitivities(step, width)
+        branch = r.apply(P["switch"], r.apply(P["stack_empty"], stack), Constant(done),
+                         Constant(step))
+        r.output = r.apply(branch, stack, *d)
+        return r, step
+
+
+def _sensitivities(g: Graph, width: int) -> list[Node]:
+    return [g.add_parameter("d_env" if i == 0 else "d") for i in range(width)]
+
+
+def _next_backward(g: Graph, backward: Graph, stack: Node, d: Node) -> Apply:
+    """In g, the call of the backward loop with the stack and the items of the tuple d."""
+    width = len(backward.parameters) - 1
+    return g.apply(Constant(backward), stack,
+                   *(g.apply(P["getitem"], d, i) for i in range(width)))
+
+
+@functools.cache
+def _rule_reads(name: str) -> frozenset | None:
+    """The positions of the parameters `(inputs..., out, dout)` that the gradient rule of
+    primitive `name` reads; None where the rule is built here (any may be read)."""
+    rule = gradient_rule(name) if name not in VARIADIC_RULES else None
+    if rule is None:
+        return None
+    read = users(rule)
+    return frozenset(i for i, p in enumerate(rule.parameters) if read.get(p))
+
+
+def _pop_and_apply(step: Graph, backward: Graph) -> None:
+    s, *d = step.parameters
+    popped = step.apply(P["stack_pop"], s)
+    adjoint = step.apply(P["getitem"], popped, 0, name="adjoint")
+    rest = step.apply(P["getitem"], popped, 1, name="stack")
+    applied = step.apply(adjoint, step.apply(P["make_tuple"], *d))
+    step.output = _next_backward(step, backward, rest, applied)
+
+
+def _apply_chain(g: Graph, chain: list, residuals: list, d: Node) -> Node:
+    """In g, the lifted adjoints of `chain` (pairs: graph, number of residuals it takes)
+    applied to d from the last to the first, each with its residuals."""
+    offsets = [0]
+    for _, n in chain:
+        offsets.append(offsets[-1] + n)
+    for (adjoint, n), start in reversed(list(zip(chain, offsets))):
+        d = g.apply(Constant(adjoint), d, *residuals[start:start + n])
+    return d
+
+
+def _lift(bg: Graph, forward: Graph) -> list[Node]:
+    """Make bg read the nodes of the forward loop it uses (the residuals) as parameters
+    instead; returns them.  bg is nested outside the forward loop (built so), and nothing
+    nested in bg reads them: what the backpropagator builds calls its closures, rules and
+    primitives, and nests no graph."""
+    residuals: dict[Node, None] = {}
+    order = [n for n in toposort(bg) if isinstance(n, Apply) and n.graph is bg]
+    for node in order:
+        for x in node.inputs:
+            if x.graph is not None and x.graph is not bg and is_nested_in(x.graph, forward):
+                residuals.setdefault(x)
+    mapping = {x: bg.add_parameter(x.debug.name) for x in residuals}
+    for node in order:
+        node.set_inputs([mapping.get(x, x) for x in node.inputs])
+    bump_version()
+    return list(residuals)
+
+
+def _one_path(g: Graph, region: list[Graph]) -> bool:
+    """Whether one iteration of loop g takes one path through its region to the next: one
+    graph of the region calls g, and each other graph has one caller.  Then every record
+    pushed has the same residuals, and the backward loop applies the same adjoints."""
+    uses = graph_uses(g)
+    callers = [h for h in region if isinstance(h.output, Apply) and h.output.fn is not None
+               and is_graph_constant(h.output.fn) and h.output.fn.value is g]
+    return len(callers) == 1 and all(len(uses.get(h, ())) == 1 for h in region[1:])
+
+
+def _compose(gj: Graph, cont: Node, adjoint: Constant, h: Graph) -> Graph:
+    """`lambda d: cont(adjoint(d))`, nested in gj."""
+    c = Graph(f"adjoint_{h.name}", gj, h.location)
+    d = c.add_parameter("d")
+    c.output = c.apply(cont, c.apply(adjoint, d))
+    return c
+
+
+def _tail_targets(out: Node) -> list[Graph] | None:
+    """The graphs a graph's output calls in tail position (the two branches of a switch),
+    or None if it calls something else."""
+    if not isinstance(out, Apply):
+        return None
+    if is_graph_constant(out.fn):
+        return [out.fn.value]
+    sc = switch_call(out)
+    return [sc.then, sc.else_] if sc is not None else None
+
+
+def _continues(out: Node, loop: Graph, loop_of: dict) -> bool:
+    targets = _tail_targets(out)
+    return bool(targets) and all(loop_of.get(t) is loop for t in targets)
+
+
+def loop_region(g: Graph) -> list[Graph] | None:
+    """The graphs of one iteration of a loop g, g first, if g is one: a graph that calls
+    itself only in tail position, through graphs it tail-calls (an `if`'s branches, the code
+    after it) that nothing else uses.  None otherwise (recursion that is not a loop)."""
+    region, i = [g], 0
+    calls_itself = False
+    while i < len(region):
+        targets = _tail_targets(region[i].output) or []
+        inside = [t for t in targets if t is g or is_nested_in(t, g)]
+        if inside and len(inside) != len(targets):
+            return None   # a switch between a graph of the iteration and another
+        for t in inside:
+            if t is g:
+                calls_itself = True
+                if len(targets) > 1:
+                    return None   # a branch that is the loop itself: not the parsed shape
+            elif t not in region:
+                region.append(t)
+        i += 1
+    if not calls_itself or any(primitive_name(n) == "stack_push" for h in region
+                               for n in toposort(h)):
+        return None   # not a loop; or the forward loop of a gradient (see the top)
+    members = set(region)
+    tails = {h.output for h in region}
+    switches = {h.output.fn for h in region if switch_call(h.output) is not None}
+    uses = graph_uses(g)
+    for h in region:
+        for user, index in uses.get(h, ()):
+            if not ((index == 0 and user in tails) or (index in (2, 3) and user in switches)):
+                return None   # used otherwise: as a value, or called not in tail position
+    return region
 
 
 def grad_graph(g: Graph, wrt: tuple, with_value: bool, location=None) -> Graph:

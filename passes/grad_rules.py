@@ -35,6 +35,9 @@ gadd = _P["gadd"]
 switch = _P["switch"]
 concat_grad = _P["concat_grad"]
 unstack = _P["unstack"]
+stack_push = _P["stack_push"]
+stack_pop = _P["stack_pop"]
+stack_empty = _P["stack_empty"]
 grad_cast = _P["grad_cast"]
 ieee_truediv = _P["ieee_truediv"]
 ieee_pow = _P["ieee_pow"]
@@ -369,6 +372,18 @@ def bprop_depend(x, effect, out, dout):
 
 def bprop_switch(cond, a, b, out, dout):
     return (zeros(cond), switch(cond, dout, zeros(a)), switch(cond, zeros(b), dout))
+
+
+def bprop_stack_push(s, x, out, dout):
+    # a stack's sensitivity is a stack of its items' sensitivities; EMPTY_STACK is its zero
+    if stack_empty(dout):
+        return (dout, zeros(x))
+    top_rest = stack_pop(dout)
+    return (top_rest[1], top_rest[0])
+
+
+def bprop_stack_pop(s, out, dout):
+    return (stack_push(dout[1], dout[0]),)
 
 
 def bprop_env_getitem(env, key, default, out, dout):

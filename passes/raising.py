@@ -232,6 +232,8 @@ CANNOT_RAISE = _table([
      "getitem_grad select_grad concat_grad unstack", "gradient code, on values of shapes the "
      "forward computed"),
     ("depend", "passes its operands on: what raises is one of them"),
+    ("stack_push stack_pop stack_empty", "a loop gradient's residual stack: the backward "
+     "loop pops exactly what the forward loop pushed"),
 ])
 
 

@@ -28,7 +28,7 @@ import numpy as np
 from myir.ir.ieee import ieee_pow, ieee_truediv
 from myir.ir.primitives import UNBOUND
 from passes.abstract import (ANY, BOTTOM, AArray, AEnv, AFunction, ANone, AObject, AScalar,
-                             ASlice, ATuple, AUnion, _value_key, abstract_of, join)
+                             ASlice, AStack, ATuple, AUnion, _value_key, abstract_of, join)
 
 
 class RuleError(Exception):
@@ -1027,6 +1027,8 @@ def grad_zeros_rule(x):
         return ATuple(tuple(map(grad_zeros_rule, x.items)))
     if isinstance(x, (AEnv, AFunction)) or (isinstance(x, AObject) and _callable(x)):
         return AEnv()
+    if isinstance(x, AStack):
+        return AStack(BOTTOM)   # EMPTY_STACK, a stack's zero sensitivity
     return ANone()
 
 
@@ -1037,6 +1039,10 @@ def _callable(x: AObject) -> bool:
 
 
 def gadd_rule(x, y):
+    if isinstance(x, AStack) and isinstance(y, AStack):
+        if x.item is BOTTOM or y.item is BOTTOM:
+            return AStack(join(x.item, y.item))
+        return AStack(join(join(x.item, y.item), gadd_rule(x.item, y.item)))
     if isinstance(x, ATuple) and isinstance(y, ATuple):
         return ATuple(tuple(gadd_rule(a, b) for a, b in zip(x.items, y.items)))
     if isinstance(x, AEnv) and isinstance(y, AEnv):
@@ -1055,6 +1061,24 @@ def gadd_rule(x, y):
     if x is ANY or y is ANY or isinstance(x, (ATuple, AEnv)):
         return ANY
     return TYPE_RULES["add"](x, y)
+
+
+def stack_push_rule(s, x):
+    if isinstance(s, AStack):
+        return AStack(join(s.item, x))
+    return ANY
+
+
+def stack_pop_rule(s):
+    if isinstance(s, AStack):
+        return BOTTOM if s.item is BOTTOM else ATuple((s.item, s))
+    return ANY
+
+
+def stack_empty_rule(s):
+    if isinstance(s, AStack) and s.item is BOTTOM:
+        return AScalar(bool, True)
+    return AScalar(bool)
 
 
 def env_getitem_rule(env, key, default):
@@ -1337,6 +1361,9 @@ TYPE_RULES = {
     "gadd": gadd_rule,
     "env_getitem": env_getitem_rule,
     "env_setitem": env_setitem_rule,
+    "stack_push": stack_push_rule,
+    "stack_pop": stack_pop_rule,
+    "stack_empty": stack_empty_rule,
     "sum_to_like": sum_to_like_rule,
     "broadcast_to_like": broadcast_to_like_rule,
     "reduce_grad": reduce_grad_rule,

@@ -18,7 +18,7 @@ import numpy as np
 from myir.errors import Location, MyirTypeError
 from myir.ir.ieee import ieee_pow, ieee_truediv
 from myir.ir.primitives import UNBOUND
-from myir.ir.values import NEWENV, Env
+from myir.ir.values import EMPTY_STACK, NEWENV, Env, Stack
 
 SYNTAX = {
     "add": "{} + {}", "sub": "{} - {}", "mul": "{} * {}", "truediv": "{} / {}",
@@ -126,10 +126,14 @@ def grad_zeros(x):
         return tuple(grad_zeros(v) for v in x)
     if isinstance(x, Env) or callable(x):
         return NEWENV
+    if isinstance(x, Stack) or x is EMPTY_STACK:
+        return EMPTY_STACK      # a stack's zero sensitivity (passes/ad.py)
     return None
 
 
 def gadd(x, y):
+    if isinstance(x, Stack) or x is EMPTY_STACK:
+        return _gadd_stacks(x, y)
     if isinstance(x, tuple):
         return tuple(gadd(a, b) for a, b in zip(x, y))
     if isinstance(x, Env):
@@ -142,6 +146,23 @@ def gadd(x, y):
     if y is None:
         return x
     return x + y
+
+
+def _gadd_stacks(x, y):
+    """The sum of two stacks of sensitivities, item by item; an exhausted one stands for
+    zeros (EMPTY_STACK is a stack's zero).  Iterative: a stack is as deep as its loop."""
+    tops = []
+    while x is not EMPTY_STACK and y is not EMPTY_STACK:
+        tops.append(gadd(x.top, y.top))
+        x, y = x.rest, y.rest
+    s = y if x is EMPTY_STACK else x
+    for top in reversed(tops):
+        s = Stack(s, top)
+    return s
+
+
+def _stack_pop(s):
+    return s.top, s.rest
 
 
 def _env_getitem(env, key, default):
@@ -333,6 +354,9 @@ IMPLS = {
     "format": _format,
     "concat_str": lambda *parts: "".join(parts),
     "switch": _switch,
+    "stack_push": Stack,
+    "stack_pop": _stack_pop,
+    "stack_empty": lambda s: s is EMPTY_STACK,
 }
 
 

@@ -471,6 +471,8 @@ KEPT_IN_NUMPY: dict[str, str] = {
     "concatenate": "takes a tuple of arrays (regions pass single tensors); a copy in numpy",
     "stack": "takes a tuple of arrays (regions pass single tensors); a copy in numpy",
     "concat_grad": "returns a tuple of arrays",
+    **{p: "a loop gradient's residual stack lives in host code, between the loop's "
+          "iterations" for p in ("stack_push", "stack_pop", "stack_empty")},
     "grad_cast": "a gradient's conversion to its parameter's type, once per gradient where "
                  "a dtype met a wider one: a numpy astype at the output",
     "unstack": "returns a tuple of arrays",

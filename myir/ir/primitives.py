@@ -176,6 +176,11 @@ primitive("grad_cast", "d, x")              # d, x's gradient, in x's type, dtyp
 primitive("select_grad", "out, x, dout, count")       # min()/max(): dout/count where x == out
 primitive("concat_grad", "arrays, axis, dout")        # dout split like the concatenated arrays
 primitive("unstack", "x, axis")                       # the tuple of x's slices along axis
+# The residual stack of a loop's gradient (passes.ad): persistent, so pushing is O(1) and a
+# stack a closure holds never changes.  `EMPTY_STACK` (myir.ir.values) is the empty one.
+primitive("stack_push", "s, x")              # the stack s with x on top
+primitive("stack_pop", "s")                  # (top, rest) of a non-empty stack
+primitive("stack_empty", "s")                # whether s is empty
 
 # Control flow and effects.
 primitive("switch", "cond, if_true, if_false")

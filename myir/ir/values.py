@@ -1,5 +1,6 @@
 """Values that graph constants hold besides Python and numpy ones: the environments that
-carry a closure's gradient, and the keys that name free variables in them."""
+carry a closure's gradient, the keys that name free variables in them, and the residual
+stacks of loop gradients."""
 
 from __future__ import annotations
 
@@ -31,6 +32,42 @@ class GradKey:
 
     def __repr__(self) -> str:
         return f"key:{self.node.debug.name or 'fv'}"
+
+
+class Stack:
+    """A non-empty residual stack (see passes/ad.py): a cons cell, `top` on `rest`.  Cells
+    are never changed, so pushing shares the rest and costs O(1).  Every helper that walks
+    a stack iterates: a loop's stack is as deep as the loop ran.  `Stack(rest, top)` takes
+    its operands in the order of `stack_push(s, x)`, which is the class itself."""
+
+    __slots__ = ("rest", "top")
+
+    def __init__(self, rest, top):
+        self.rest = rest
+        self.top = top
+
+    def __repr__(self) -> str:
+        items, s = [], self
+        while s is not EMPTY_STACK and len(items) < 4:
+            items.append(repr(s.top))
+            s = s.rest
+        return f"Stack({', '.join(items)}{', ...' if s is not EMPTY_STACK else ''})"
+
+
+class _EmptyStack:
+    """The empty residual stack, and the zero sensitivity of any stack; one instance,
+    pickled as itself."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "EMPTY_STACK"
+
+    def __reduce__(self) -> str:
+        return "EMPTY_STACK"
+
+
+EMPTY_STACK = _EmptyStack()
 
 
 class GradMacro:

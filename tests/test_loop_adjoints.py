@@ -1,0 +1,300 @@
+"""Gradients of loops, which the J transform turns into a forward loop pushing each
+iteration's adjoint onto a residual stack and a backward loop popping it (passes/ad.py).
+
+Every loop shape the frontend parses (`while`, `for` over ranges, arrays, `zip` and
+`enumerate`, `break`, `continue`, early `return`, nested loops, loops in branches and in
+closures) against central finite differences of the uncompiled function in float64, or a
+hand-derived formula; deep loops (no Python recursion: the default recursion limit is
+enough), higher derivatives, a saved program run by a second process, and the stack's
+runtime helpers.  Each backend of `MYIR_TEST_BACKENDS` compiles every case.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import myir
+from backends.python.impls import gadd, grad_zeros
+from myir.ir.values import EMPTY_STACK, Stack
+from tests.programs_check import DEFAULT_BACKENDS
+from tests.test_grad_primitives import assert_grads_close, numerical_grad
+
+BACKENDS = [b.strip() for b in os.environ.get("MYIR_TEST_BACKENDS", DEFAULT_BACKENDS).split(",")
+            if b.strip() and b.strip() != "saved"]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    return None if request.param == "default" else request.param
+
+
+def check(f, args, wrt, backend):
+    """myir.grad(f, *wrt) against central differences, for each position in `wrt`."""
+    got = myir.grad(f, *wrt, backend=backend)(*args)
+    want = tuple(numerical_grad(f, args, i) for i in wrt)
+    assert_grads_close(got, want[0] if len(wrt) == 1 else want)
+    return got
+
+
+# ------------------------------------------------------------------------------ subjects
+
+
+def pow_loop(x, n):
+    r = 1.0
+    i = 0
+    while i < n:
+        r = r * x
+        i = i + 1
+    return r
+
+
+def sin_for_range(x, n):
+    r = x
+    for i in range(n):
+        r = math.sin(r) + 0.1 * i * x
+    return r
+
+
+def over_array(x, xs):
+    r = x
+    for a in xs:
+        r = r * a + x
+    return r
+
+
+def over_zip_enumerate(x, xs, ys):
+    r = 0.0
+    for i, (a, b) in enumerate(zip(xs, ys)):
+        r = r + a * b * x * i + r * x * 0.5
+    return r
+
+
+def with_break(x, xs):
+    r = x
+    for a in xs:
+        if a > 2.0:
+            break
+        r = r * a + math.sin(x)
+    return r
+
+
+def with_continue(x):
+    r = 0.0
+    k = 0
+    while k < 10:
+        k = k + 1
+        if k % 3 == 0:
+            continue
+        r = r + x ** k / k
+    return r
+
+
+def early_return(x, xs):
+    r = x
+    for a in xs:
+        if r > 10.0:
+            return r * 2.0
+        r = r * a + x
+    return r
+
+
+def if_else_in_body(x, n):
+    r = x
+    i = 0
+    while i < n:
+        if r > 1.0:
+            r = r * 0.5 + x
+        else:
+            r = r * r + 0.25
+        r = r + 0.1 * x
+        i = i + 1
+    return r
+
+
+def nested(x, n):
+    r = x
+    i = 0
+    while i < n:
+        j = 0
+        while j < i + 1:
+            r = r * x * 0.5 + math.sin(r)
+            j = j + 1
+        i = i + 1
+    return r
+
+
+def loop_in_branch(x, n):
+    if x > 0.0:
+        r = x
+        for i in range(n):
+            r = r * x
+        return r
+    return -x
+
+
+def loop_in_closure(x, n):
+    def power(y):
+        r = y
+        i = 0
+        while i < n:
+            r = r * x + y
+            i = i + 1
+        return r
+    return power(x) + power(2.0 * x)
+
+
+def newton_sqrt(a):
+    x = a
+    while abs(x * x - a) > 1e-12 * a:
+        x = 0.5 * (x + a / x)
+    return x
+
+
+def euler(x):
+    y = x
+    t = 0.0
+    h = 1e-5
+    while t < 1.0:
+        y = y + h * y
+        t = t + h
+    return y
+
+
+# ------------------------------------------------------------------------------ first order
+
+XS = np.array([1.5, 0.5, 1.2, 2.5, 0.7])
+YS = np.array([0.3, -1.0, 2.0, 0.5, 1.1])
+
+
+@pytest.mark.parametrize("n", [0, 1, 7])
+def test_while(backend, n):
+    assert myir.grad(pow_loop, "x", backend=backend)(1.3, n) == \
+        pytest.approx(n * 1.3 ** (n - 1) if n else 0.0, rel=1e-12)
+
+
+@pytest.mark.parametrize("f, args, wrt", [
+    (sin_for_range, (0.7, 6), (0,)),
+    (over_array, (0.8, XS), (0, 1)),
+    (over_zip_enumerate, (0.9, XS, YS), (0, 1, 2)),
+    (with_break, (0.6, XS), (0, 1)),
+    (with_continue, (1.1,), (0,)),
+    (early_return, (0.9, XS), (0,)),
+    (early_return, (3.0, XS), (0, 1)),
+    (if_else_in_body, (0.7, 9), (0,)),
+    (nested, (0.8, 4), (0,)),
+    (loop_in_branch, (1.2, 5), (0,)),
+    (loop_in_branch, (-1.2, 5), (0,)),
+    (loop_in_closure, (0.9, 4), (0,)),
+    (newton_sqrt, (2.0,), (0,)),
+    (newton_sqrt, (30.0,), (0,)),
+], ids=lambda v: getattr(v, "__name__", None))
+def test_loop_shapes_against_finite_differences(backend, f, args, wrt):
+    check(f, args, wrt, backend)
+
+
+def test_with_continue_by_hand(backend):
+    want = sum(1.1 ** (k - 1) for k in range(1, 11) if k % 3)
+    assert myir.grad(with_continue, backend=backend)(1.1) == pytest.approx(want, rel=1e-12)
+
+
+def test_100000_iterations(backend):
+    """No Python recursion in either loop: CPython's default limit is far below the trip
+    count, and the process runs at whatever limit it had."""
+    got = myir.grad(pow_loop, "x", backend=backend)(1.000001, 100_000)
+    assert got == pytest.approx(100_000 * 1.000001 ** 99_999, rel=1e-9)
+    trips = 0
+    t = 0.0
+    while t < 1.0:  # the trip count, as CPython computes it
+        t += 1e-5
+        trips += 1
+    assert myir.grad(euler, backend=backend)(0.5) == pytest.approx((1 + 1e-5) ** trips,
+                                                                     rel=1e-9)
+
+
+# ------------------------------------------------------------------------------ higher order
+
+
+def test_second_and_third_order(backend):
+    dd = myir.grad(myir.grad(pow_loop, "x"), "x")
+    ddd = myir.grad(myir.grad(myir.grad(pow_loop, "x"), "x"), "x")
+    for x, n in ((1.3, 5), (0.7, 4)):
+        assert myir.compile(dd, backend=backend)(x, n) == \
+            pytest.approx(n * (n - 1) * x ** (n - 2), rel=1e-10)
+        assert myir.compile(ddd, backend=backend)(x, n) == \
+            pytest.approx(n * (n - 1) * (n - 2) * x ** (n - 3), rel=1e-10)
+
+
+def test_second_order_through_a_data_dependent_loop(backend):
+    dd = myir.compile(myir.grad(myir.grad(newton_sqrt)), backend=backend)
+    assert dd(2.0) == pytest.approx(-0.25 * 2.0 ** -1.5, rel=1e-8)
+
+
+# ------------------------------------------------------------------------------ the program
+
+
+def test_generated_source_has_a_forward_and_a_backward_loop():
+    """Two loops, and no closure made per iteration: the forward loop pushes a tuple of
+    residuals; the only nested def is the exit's adjoint, made once."""
+    source = myir.grad(pow_loop, "x", backend="python").lower(1.1, 5).source
+    assert source.count("while True:") == 2
+    assert re.search(r"_stack_push\(\w+, \(", source), source
+    assert source.count("def ") == 2, source
+
+
+SECOND_PROCESS = """
+import sys
+sys.path.insert(0, {root!r})
+import myir
+{source}
+f = myir.grad(pow_loop, "x", backend="python")
+print(f(1.000001, 100_000), f._by_signature[next(iter(f._by_signature))].from_disk,
+      sys.getrecursionlimit())
+"""
+
+
+def test_a_saved_program_runs_a_deep_loop_in_a_second_process(tmp_path):
+    import inspect
+
+    script = tmp_path / "deep.py"
+    script.write_text(SECOND_PROCESS.format(root=os.getcwd(),
+                                            source=textwrap.dedent(inspect.getsource(pow_loop))))
+    env = {**os.environ, "MYIR_CACHE_DIR": str(tmp_path / "cache"), "MYIR_PROGRAM_CACHE": "on"}
+    runs = [subprocess.run([sys.executable, str(script)], env=env, check=True,
+                           capture_output=True, text=True).stdout.split() for _ in range(2)]
+    assert [r[1] for r in runs] == ["False", "True"]
+    assert runs[1][2] == str(1000)      # the loaded program runs at CPython's default limit
+    assert float(runs[0][0]) == float(runs[1][0]) == \
+        pytest.approx(100_000 * 1.000001 ** 99_999, rel=1e-9)
+
+
+# ------------------------------------------------------------------------------ the stack
+
+
+def deep_stack(n, item):
+    s = EMPTY_STACK
+    for _ in range(n):
+        s = Stack(s, item)
+    return s
+
+
+def test_stack_helpers_iterate():
+    """Adding two sensitivity stacks as deep as a long loop, and their zeros, use no
+    recursion; an exhausted stack stands for zeros."""
+    a, b = deep_stack(200_000, 1.0), deep_stack(100_000, 2.0)
+    total = gadd(a, b)
+    depth, s, seen = 0, total, []
+    while s is not EMPTY_STACK:
+        seen.append(s.top)
+        s, depth = s.rest, depth + 1
+    assert depth == 200_000 and seen[:100_000] == [3.0] * 100_000 and seen[-1] == 1.0
+    assert gadd(EMPTY_STACK, b) is b and gadd(b, EMPTY_STACK) is b
+    assert grad_zeros(a) is EMPTY_STACK
+    assert repr(a) == "Stack(1.0, 1.0, 1.0, 1.0, ...)" and repr(EMPTY_STACK) == "EMPTY_STACK"
