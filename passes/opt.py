@@ -1139,25 +1139,31 @@ def _graphs_used(g: Graph, subst: dict, seen: set) -> list[Graph]:
 
 
 def _sweep_graph(g: Graph, dispatch: Dispatch, ctx: Context, subst: dict) -> bool:
-    """Simplify g's nodes (a sweep's work on one graph); record replacements in subst."""
+    """Simplify g's nodes (a sweep's work on one graph); record replacements in subst.
+    The nodes are g's at the start, in `toposort`'s order, each after its inputs and
+    with the nodes rewrites make as they are made; then those that closures made in this
+    sweep read (`_captured`), and what simplifying them makes."""
     changed = False
     seen: dict = {}
     done: set[Node] = set()
-    for start in toposort(g):
-        stack = [start]
+    captured: list[Node] = []
+    for start in [*toposort(g), None]:
+        stack = [start] if start is not None else captured
         while stack:
             node = stack[-1]
             if not (isinstance(node, Apply) and node.graph is g) or node in done:
                 stack.pop()
                 continue
             _resolve_inputs(node, subst)
-            fresh = [i for i in _operands(node, g) if i not in done]
+            fresh = [i for i in node.inputs
+                     if isinstance(i, Apply) and i.graph is g and i not in done]
             if fresh:
                 stack.extend(fresh)
                 continue
             stack.pop()
             done.add(node)
             ctx.visited(node)
+            captured.extend(_captured(node, g, ctx.present))
             new = _simplify(node, dispatch, ctx, seen)
             if new is not None:
                 subst[node] = new
@@ -1167,21 +1173,15 @@ def _sweep_graph(g: Graph, dispatch: Dispatch, ctx: Context, subst: dict) -> boo
     return changed
 
 
-def _operands(node: Apply, g: Graph) -> list[Apply]:
-    """The nodes of g that `node` needs first, as in `toposort`: its inputs, and the free
-    variables in g of the closures it uses.  (A closure that inlining copied reads the
-    copies of the inlined graph's nodes: simplified with them, a backpropagator reads the
-    next one of a chain of calls as a graph constant, and inlining goes on down the chain
-    in this sweep.)"""
-    out = []
-    for i in node.inputs:
-        if isinstance(i, Apply):
-            if i.graph is g:
-                out.append(i)
-        elif is_graph_constant(i) and i.value.parent is not None:
-            out.extend(v for v in free_variables(i.value)
-                       if isinstance(v, Apply) and v.graph is g)
-    return out
+def _captured(node: Apply, g: Graph, present: set) -> list[Node]:
+    """The nodes of g that the closures `node` uses read, where this sweep made them (those
+    `present` at its start are in `toposort(g)`).  A closure that inlining copied reads the
+    copies of the inlined graph's nodes: simplified in the same sweep, a backpropagator
+    reads the next one of a chain of calls as a graph constant, and inlining goes on down
+    the chain in this sweep, not one link per sweep."""
+    return [v for i in node.inputs if is_graph_constant(i) and i.value.parent is not None
+            for v in free_variables(i.value)
+            if isinstance(v, Apply) and v.graph is g and v not in present]
 
 
 def _resolve_inputs(node: Apply, subst: dict) -> None:
