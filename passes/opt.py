@@ -22,9 +22,9 @@ to the operations that can.
 from __future__ import annotations
 
 import bisect
-from collections import deque
 import math
 import operator
+from collections import deque
 
 import numpy as np
 
