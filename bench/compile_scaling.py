@@ -1,6 +1,6 @@
 """`python -m bench.compile_scaling [--quick] [--families F[,F]] [--backend B[,B]]
-[--sizes N[,N]] [--mode forward|grad|both] [--no-jax] [--limit S] [--out DIR]` — how compile
-time grows with the program.
+[--sizes N[,N]] [--mode forward|grad|both] [--no-jax] [--limit S] [--clock wall|cpu] [--out DIR]`
+— how compile time grows with the program.
 
 For each family of generated programs (`bench/scaling_programs.py`), size N (25 to 1,600,
 doubling), system and mode, one fresh process times the first call: building the callable
@@ -12,7 +12,9 @@ seconds is killed and its cell reported as "> limit" (the larger sizes of that r
 tried).
 
 k is the slope of log(time) over log(N), fitted over N = 200 to 1,600 (over every size
-measured with `--quick`).  Results: `compile_scaling.md`, `.json` and `.png` (log-log plot,
+measured with `--quick`).  Time is wall-clock time; `--clock cpu` tables and fits the
+process's CPU time instead, which other work on a shared machine disturbs less (JAX's
+compiles use several threads: their CPU time is larger than their wall time).  Results: `compile_scaling.md`, `.json` and `.png` (log-log plot,
 skipped when matplotlib is missing) in `--out` (default bench/results/).
 
 `python -m bench.compile_scaling --cell FAMILY N SYSTEM MODE DIR` is one measurement, as
@@ -72,10 +74,11 @@ def cell(family: str, n: int, system: str, mode: str, directory: Path) -> dict:
             build, args = _jax(path, args, wrt, mode)
         else:
             build = _myir(path, system.removeprefix("myir-"), wrt, mode)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         fn = build()
         fn(*args)
         result["ms"] = (time.perf_counter() - start) * 1e3
+        result["cpu_ms"] = (time.process_time() - cpu) * 1e3
         lowered = getattr(fn, "lower", None)
         if lowered is not None:     # the pipeline's stages, for the compile just done
             result["stages_ms"] = lowered(*args).timings
@@ -148,19 +151,20 @@ def slope(points: list[tuple[int, float]], lowest: int) -> float | None:
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
 
 
-def summarise(rows: list[dict], sizes: tuple, lowest: int) -> list[dict]:
-    """One line per (family, system, mode): time per N, k, the largest N measured."""
+def summarise(rows: list[dict], sizes: tuple, lowest: int, clock: str = "ms") -> list[dict]:
+    """One line per (family, system, mode): time per N, k, the largest N measured; time is
+    each cell's `clock` ("ms": wall, "cpu_ms": CPU)."""
     lines = {}
     for r in rows:
         lines.setdefault((r["family"], r["system"], r["mode"]), []).append(r)
     result = []
     for (family, system, mode), cells in lines.items():
-        points = [(c["n"], c["ms"]) for c in cells if c["status"] == "ok"]
+        points = [(c["n"], c[clock]) for c in cells if c["status"] == "ok"]
         stopped = [c for c in cells if c["status"] != "ok"]
         fitted = slope(points, lowest)
         # k is open to doubt when a size in its range did not finish
         trusted = not any(c["n"] >= lowest for c in stopped)
-        result.append({"family": family, "system": system, "mode": mode,
+        result.append({"family": family, "system": system, "mode": mode, "clock": clock,
                        "cells": {c["n"]: c for c in cells}, "k": fitted, "k_complete": trusted,
                        "largest": max(points) if points else None})
     return result
@@ -168,7 +172,9 @@ def summarise(rows: list[dict], sizes: tuple, lowest: int) -> list[dict]:
 
 def markdown(summary: list[dict], sizes: tuple, lowest: int) -> str:
     head = " | ".join(f"N={n}" for n in sizes)
-    out = ["# Compile time against program size (first call, ms; disk caches off)", "",
+    clock = "CPU time" if summary and summary[0]["clock"] == "cpu_ms" else "wall time"
+    out = [f"# Compile time against program size (first call, ms of {clock}; disk caches off)",
+           "",
            f"k = slope of log(time) over log(N) for N >= {lowest}.", "",
            f"| family | system | mode | {head} | k |",
            "|---|---|---|" + "---:|" * (len(sizes) + 1)]
@@ -176,7 +182,7 @@ def markdown(summary: list[dict], sizes: tuple, lowest: int) -> str:
         cells = []
         for n in sizes:
             c = s["cells"].get(n)
-            cells.append("" if c is None else f"{c['ms']:,.0f}" if c["status"] == "ok"
+            cells.append("" if c is None else f"{c[s['clock']]:,.0f}" if c["status"] == "ok"
                          else c["reason"] if c["status"] == "timeout" else c["status"])
         k = "" if s["k"] is None else f"{s['k']:.2f}" + ("" if s["k_complete"] else " (partial)")
         out.append(f"| {s['family']} | {s['system']} | {s['mode']} | {' | '.join(cells)} | {k} |")
@@ -196,12 +202,14 @@ def plot(summary: list[dict], families: tuple, path: Path) -> str:
         import matplotlib.pyplot as plt
     except ImportError:
         return "plot skipped: matplotlib is not installed (pip install -e '.[bench]')"
+    cpu = bool(summary) and summary[0]["clock"] == "cpu_ms"
     fig, axes = plt.subplots(1, len(families), figsize=(4.2 * len(families), 4), squeeze=False)
     for ax, family in zip(axes[0], families):
         for s in summary:
             if s["family"] != family:
                 continue
-            points = sorted((n, c["ms"]) for n, c in s["cells"].items() if c["status"] == "ok")
+            points = sorted((n, c[s["clock"]]) for n, c in s["cells"].items()
+                            if c["status"] == "ok")
             if not points:
                 continue
             k = "" if s["k"] is None else f" (k {s['k']:.2f})"
@@ -211,7 +219,7 @@ def plot(summary: list[dict], families: tuple, path: Path) -> str:
         ax.set_yscale("log")
         ax.set_title(f"family {family}")
         ax.set_xlabel("N")
-        ax.set_ylabel("first call, ms")
+        ax.set_ylabel("first call, ms" + (" of CPU" if cpu else ""))
         ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -230,6 +238,8 @@ def main(argv=None) -> int:
     p.add_argument("--no-jax", action="store_true", help="do not time JAX")
     p.add_argument("--limit", type=float, default=120.0, help="seconds per compile (default 120)")
     p.add_argument("--threads", type=int, help="threads for every library (default 2)")
+    p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                   help="the time tabled and fitted: wall-clock (default) or the process's CPU")
     p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     p.add_argument("--cell", nargs=5, metavar=("FAMILY", "N", "SYSTEM", "MODE", "DIR"),
                    help=argparse.SUPPRESS)
@@ -252,7 +262,7 @@ def main(argv=None) -> int:
             for system in systems:
                 for mode in modes:
                     rows += _row(family, system, mode, sizes, Path(tmp), args.limit)
-    summary = summarise(rows, sizes, lowest)
+    summary = summarise(rows, sizes, lowest, "cpu_ms" if args.clock == "cpu" else "ms")
     text = markdown(summary, sizes, lowest)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "compile_scaling.md").write_text(text)

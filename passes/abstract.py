@@ -58,6 +58,27 @@ def _value_key(value):
 class AbstractValue:
     __slots__ = ()
 
+    def __getstate__(self):
+        """The fields, without the hash that `_hashed_once` keeps: a string's hash differs
+        from process to process."""
+        state = dict(self.__dict__)
+        state.pop("_hash", None)
+        return state
+
+
+def _hashed_once(key):
+    """A `__hash__` that hashes `key(self)` once per object.  A value's hash is that of all
+    its parts, and a tuple of N values hashed at each of N uses (a loop's gradient reads each
+    item of its state with `getitem`, whose rule results are cached by argument values)
+    cost time in N squared."""
+    def __hash__(self) -> int:
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash(key(self))
+            object.__setattr__(self, "_hash", h)
+        return h
+    return __hash__
+
 
 @dataclass(frozen=True, eq=False)
 class AScalar(AbstractValue):
@@ -114,6 +135,8 @@ class AArray(AbstractValue):
 class ATuple(AbstractValue):
     items: tuple
 
+    __hash__ = _hashed_once(lambda self: self.items)
+
     def __repr__(self) -> str:
         inner = ", ".join(map(repr, self.items))
         return f"({inner}{',' if len(self.items) == 1 else ''})"
@@ -166,6 +189,8 @@ class AEnv(AbstractValue):
 
     items: tuple = ()
     complete: bool = True
+
+    __hash__ = _hashed_once(lambda self: (self.items, self.complete))
 
     def get(self, key, default=None):
         for k, v in self.items:
@@ -233,8 +258,7 @@ class AUnion(AbstractValue):
     def __eq__(self, other) -> bool:
         return type(other) is AUnion and frozenset(self.options) == frozenset(other.options)
 
-    def __hash__(self) -> int:
-        return hash(frozenset(self.options))
+    __hash__ = _hashed_once(lambda self: frozenset(self.options))
 
     def __repr__(self) -> str:
         return " | ".join(map(repr, self.options))

@@ -232,6 +232,8 @@ class Interpreter:
         self.constants: dict[Constant, object] = {}  # of constants other than graphs
         self.closures: dict[tuple, object] = {}
         self.rule_results: dict[tuple, object] = {}
+        self.interned: dict = {}
+        self.interned_by_id: dict[int, tuple] = {}
         self.applies: dict[Graph, list[Apply]] = {}
         self.free: dict[Graph, list[Node]] = {}
         self.evaluations = 0
@@ -464,7 +466,7 @@ class Interpreter:
         """The result of `primitive`'s rule for `args`, or its RuleError raised.  Rules are
         pure: each is applied once per argument values, once per process where the values
         are plain data (`SHARED_RULE_RESULTS`), else once per inference."""
-        key = (primitive, args, strict)
+        key = (primitive, tuple(map(self.intern, args)), strict)
         result = SHARED_RULE_RESULTS.get(key)
         if result is None:
             result = self.rule_results.get(key)
@@ -487,6 +489,17 @@ class Interpreter:
         if isinstance(result, RuleError):
             raise result
         return result
+
+    def intern(self, value):
+        """The first value seen equal to `value`, found once per object: the keys of
+        `rule_results` then compare by identity.  Equal values are often distinct objects
+        (each evaluation of a loop builds its state anew), and comparing them compares
+        all of them: a loop's gradient reads each of the N items of a state of N values
+        with `getitem`, which cost time in N squared."""
+        hit = self.interned_by_id.get(id(value))
+        if hit is None:  # the entry keeps `value` alive: its id stays its own
+            hit = self.interned_by_id[id(value)] = (value, self.interned.setdefault(value, value))
+        return hit[1]
 
     # -- after the fixpoint
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import bisect
 import math
 import operator
+from collections import deque
 
 import numpy as np
 
@@ -1096,35 +1097,67 @@ def _cse_key(node: Apply, name: str | None):
 
 
 def sweep(root: Graph, rewrites=None, ctx: Context | None = None) -> bool:
-    """One pass of every rewrite and of common subexpression elimination over every node,
-    then over the graphs that inlining copied (branches nested in an inlined graph).  Nodes
-    that rewrites make (the copies of an inlined graph, say) are simplified as soon as they
-    are made, inputs first, rather than in the next sweep.  Returns whether anything
+    """One pass of every rewrite and of common subexpression elimination over every node
+    of the graphs reachable from root, each graph simplified before the graphs it uses are
+    found (`_graphs_used`): what its inlining made unreachable is not simplified, and the
+    graphs that inlining copied (branches nested in an inlined graph) are.  Nodes that
+    rewrites make (the copies of an inlined graph, say) are simplified as soon as they are
+    made, inputs first, rather than in the next sweep.  Returns whether anything
     changed."""
     dispatch = Dispatch(REWRITES if rewrites is None else rewrites)
     ctx = ctx or Context(root)
     subst: dict[Node, Node] = {}  # keyed by node (not id): replaced nodes stay alive
     changed = False
-    swept: set[Graph] = set()
-    pending = list(reachable_graphs(root))
+    pending = deque([root])
+    found = {root}
+    walked: set[Node] = set()
     while pending:
-        for g in pending:
-            changed |= _sweep_graph(g, dispatch, ctx, subst)
-            swept.add(g)
-        pending = [g for g in reachable_graphs(root) if g not in swept]
+        g = pending.popleft()
+        changed |= _sweep_graph(g, dispatch, ctx, subst)
+        for h in _graphs_used(g, subst, walked):
+            if h not in found:
+                found.add(h)
+                pending.append(h)
     bump_version()
     if changed:  # nodes made by inlining may use nodes replaced later in the sweep
         substitute(root, subst)
     return changed
 
 
+def _graphs_used(g: Graph, subst: dict, seen: set) -> list[Graph]:
+    """The graphs whose constants the simplified g uses, directly or through the nodes of
+    other graphs that g's closures capture, in discovery order; `seen`: the nodes walked
+    before in this sweep, not walked again.  Inputs are read through `subst` (a closure not
+    swept yet still reads the node its free variable was before simplification).  A sweep
+    walks the program from its root through these, each graph once it is simplified: a
+    graph whose every call was inlined is no longer found, and is not simplified for
+    nothing (in a chain of calls, simplifying each function of it after inlining the rest
+    of the chain into the first cost time in the square of the chain's length)."""
+    found = []
+    stack = [g.output]
+    while stack:
+        node = _resolve(stack.pop(), subst)
+        if node in seen:
+            continue
+        seen.add(node)
+        if isinstance(node, Apply) and node.graph is not None:
+            stack.extend(reversed(node.inputs))
+        elif is_graph_constant(node):
+            found.append(node.value)
+    return found
+
+
 def _sweep_graph(g: Graph, dispatch: Dispatch, ctx: Context, subst: dict) -> bool:
-    """Simplify g's nodes (a sweep's work on one graph); record replacements in subst."""
+    """Simplify g's nodes (a sweep's work on one graph); record replacements in subst.
+    The nodes are g's at the start, in `toposort`'s order, each after its inputs and
+    with the nodes rewrites make as they are made; then those that closures made in this
+    sweep read (`_captured`), and what simplifying them makes."""
     changed = False
     seen: dict = {}
     done: set[Node] = set()
-    for start in toposort(g):
-        stack = [start]
+    captured: list[Node] = []
+    for start in [*toposort(g), None]:
+        stack = [start] if start is not None else captured
         while stack:
             node = stack[-1]
             if not (isinstance(node, Apply) and node.graph is g) or node in done:
@@ -1139,6 +1172,7 @@ def _sweep_graph(g: Graph, dispatch: Dispatch, ctx: Context, subst: dict) -> boo
             stack.pop()
             done.add(node)
             ctx.visited(node)
+            captured.extend(_captured(node, g, ctx.present))
             new = _simplify(node, dispatch, ctx, seen)
             if new is not None:
                 subst[node] = new
@@ -1146,6 +1180,17 @@ def _sweep_graph(g: Graph, dispatch: Dispatch, ctx: Context, subst: dict) -> boo
                 stack.append(new)
     _resolve_output(g, subst)
     return changed
+
+
+def _captured(node: Apply, g: Graph, present: set) -> list[Node]:
+    """The nodes of g that the closures `node` uses read, where this sweep made them (those
+    `present` at its start are in `toposort(g)`).  A closure that inlining copied reads the
+    copies of the inlined graph's nodes: simplified in the same sweep, a backpropagator
+    reads the next one of a chain of calls as a graph constant, and inlining goes on down
+    the chain in this sweep, not one link per sweep."""
+    return [v for i in node.inputs if is_graph_constant(i) and i.value.parent is not None
+            for v in free_variables(i.value)
+            if isinstance(v, Apply) and v.graph is g and v not in present]
 
 
 def _resolve_inputs(node: Apply, subst: dict) -> None:

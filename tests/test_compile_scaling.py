@@ -48,12 +48,30 @@ def test_generated_family_matches_cpython(tmp_path, family, mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_chain_of_500_calls(tmp_path, monkeypatch, mode):
-    """Parsing, AD, codegen and loading a saved program walk the chain without recursion.
-    The optimizer inlines the chain in time quadratic in its depth (issue 22), so it is off
-    here: what is checked is the depth, not the optimizer."""
+    """Parsing, AD, codegen and loading a saved program walk the chain without recursion,
+    its 500 functions kept as functions (the optimizer off)."""
     monkeypatch.setenv("MYIR_OPTIMIZE", "0")
     f = _module(tmp_path, "D", 500).f
     _check(f, (0.3, 0.7), (0, 1), mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_chain_of_500_calls_inlined(tmp_path, mode):
+    """The optimizer inlines the whole chain into one function."""
+    f = _module(tmp_path, "D", 500).f
+    jit = programs_check.make_jit(mode, memo=False)
+    _assert_close(jit(f)(0.3, 0.7), f(0.3, 0.7), jit)
+
+
+@pytest.mark.xfail(strict=True, raises=SyntaxError,
+                   reason="codegen writes the inlined chain's gradient as one expression "
+                          "nested 500 deep: 'too many nested parentheses' for CPython's parser")
+@pytest.mark.parametrize("mode", MODES)
+def test_gradient_of_a_chain_of_500_calls_inlined(tmp_path, mode):
+    f = _module(tmp_path, "D", 500).f
+    jit = programs_check.make_jit(mode, memo=False)
+    got = jit(myir.grad(f, 0, 1))(0.3, 0.7)
+    assert_grads_close(got, tuple(numerical_grad(f, (0.3, 0.7), i) for i in (0, 1)))
 
 
 def test_error_at_the_end_of_a_deep_chain_names_its_line(tmp_path):
