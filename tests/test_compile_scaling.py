@@ -63,9 +63,6 @@ def test_chain_of_500_calls_inlined(tmp_path, mode):
     _assert_close(jit(f)(0.3, 0.7), f(0.3, 0.7), jit)
 
 
-@pytest.mark.xfail(strict=True, raises=SyntaxError,
-                   reason="codegen writes the inlined chain's gradient as one expression "
-                          "nested 500 deep: 'too many nested parentheses' for CPython's parser")
 @pytest.mark.parametrize("mode", MODES)
 def test_gradient_of_a_chain_of_500_calls_inlined(tmp_path, mode):
     f = _module(tmp_path, "D", 500).f
