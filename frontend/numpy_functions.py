@@ -61,8 +61,10 @@ def norm(x, ord=None, axis=None, keepdims=False):
     if np.ndim(axis) == 0:
         return _vector_norm(x, ord, axis, keepdims)
     if len(axis) == 1:
-        return _vector_norm(x, ord, axis[0], keepdims)
-    return _matrix_norm(x, ord, axis[0] % nd, axis[1] % nd, keepdims)
+        (k,) = axis  # unpacked, not indexed: the gradient's code keeps this branch for an int
+        return _vector_norm(x, ord, k, keepdims)
+    r, c = axis
+    return _matrix_norm(x, ord, r % nd, c % nd, keepdims)
 
 
 def _vector_norm(x, ord, axis, keepdims):
@@ -112,7 +114,7 @@ def _matrix_norm(x, ord, r, c, keepdims):
     else:
         raise ValueError("Invalid norm order for matrices.")
     if keepdims:
-        return np.expand_dims(out, (min(r, c), max(r, c)))
+        return np.expand_dims(np.expand_dims(out, min(r, c)), max(r, c))
     return out
 
 
@@ -128,7 +130,7 @@ def _to_last_two(x, r, c):
 def matrix_power(a, n):
     """np.linalg.matrix_power: numpy's sequence of products (binary decomposition of n)."""
     if n == 0:
-        return np.zeros_like(a) + np.eye(np.shape(a)[-1], dtype=a.dtype)
+        return np.zeros_like(a) + np.eye(np.shape(a)[-1]).astype(a.dtype)
     if n < 0:
         a = np.linalg.inv(a)
         n = -n
@@ -178,25 +180,6 @@ def cross(a, b):
     a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
     b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
     return np.stack((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), axis=-1)
-
-
-def convolve(a, v, mode="full"):
-    """np.convolve of 1-d arrays: each output a dot product of a window of a (zero-padded)
-    with v reversed."""
-    n, m = np.shape(a)[0], np.shape(v)[0]
-    if m > n:
-        return convolve(v, a, mode)
-    pad = np.zeros_like(a[:m - 1])
-    windows = np.concatenate((pad, a, pad))[np.arange(n + m - 1)[:, None] + np.arange(m)[None, :]]
-    full = np.dot(windows, v[::-1])
-    if mode == "full":
-        return full
-    if mode == "same":
-        start = (m - 1) // 2
-        return full[start:start + n]
-    if mode == "valid":
-        return full[m - 1:n]
-    raise ValueError(f"mode must be one of 'valid', 'same', or 'full' (got {mode!r})")
 
 
 def interp(x, xp, fp, left=None, right=None):

@@ -37,9 +37,9 @@ NUMPY.update({"absolute": P["abs"], "amax": P["max"], "amin": P["min"],
 # numpy's linear algebra, contractions, scans, sorting and gathers: `np.NAME` and
 # `np.linalg.NAME` (a namespace of its own).
 NUMPY.update({name: P[name] for name in (
-    "einsum tensordot cumsum cumprod sort take take_along_axis searchsorted").split()})
+    "einsum tensordot convolve cumsum cumprod sort take take_along_axis searchsorted").split()})
 NUMPY.update({name: getattr(numpy_functions, name) for name in (
-    "kron cross convolve interp").split()})
+    "kron cross interp").split()})
 LINALG = {name: P["linalg_" + name] for name in (
     "solve inv det slogdet cholesky eigh qr svd").split()}
 LINALG.update({name: getattr(numpy_functions, name) for name in ("norm", "matrix_power")})

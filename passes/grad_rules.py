@@ -534,6 +534,20 @@ def bprop_tensordot(a, b, axes, out, dout):
     return (da, db, zeros(axes))
 
 
+def bprop_convolve(a, v, mode, out, dout):
+    """dout placed where it sits in the full convolution, convolved with each operand
+    reversed ('valid' mode): convolutions again, differentiable again."""
+    n, m = np.shape(a)[0], np.shape(v)[0]
+    if mode == "full":
+        full = dout
+    else:
+        start = (min(n, m) - 1) // 2 if mode == "same" else min(n, m) - 1
+        end = n + m - 1 - start - np.shape(dout)[0]
+        full = np.concatenate((np.zeros(start, dout.dtype), dout, np.zeros(end, dout.dtype)))
+    return (np.convolve(full, v[::-1], "valid"), np.convolve(full, a[::-1], "valid"),
+            zeros(mode))
+
+
 def _along(x, axis):
     """x flattened for a scan or sort over every element (axis None), else x."""
     return np.reshape(x, -1) if axis is None else x

@@ -238,7 +238,7 @@ CANNOT_RAISE = _table([
     ("depend", "passes its operands on: what raises is one of them"),
     ("linalg_det linalg_slogdet", "a singular matrix has determinant 0 (log -inf), numpy "
      "does not raise"),
-    ("einsum tensordot cumsum cumprod sort searchsorted", "shapes and axes inference knows "
+    ("einsum tensordot convolve cumsum cumprod sort searchsorted", "shapes and axes inference knows "
      "were checked at compile time"),
     ("einsum_grad tensordot_grad take_grad take_along_axis_grad", "gradient code, on values "
      "of shapes the forward computed"),

@@ -442,11 +442,12 @@ def _math(fn):
 def _identity_test(negate):
     @rule
     def apply(x, y):
-        definite = (AScalar, AArray, ATuple, AFunction, AEnv)
+        def definite(a):  # surely not None (a string: `ord is None` on np.linalg.norm's)
+            return isinstance(a, (AScalar, AArray, ATuple, AFunction, AEnv)) or (
+                isinstance(a, AObject) and a.pytype is str)
         if isinstance(x, ANone) and isinstance(y, ANone):
             return AScalar(bool, not negate)
-        if (isinstance(x, ANone) and isinstance(y, definite)) or \
-                (isinstance(y, ANone) and isinstance(x, definite)):
+        if (isinstance(x, ANone) and definite(y)) or (isinstance(y, ANone) and definite(x)):
             return AScalar(bool, negate)
         return AScalar(bool)
     return apply
@@ -1395,6 +1396,24 @@ def tensordot_rule(a, b, axes):
     return widened(evaluate(np.tensordot, [a, b], {"axes": sample(axes)}), shape)
 
 
+@rule
+def convolve_rule(a, v, mode):
+    x, y = _array_arg(a), _array_arg(v)
+    if x is None or y is None or not known(mode):
+        return ANY
+    if x.ndim != 1 or y.ndim != 1:
+        raise RuleError("numpy.convolve: a and v must be 1-dimensional",
+                        "convolve 1-d arrays (np.reshape(x, -1) flattens)")
+    n, m = x.shape[0], y.shape[0]
+    if n is None or m is None:
+        return AArray(evaluate(np.convolve, [a, v]).dtype, (None,))
+    sizes = {"full": n + m - 1, "same": max(n, m), "valid": max(n, m) - min(n, m) + 1}
+    if sample(mode) not in sizes:
+        raise RuleError(f"numpy.convolve: mode must be one of 'valid', 'same', or 'full' "
+                        f"(got {sample(mode)!r})", "use one of them")
+    return AArray(evaluate(np.convolve, [a, v]).dtype, (sizes[sample(mode)],))
+
+
 def _scan(fn):
     @rule
     def apply(x, axis):
@@ -1505,6 +1524,7 @@ LINALG_RULES = {
     "einsum_grad": einsum_grad_rule,
     "tensordot": tensordot_rule,
     "tensordot_grad": lambda a, b, axes, dout: einsum_grad_rule(AObject(str), a, b, dout),
+    "convolve": convolve_rule,
     "cumsum": _scan(np.cumsum),
     "cumprod": _scan(np.cumprod),
     "sort": sort_rule,

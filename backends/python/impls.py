@@ -321,6 +321,7 @@ def _axis_index(ndim, axis, index):
 def take_grad(x, indices, axis, dout):
     """The gradient of np.take: dout added into zeros like x at the indices taken."""
     d = np.zeros(np.shape(x), np.result_type(dout))
+    indices = np.asarray(indices)  # a tuple of indices is one index array, as np.take reads it
     if axis is None:
         np.add.at(d.reshape(-1), indices, dout)
     else:
@@ -355,6 +356,7 @@ LINALG_IMPLS = {
     "einsum_grad": einsum.gradients,
     "tensordot": np.tensordot,
     "tensordot_grad": einsum.tensordot_gradients,
+    "convolve": np.convolve,
     "cumsum": np.cumsum,
     "cumprod": np.cumprod,
     "sort": np.sort,

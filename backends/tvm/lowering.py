@@ -490,6 +490,8 @@ KEPT_IN_NUMPY: dict[str, str] = {
     **{p: "a contraction of any subscripts: numpy's einsum and BLAS; the gradient's "
           "subscripts are found by the python backend" for p in (
         "einsum", "einsum_grad", "tensordot", "tensordot_grad")},
+    "convolve": "numpy's correlation loop (a dot product per output): numpy's values to "
+                "the last bit",
     **{p: "a sequential scan along an axis: numpy's order of additions (multiplications)"
        for p in ("cumsum", "cumprod")},
     "sort": "no Relax sort with numpy's order of NaNs",

@@ -145,6 +145,7 @@ primitive("einsum", varargs=True)           # einsum(subscripts, *operands)
 primitive("einsum_grad", varargs=True)      # einsum_grad(subscripts, *operands, dout): a tuple
 primitive("tensordot", "a, b, axes=2")
 primitive("tensordot_grad", "a, b, axes, dout")      # (da, db), as einsum_grad finds them
+primitive("convolve", "a, v, mode='full'")
 primitive("cumsum", "x, axis=None")
 primitive("cumprod", "x, axis=None")
 primitive("sort", "x, axis=-1")
