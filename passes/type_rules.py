@@ -1091,7 +1091,7 @@ def broadcast_to_like_rule(d, x):
     if not isinstance(x, AArray):
         return d
     a = _array_arg(d)
-    return ANY if a is None else AArray(a.dtype, x.shape or (1,))
+    return ANY if a is None else AArray(a.dtype, x.shape)
 
 
 @rule
@@ -1099,7 +1099,7 @@ def reduce_grad_rule(dout, x, axis, keepdims):
     if not isinstance(x, AArray):
         return dout
     a = _array_arg(dout)
-    return ANY if a is None else AArray(a.dtype, x.shape or (1,))
+    return ANY if a is None else AArray(a.dtype, x.shape)
 
 
 @rule
