@@ -25,11 +25,14 @@ from tests.test_grad_primitives import (BACKEND, assert_grads_close, gradient,
 EXACT = BACKEND in ("python", "saved")
 
 
-def compiled(f):
-    return _COMPILED.setdefault(f, myir.compile(f, backend=BACKEND))
-
-
 _COMPILED: dict = {}
+
+
+def compiled(f):
+    """f compiled for the tested backend, once per test session."""
+    if f not in _COMPILED:
+        _COMPILED[f] = myir.compile(f, backend=BACKEND)
+    return _COMPILED[f]
 
 
 # --------------------------------------------------------------------------------- values
@@ -137,7 +140,7 @@ def einsum_matmul(a, b):
 
 
 def einsum_trace_diag(a, b):
-    return np.einsum("...ii", a) .sum() + np.sum(np.einsum("...ii->...i", a) * b[..., 0])
+    return np.sum(np.einsum("...ii", a)) + np.sum(np.einsum("...ii->...i", a) * b[..., 0])
 
 
 def einsum_implicit(a, b):
