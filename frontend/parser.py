@@ -1078,9 +1078,12 @@ class FunctionParser:
                 return None
         elif isinstance(e, ast.Attribute):
             base = self.static_value(e.value, block)
-            if not isinstance(base, types.ModuleType):
+            if isinstance(base, resolve.Namespace):  # a submodule: `np.linalg`
+                value = base.values.get(e.attr)
+            elif isinstance(base, types.ModuleType):
+                value = getattr(base, e.attr, None)
+            else:
                 return None
-            value = getattr(base, e.attr, None)
         else:
             return None
         if not isinstance(value, types.ModuleType):

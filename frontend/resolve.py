@@ -34,9 +34,19 @@ NUMPY.update({"absolute": P["abs"], "amax": P["max"], "amin": P["min"],
               "add": P["add"], "subtract": P["sub"], "multiply": P["mul"],
               "divide": P["truediv"], "true_divide": P["truediv"]})
 
+# numpy's linear algebra, contractions, scans, sorting and gathers: `np.NAME` and
+# `np.linalg.NAME` (a namespace of its own).
+NUMPY.update({name: P[name] for name in (
+    "einsum tensordot convolve cumsum cumprod sort take take_along_axis searchsorted").split()})
+NUMPY.update({name: getattr(numpy_functions, name) for name in (
+    "kron cross interp").split()})
+LINALG = {name: P["linalg_" + name] for name in (
+    "solve inv det slogdet cholesky eigh qr svd").split()}
+LINALG.update({name: getattr(numpy_functions, name) for name in ("norm", "matrix_power")})
+
 # numpy values reached as `np.NAME`: dtypes and constants.
 NUMPY_VALUES = {name: getattr(np, name) for name in (
-    "float16 float32 float64 int8 int16 int32 int64 uint8 bool_ pi e inf nan newaxis"
+    "float16 float32 float64 int8 int16 int32 int64 uint8 bool_ pi e inf nan newaxis linalg"
 ).split()}
 
 # `math` functions keep Python's semantics: they get their own primitives.
@@ -59,7 +69,8 @@ EXCEPTIONS = {name: getattr(builtins, name) for name in dir(builtins)
 METHODS = {"sum": P["sum"], "mean": P["mean"], "prod": P["prod"], "max": P["max"],
            "min": P["min"], "argmax": P["argmax"], "argmin": P["argmin"], "dot": P["dot"],
            "reshape": P["reshape"], "transpose": P["transpose"], "astype": P["astype"],
-           "squeeze": P["squeeze"], "clip": P["clip"]}
+           "squeeze": P["squeeze"], "clip": P["clip"], "cumsum": P["cumsum"],
+           "cumprod": P["cumprod"], "take": P["take"]}
 ATTRIBUTES = {"T": P["transpose"], "shape": P["shape"], "ndim": P["ndim"], "size": P["size"],
               "dtype": P["dtype"]}
 MUTATING_METHODS = {"append", "extend", "insert", "pop", "remove", "sort", "reverse", "clear",
@@ -103,6 +114,7 @@ class Namespace:
 
 
 NAMESPACES = {np: Namespace("numpy", NUMPY, NUMPY_VALUES),
+              np.linalg: Namespace("numpy.linalg", LINALG, {}),
               math: Namespace("math", MATH, MATH_VALUES)}
 
 

@@ -73,15 +73,18 @@ NON_DIFFERENTIABLE = frozenset("""
     argsort shape ndim size dtype len range make_slice to_int to_bool zeros ones empty full
     zeros_like ones_like arange eye make_exception raise_ format concat_str grad_seed
     math_floor math_ceil stack_empty
-""".split())
+""".split()) | frozenset({"searchsorted"})   # numpy's integer-valued functions
 
 # Gradient rules built here rather than parsed, for primitives with any number of inputs.
-VARIADIC_RULES = frozenset({"make_tuple", "builtin_min", "builtin_max"})
+VARIADIC_RULES = frozenset({"make_tuple", "builtin_min", "builtin_max", "einsum"})
 
 # Primitives without a gradient rule, and why (checked by tests/test_primitive_tables.py).
 NO_RULE = {
     "array": "np.array of a tuple: differentiate with respect to the elements instead",
     "asarray": "np.asarray of a tuple: differentiate with respect to the elements instead",
+    **{name: "einsum's and tensordot's gradients are einsums of numpy's, computed by numpy: "
+             "a second derivative through a contraction is not supported"
+       for name in ("einsum_grad", "tensordot_grad")},
 }
 
 
@@ -139,6 +142,10 @@ def _rule_gradients(prim: Primitive, bp: Graph, xs: list, out: Node, dout: Node)
         for t in ties[1:]:
             count = bp.apply(P["add"], count, t)
         return [bp.apply(P["select_grad"], out, x, dout, count) for x in xs]
+    if name == "einsum":  # einsum(subscripts, *operands): einsums of dout and the others
+        res = bp.apply(P["einsum_grad"], *xs, dout)
+        return [bp.apply(P["grad_zeros"], xs[0])] + [
+            bp.apply(P["getitem"], res, i) for i in range(len(xs) - 1)]
     rule = gradient_rule(name)
     res = bp.apply(Constant(rule), *xs, out, dout, name="grads", location=rule.location)
     return [bp.apply(P["getitem"], res, i) for i in range(len(xs))]

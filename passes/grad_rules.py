@@ -41,6 +41,9 @@ stack_empty = _P["stack_empty"]
 grad_cast = _P["grad_cast"]
 ieee_truediv = _P["ieee_truediv"]
 ieee_pow = _P["ieee_pow"]
+tensordot_grad = _P["tensordot_grad"]
+take_grad = _P["take_grad"]
+take_along_axis_grad = _P["take_along_axis_grad"]
 
 
 # ------------------------------------------------------------------ arithmetic
@@ -432,3 +435,174 @@ def bprop_grad_cast(d, x, out, dout):
 
 def bprop_select_grad(out_, x, dout_, count, out, dout):
     return (zeros(out_), zeros(x), np.where(x == out_, dout / count, 0.0), zeros(count))
+
+
+# ------------------------------------------------- numpy.linalg, contractions, scans, sorting
+# Matrix calculus on stacks of matrices (`_mT` transposes the last two axes).  eigh and
+# cholesky read one triangle of a symmetric matrix: their gradients are symmetric, as JAX's
+# (which symmetrises the input).  eigh and svd need distinct eigenvalues / singular values
+# (the gradient is inf or nan where two are equal, as in JAX).
+
+def _mT(x):
+    return np.swapaxes(x, -1, -2)
+
+
+def _matrix_of(d):
+    """A stack of scalars as a stack of 1x1 matrices (broadcasts against matrices)."""
+    return np.expand_dims(np.expand_dims(d, -1), -1)
+
+
+def _off_diagonal_reciprocal(d):
+    """1 / d off the diagonal of the last two axes, 0 on it."""
+    eye = np.eye(np.shape(d)[-1])
+    return np.where(eye == 1.0, 0.0, 1.0 / np.where(eye == 1.0, 1.0, d))
+
+
+def bprop_linalg_solve(a, b, out, dout):
+    at = _mT(a)
+    if np.ndim(b) == 1:
+        db = np.linalg.solve(at, np.expand_dims(dout, -1))[..., 0]
+        da = -np.expand_dims(db, -1) * np.expand_dims(out, -2)
+    else:
+        db = np.linalg.solve(at, dout)
+        da = -np.matmul(db, _mT(out))
+    return (sum_to(da, a), sum_to(db, b))
+
+
+def bprop_linalg_inv(a, out, dout):
+    ot = _mT(out)
+    return (-np.matmul(ot, np.matmul(dout, ot)),)
+
+
+def bprop_linalg_det(a, out, dout):
+    return (_matrix_of(dout * out) * _mT(np.linalg.inv(a)),)
+
+
+def bprop_linalg_slogdet(a, out, dout):
+    return (_matrix_of(dout[1]) * _mT(np.linalg.inv(a)),)
+
+
+def bprop_linalg_cholesky(a, out, dout):
+    """Murray's formula: L^-T Phi(L^T dL) L^-1, Phi the lower triangle with half the
+    diagonal, symmetrised."""
+    lt = _mT(out)
+    i = np.arange(np.shape(a)[-1])
+    half_lower = np.where(i[:, None] > i[None, :], 1.0, np.where(i[:, None] == i[None, :], 0.5, 0.0))
+    s = np.linalg.solve(lt, np.matmul(lt, dout) * half_lower)
+    da = _mT(np.linalg.solve(lt, _mT(s)))
+    return (0.5 * (da + _mT(da)),)
+
+
+def bprop_linalg_eigh(a, UPLO, out, dout):
+    w, v = out
+    gw, gv = dout
+    vt = _mT(v)
+    f = _off_diagonal_reciprocal(np.expand_dims(w, -2) - np.expand_dims(w, -1))
+    inner = f * np.matmul(vt, gv) + np.eye(np.shape(w)[-1]) * np.expand_dims(gw, -2)
+    da = np.matmul(v, np.matmul(inner, vt))
+    return (0.5 * (da + _mT(da)), zeros(UPLO))
+
+
+def bprop_linalg_qr(a, mode, out, dout):
+    """mode='reduced' with at least as many rows as columns: (dQ + Q copyltu(M)) R^-T with
+    M = R dR^T - dQ^T Q, copyltu mirroring M's lower triangle onto its upper one."""
+    if mode != "reduced" or np.shape(a)[-2] < np.shape(a)[-1]:
+        raise ValueError("the gradient of numpy.linalg.qr needs mode='reduced' and a matrix "
+                         "with at least as many rows as columns")
+    q, r = out
+    gq, gr = dout
+    m = np.matmul(r, _mT(gr)) - np.matmul(_mT(gq), q)
+    i = np.arange(np.shape(r)[-1])
+    c = np.where(i[:, None] >= i[None, :], m, _mT(m))
+    b = gq + np.matmul(q, c)
+    return (_mT(np.linalg.solve(r, _mT(b))), zeros(mode))
+
+
+def bprop_linalg_svd(a, full_matrices, compute_uv, out, dout):
+    """Distinct nonzero singular values; with full_matrices=False unless a is square."""
+    if not compute_uv:
+        u, s, vh = np.linalg.svd(a, full_matrices=False)
+        return (np.matmul(u * np.expand_dims(dout, -2), vh), zeros(full_matrices),
+                zeros(compute_uv))
+    m, n = np.shape(a)[-2], np.shape(a)[-1]
+    if full_matrices and m != n:
+        raise ValueError("the gradient of numpy.linalg.svd of a non-square matrix needs "
+                         "full_matrices=False")
+    u, s, vh = out
+    gu, gs, gvh = dout
+    ut, v, gv = _mT(u), _mT(vh), _mT(gvh)
+    row = np.expand_dims(s, -2)
+    f = _off_diagonal_reciprocal(row * row - np.expand_dims(s * s, -1))
+    j = f * (np.matmul(ut, gu) - np.matmul(_mT(gu), u))
+    k = f * (np.matmul(vh, gv) - np.matmul(gvh, v))
+    inner = j * row + np.eye(np.shape(s)[-1]) * np.expand_dims(gs, -2) + np.expand_dims(s, -1) * k
+    da = np.matmul(u, np.matmul(inner, vh))
+    if m > np.shape(s)[-1]:
+        da = da + np.matmul((gu - np.matmul(u, np.matmul(ut, gu))) / row, vh)
+    if n > np.shape(s)[-1]:
+        da = da + np.matmul(u / row, gvh - np.matmul(np.matmul(gvh, v), vh))
+    return (da, zeros(full_matrices), zeros(compute_uv))
+
+
+def bprop_tensordot(a, b, axes, out, dout):
+    da, db = tensordot_grad(a, b, axes, dout)
+    return (da, db, zeros(axes))
+
+
+def bprop_convolve(a, v, mode, out, dout):
+    """dout placed where it sits in the full convolution, convolved with each operand
+    reversed ('valid' mode): convolutions again, differentiable again."""
+    n, m = np.shape(a)[0], np.shape(v)[0]
+    if mode == "full":
+        full = dout
+    else:
+        start = (min(n, m) - 1) // 2 if mode == "same" else min(n, m) - 1
+        end = n + m - 1 - start - np.shape(dout)[0]
+        full = np.concatenate((np.zeros(start, dout.dtype), dout, np.zeros(end, dout.dtype)))
+    return (np.convolve(full, v[::-1], "valid"), np.convolve(full, a[::-1], "valid"),
+            zeros(mode))
+
+
+def _along(x, axis):
+    """x flattened for a scan or sort over every element (axis None), else x."""
+    return np.reshape(x, -1) if axis is None else x
+
+
+def bprop_cumsum(x, axis, out, dout):
+    """The reversed cumulative sum of dout: its total, less what came before."""
+    d = _along(dout, axis)
+    k = -1 if axis is None else axis
+    return (np.reshape(np.sum(d, axis=k, keepdims=True) - np.cumsum(d, axis=k) + d, np.shape(x)),
+            zeros(axis))
+
+
+def bprop_cumprod(x, axis, out, dout):
+    """For x without zeros: the reversed cumulative sum of dout * out, over x."""
+    d = _along(dout * out, axis)
+    k = -1 if axis is None else axis
+    rev = np.sum(d, axis=k, keepdims=True) - np.cumsum(d, axis=k) + d
+    return (np.reshape(rev, np.shape(x)) / x, zeros(axis))
+
+
+def bprop_sort(x, axis, out, dout):
+    """dout scattered back to where each sorted element came from (a stable argsort)."""
+    k = -1 if axis is None else axis
+    order = np.argsort(_along(x, axis), axis=k)
+    d = take_along_axis_grad(_along(x, axis), order, k, dout)
+    return (np.reshape(d, np.shape(x)), zeros(axis))
+
+
+def bprop_take(x, indices, axis, out, dout):
+    return (take_grad(x, indices, axis, dout), zeros(indices), zeros(axis))
+
+
+def bprop_take_grad(x, indices, axis, dout_, out, dout):
+    return (zeros(x), zeros(indices), zeros(axis), np.take(dout, indices, axis))
+
+
+def bprop_take_along_axis(x, indices, axis, out, dout):
+    return (take_along_axis_grad(x, indices, axis, dout), zeros(indices), zeros(axis))
+
+
+def bprop_take_along_axis_grad(x, indices, axis, dout_, out, dout):
+    return (zeros(x), zeros(indices), zeros(axis), np.take_along_axis(dout, indices, axis))

@@ -208,6 +208,10 @@ RAISES = _table([
     ("aug_pow", _aug_power),
     ("format", _always),            # a bad spec; an int of more than 4300 digits
     ("raise_ check_bound grad_check_input grad_seed", _always),   # raising is what they do
+    # LinAlgError: a singular matrix (solve, inv), one not positive definite (cholesky), no
+    # convergence (eigh, svd, qr of NaN); IndexError: an index out of range (take)
+    ("linalg_solve linalg_inv linalg_cholesky linalg_eigh linalg_qr linalg_svd", _always),
+    ("take take_along_axis", _always),
 ])
 
 CANNOT_RAISE = _table([
@@ -234,6 +238,12 @@ CANNOT_RAISE = _table([
     ("depend", "passes its operands on: what raises is one of them"),
     ("stack_push stack_pop stack_empty", "a loop gradient's residual stack: the backward "
      "loop pops exactly what the forward loop pushed"),
+    ("linalg_det linalg_slogdet", "a singular matrix has determinant 0 (log -inf), numpy "
+     "does not raise"),
+    ("einsum tensordot convolve cumsum cumprod sort searchsorted", "shapes and axes inference knows "
+     "were checked at compile time"),
+    ("einsum_grad tensordot_grad take_grad take_along_axis_grad", "gradient code, on values "
+     "of shapes the forward computed"),
 ])
 
 

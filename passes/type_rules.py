@@ -25,6 +25,7 @@ import warnings
 
 import numpy as np
 
+from myir.ir import einsum
 from myir.ir.ieee import ieee_pow, ieee_truediv
 from myir.ir.primitives import UNBOUND
 from passes.abstract import (ANY, BOTTOM, AArray, AEnv, AFunction, ANone, AObject, AScalar,
@@ -441,11 +442,12 @@ def _math(fn):
 def _identity_test(negate):
     @rule
     def apply(x, y):
-        definite = (AScalar, AArray, ATuple, AFunction, AEnv)
+        def definite(a):  # surely not None (a string: `ord is None` on np.linalg.norm's)
+            return isinstance(a, (AScalar, AArray, ATuple, AFunction, AEnv)) or (
+                isinstance(a, AObject) and a.pytype is str)
         if isinstance(x, ANone) and isinstance(y, ANone):
             return AScalar(bool, not negate)
-        if (isinstance(x, ANone) and isinstance(y, definite)) or \
-                (isinstance(y, ANone) and isinstance(x, definite)):
+        if (isinstance(x, ANone) and definite(y)) or (isinstance(y, ANone) and definite(x)):
             return AScalar(bool, negate)
         return AScalar(bool)
     return apply
@@ -1113,7 +1115,7 @@ def broadcast_to_like_rule(d, x):
     if not isinstance(x, AArray):
         return d
     a = _array_arg(d)
-    return ANY if a is None else AArray(a.dtype, x.shape or (1,))
+    return ANY if a is None else AArray(a.dtype, x.shape)
 
 
 @rule
@@ -1121,7 +1123,7 @@ def reduce_grad_rule(dout, x, axis, keepdims):
     if not isinstance(x, AArray):
         return dout
     a = _array_arg(dout)
-    return ANY if a is None else AArray(a.dtype, x.shape or (1,))
+    return ANY if a is None else AArray(a.dtype, x.shape)
 
 
 @rule
@@ -1280,6 +1282,284 @@ def _format(x, conversion, spec):
     return format(x, spec)
 
 
+# ------------------------------------------- numpy.linalg, einsum, scans, sorting, gathers
+# Shapes from numpy's documented rules; dtypes from numpy run on stand-ins (1x1 matrices).
+
+
+def _matrices(x, name, square=True):
+    """A stack of matrices (..., M, N) argument, square unless told."""
+    a = _array_arg(x)
+    if a is None:
+        raise Unknown
+    if a.ndim < 2:
+        raise RuleError(f"numpy.linalg.{name}: {a.ndim}-dimensional array given; it must be "
+                        "at least two-dimensional", "pass a matrix, or a stack of matrices "
+                        "of shape (..., M, M)")
+    if square and not _same(a.shape[-1], a.shape[-2]):
+        raise RuleError(f"numpy.linalg.{name}: the last 2 dimensions of the array must be "
+                        f"square, not {_dims(a.shape[-2:])}", "pass square matrices")
+    return a
+
+
+def _linalg_result(fn, args, shapes, kwargs=None):
+    """The abstract result of a linalg function: an array (or numpy scalar) of each shape."""
+    result = evaluate(fn, args, kwargs)
+    if isinstance(result, tuple):
+        return ATuple(tuple(widened(r, s) for r, s in zip(result, shapes)))
+    return widened(result, shapes[0])
+
+
+def _matrix_rule(name, fn, shapes_of):
+    @rule
+    def apply(x, *options):  # eigh's UPLO: the result's shapes do not depend on it
+        a = _matrices(x, name)
+        return _linalg_result(fn, [x], shapes_of(a.shape))
+    return apply
+
+
+@rule
+def linalg_solve_rule(a, b):
+    m = _matrices(a, "solve")
+    v = _array_arg(b)
+    if v is None:
+        return ANY
+    if v.ndim == 1:
+        if not _same(v.shape[0], m.shape[-1]):
+            raise RuleError(f"numpy.linalg.solve: b of shape {_dims(v.shape)} does not match "
+                            f"a of shape {_dims(m.shape)}", "b needs as many rows as a")
+        shape = m.shape[:-1]
+    else:
+        if not _same(v.shape[-2], m.shape[-1]):
+            raise RuleError(f"numpy.linalg.solve: b of shape {_dims(v.shape)} does not match "
+                            f"a of shape {_dims(m.shape)}", "b needs as many rows as a: "
+                            "(..., M) or (..., M, K) for a of shape (..., M, M)")
+        shape = broadcast(m.shape[:-2], v.shape[:-2]) + v.shape[-2:]
+    return _linalg_result(np.linalg.solve, [a, b], [shape])
+
+
+def _min_dim(m, n):
+    return None if m is None or n is None else min(m, n)
+
+
+@rule
+def linalg_qr_rule(x, mode):
+    a = _matrices(x, "qr", square=False)
+    if not known(mode):
+        return ANY
+    *batch, m, n = a.shape
+    batch, k = tuple(batch), _min_dim(m, n)
+    shapes = {"reduced": [batch + (m, k), batch + (k, n)],
+              "complete": [batch + (m, m), batch + (m, n)], "r": [batch + (k, n)]}
+    if sample(mode) not in shapes:
+        raise RuleError(f"numpy.linalg.qr: unrecognized mode {sample(mode)!r}",
+                        "mode is 'reduced', 'complete' or 'r'")
+    return _linalg_result(lambda v: _as_tuple(np.linalg.qr(v, sample(mode))), [x],
+                          shapes[sample(mode)])
+
+
+@rule
+def linalg_svd_rule(x, full_matrices, compute_uv):
+    a = _matrices(x, "svd", square=False)
+    full, uv = truthiness(full_matrices), truthiness(compute_uv)
+    if full is None or uv is None:
+        return ANY
+    *batch, m, n = a.shape
+    batch, k = tuple(batch), _min_dim(m, n)
+    shapes = [batch + (k,)] if not uv else [
+        batch + (m, m if full else k), batch + (k,), batch + (n if full else k, n)]
+    return _linalg_result(lambda v: _as_tuple(np.linalg.svd(v, full, uv)), [x], shapes)
+
+
+def _as_tuple(result):
+    """numpy's named tuple of results as the plain tuple compiled code gets."""
+    return tuple(result) if isinstance(result, tuple) else result
+
+
+def _subscripts(a) -> str:
+    if not (isinstance(a, AObject) and a.pytype is str and a.value is not ANY):
+        raise RuleError("numpy.einsum: the subscripts must be a string known when compiling",
+                        "write them as a string literal, e.g. np.einsum('ij,jk->ik', a, b)")
+    return a.value
+
+
+@rule
+def einsum_rule(subscripts, *operands):
+    spec = _subscripts(subscripts)
+    arrays = [_array_arg(x) for x in operands]
+    if None in arrays:
+        return ANY
+    try:
+        shape = einsum.output_shape(spec, [a.shape for a in arrays])
+    except ValueError as e:
+        raise RuleError(str(e), "one subscript letter per dimension of each operand, and "
+                        "'...' for broadcast dimensions") from None
+    return widened(evaluate(np.einsum, [subscripts, *operands]), shape)
+
+
+@rule
+def einsum_grad_rule(subscripts, *operands_and_dout):
+    arrays = [_array_arg(x) for x in operands_and_dout]
+    if None in arrays:
+        return ANY
+    dtype = np.result_type(*(a.dtype for a in arrays))
+    return ATuple(tuple(AArray(dtype, a.shape) for a in arrays[:-1]))
+
+
+@rule
+def tensordot_rule(a, b, axes):
+    x, y = _array_arg(a), _array_arg(b)
+    if x is None or y is None or not known(axes):
+        return ANY
+    try:
+        spec = einsum.tensordot_subscripts(x.ndim, y.ndim, sample(axes))
+        shape = einsum.output_shape(spec, [x.shape, y.shape])
+    except (ValueError, IndexError, TypeError):
+        raise RuleError("numpy.tensordot: axes do not match the operands",
+                        "axes is an int N (a's last N axes with b's first N) or a pair of "
+                        "axis lists of equal length") from None
+    return widened(evaluate(np.tensordot, [a, b], {"axes": sample(axes)}), shape)
+
+
+@rule
+def convolve_rule(a, v, mode):
+    x, y = _array_arg(a), _array_arg(v)
+    if x is None or y is None or not known(mode):
+        return ANY
+    if x.ndim != 1 or y.ndim != 1:
+        raise RuleError("numpy.convolve: a and v must be 1-dimensional",
+                        "convolve 1-d arrays (np.reshape(x, -1) flattens)")
+    n, m = x.shape[0], y.shape[0]
+    if n is None or m is None:
+        return AArray(evaluate(np.convolve, [a, v]).dtype, (None,))
+    sizes = {"full": n + m - 1, "same": max(n, m), "valid": max(n, m) - min(n, m) + 1}
+    if sample(mode) not in sizes:
+        raise RuleError(f"numpy.convolve: mode must be one of 'valid', 'same', or 'full' "
+                        f"(got {sample(mode)!r})", "use one of them")
+    return AArray(evaluate(np.convolve, [a, v]).dtype, (sizes[sample(mode)],))
+
+
+def _scan(fn):
+    @rule
+    def apply(x, axis):
+        a = _array_arg(x)
+        if a is None:
+            return ANY
+        i = axes_value(axis, a.ndim)
+        if i is ANY:
+            return ANY
+        shape = a.shape if i is not None else (
+            (math.prod(a.shape) if None not in a.shape else None),)
+        return widened(evaluate(fn, [x], {"axis": sample(axis)}), shape)
+    return apply
+
+
+@rule
+def sort_rule(x, axis):
+    a = _array_arg(x)
+    if a is None:
+        return ANY
+    i = axes_value(axis, max(a.ndim, 1))
+    if i is ANY:
+        return ANY
+    if i is None:
+        return AArray(a.dtype, (math.prod(a.shape) if None not in a.shape else None,))
+    if a.ndim == 0:
+        raise RuleError("numpy.sort: a 0-d array has no axis to sort along",
+                        "sort a 1-d array, or pass axis=None")
+    return AArray(a.dtype, a.shape)
+
+
+def _integer_indices(indices, name):
+    i = _array_arg(indices)
+    if i is None:
+        raise Unknown
+    if i.dtype.kind not in "iub":
+        raise RuleError(f"numpy.{name}: indices of dtype {i.dtype} must be integers",
+                        "convert them with .astype(np.int64), or use integer arrays")
+    return i
+
+
+def _array_or_scalar(dtype, shape):
+    return AArray(dtype, tuple(shape)) if len(shape) else AScalar(dtype.type)
+
+
+@rule
+def take_rule(x, indices, axis):
+    a, i = _array_arg(x), _integer_indices(indices, "take")
+    if a is None:
+        return ANY
+    k = axes_value(axis, a.ndim)
+    if k is ANY:
+        return ANY
+    if k is None:
+        return _array_or_scalar(a.dtype, i.shape)
+    return _array_or_scalar(a.dtype, a.shape[:k] + i.shape + a.shape[k + 1:])
+
+
+@rule
+def take_along_axis_rule(x, indices, axis):
+    a, i = _array_arg(x), _integer_indices(indices, "take_along_axis")
+    if a is None:
+        return ANY
+    k = axes_value(axis, a.ndim)
+    if k is ANY:
+        return ANY
+    if k is None:
+        return AArray(a.dtype, i.shape)
+    if i.ndim != a.ndim:
+        raise RuleError(f"numpy.take_along_axis: indices of {i.ndim} dimensions for an array "
+                        f"of {a.ndim}", "indices need the array's number of dimensions "
+                        "(np.expand_dims, or the output of np.argsort)")
+    rest = broadcast(a.shape[:k] + (1,) + a.shape[k + 1:], i.shape[:k] + (1,) + i.shape[k + 1:])
+    return AArray(a.dtype, rest[:k] + i.shape[k:k + 1] + rest[k + 1:])
+
+
+@rule
+def gather_grad_rule(x, indices, axis, dout):
+    a, d = _array_arg(x), _array_arg(dout)
+    if a is None or d is None:
+        return ANY
+    return AArray(d.dtype, a.shape)
+
+
+@rule
+def searchsorted_rule(a, v, side):
+    s, w = _array_arg(a), _array_arg(v)
+    if s is None or w is None:
+        return ANY
+    if s.ndim != 1:
+        raise RuleError(f"numpy.searchsorted: a must be 1-dimensional, not {s.ndim}-dimensional",
+                        "search a sorted 1-d array")
+    return _array_or_scalar(np.dtype(np.intp), w.shape)
+
+
+LINALG_RULES = {
+    "linalg_solve": linalg_solve_rule,
+    "linalg_inv": _matrix_rule("inv", np.linalg.inv, lambda s: [s]),
+    "linalg_det": _matrix_rule("det", np.linalg.det, lambda s: [s[:-2]]),
+    "linalg_slogdet": _matrix_rule("slogdet", lambda v: _as_tuple(np.linalg.slogdet(v)),
+                                   lambda s: [s[:-2], s[:-2]]),
+    "linalg_cholesky": _matrix_rule("cholesky", np.linalg.cholesky, lambda s: [s]),
+    "linalg_eigh": _matrix_rule("eigh", lambda v: _as_tuple(np.linalg.eigh(v)),
+                                lambda s: [s[:-1], s]),
+    "linalg_qr": linalg_qr_rule,
+    "linalg_svd": linalg_svd_rule,
+    "einsum": einsum_rule,
+    "einsum_grad": einsum_grad_rule,
+    "tensordot": tensordot_rule,
+    "tensordot_grad": lambda a, b, axes, dout: einsum_grad_rule(AObject(str), a, b, dout),
+    "convolve": convolve_rule,
+    "cumsum": _scan(np.cumsum),
+    "cumprod": _scan(np.cumprod),
+    "sort": sort_rule,
+    "take": take_rule,
+    "take_grad": gather_grad_rule,
+    "take_along_axis": take_along_axis_rule,
+    "take_along_axis_grad": gather_grad_rule,
+    "searchsorted": searchsorted_rule,
+}
+
+
 # ---------------------------------------------------------------------------------- table
 
 # Operations defined on integers only: using them on floats is reported before running.
@@ -1383,4 +1663,5 @@ TYPE_RULES = {
     "check_bound": check_bound_rule,
     "format": _string(_format),
     "concat_str": _string(lambda *parts: "".join(parts)),
+    **LINALG_RULES,
 }

@@ -16,6 +16,7 @@ import sys
 import numpy as np
 
 from myir.errors import Location, MyirTypeError
+from myir.ir import einsum
 from myir.ir.ieee import ieee_pow, ieee_truediv
 from myir.ir.primitives import UNBOUND
 from myir.ir.values import EMPTY_STACK, NEWENV, Env, Stack
@@ -188,7 +189,8 @@ def sum_to_like(d, x):
 
 
 def broadcast_to_like(d, x):
-    return np.ascontiguousarray(np.broadcast_to(d, x.shape)) if isinstance(x, np.ndarray) else d
+    # np.array, not np.ascontiguousarray: that makes a 0-d array 1-d
+    return np.array(np.broadcast_to(d, x.shape)) if isinstance(x, np.ndarray) else d
 
 
 def reduce_grad(dout, x, axis, keepdims):
@@ -196,8 +198,9 @@ def reduce_grad(dout, x, axis, keepdims):
         return dout
     if axis is not None and not keepdims:
         dout = np.expand_dims(dout, axis)
-    # A real array, not a stride-0 view: BLAS (matmul) would not take a view of a row.
-    return np.ascontiguousarray(np.broadcast_to(dout, x.shape))
+    # A real array, not a stride-0 view: BLAS (matmul) would not take a view of a row
+    # (np.array: np.ascontiguousarray makes a 0-d array 1-d).
+    return np.array(np.broadcast_to(dout, x.shape))
 
 
 def getitem_grad(x, index, dout):
@@ -314,6 +317,78 @@ def _sum_like(fn):
     return reduce
 
 
+# numpy.linalg, einsum, scans, sorting and gathers: numpy computes them.  Results numpy
+# gives as named tuples (`EighResult`, ...) are plain tuples, what compiled code unpacks.
+
+
+def _tuple_result(fn):
+    def call(*args):
+        result = fn(*args)
+        return tuple(result) if isinstance(result, tuple) else result
+    call.__name__ = fn.__name__
+    return call
+
+
+def _linalg_svd(a, full_matrices=True, compute_uv=True):
+    result = np.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
+    return tuple(result) if compute_uv else result
+
+
+def _axis_index(ndim, axis, index):
+    """The index that puts `index` at `axis` of an array of `ndim` dimensions."""
+    return (slice(None),) * (axis % ndim) + (index,)
+
+
+def take_grad(x, indices, axis, dout):
+    """The gradient of np.take: dout added into zeros like x at the indices taken."""
+    d = np.zeros(np.shape(x), np.result_type(dout))
+    indices = np.asarray(indices)  # a tuple of indices is one index array, as np.take reads it
+    if axis is None:
+        np.add.at(d.reshape(-1), indices, dout)
+    else:
+        np.add.at(d, _axis_index(d.ndim, axis, indices), dout)
+    return d
+
+
+def take_along_axis_grad(x, indices, axis, dout):
+    """The gradient of np.take_along_axis: dout added into zeros like x where it was read."""
+    d = np.zeros(np.shape(x), np.result_type(dout))
+    if axis is None:
+        np.add.at(d.reshape(-1), indices, dout)
+        return d
+    axis %= d.ndim
+    shape = np.shape(dout)
+    index = list(np.ix_(*(np.arange(n) for n in shape)))
+    index[axis] = np.broadcast_to(indices, shape)
+    np.add.at(d, tuple(index), dout)
+    return d
+
+
+LINALG_IMPLS = {
+    "linalg_solve": np.linalg.solve,
+    "linalg_inv": np.linalg.inv,
+    "linalg_det": np.linalg.det,
+    "linalg_slogdet": _tuple_result(np.linalg.slogdet),
+    "linalg_cholesky": np.linalg.cholesky,
+    "linalg_eigh": _tuple_result(np.linalg.eigh),
+    "linalg_qr": _tuple_result(np.linalg.qr),
+    "linalg_svd": _linalg_svd,
+    "einsum": np.einsum,
+    "einsum_grad": einsum.gradients,
+    "tensordot": np.tensordot,
+    "tensordot_grad": einsum.tensordot_gradients,
+    "convolve": np.convolve,
+    "cumsum": np.cumsum,
+    "cumprod": np.cumprod,
+    "sort": np.sort,
+    "take": np.take,
+    "take_grad": take_grad,
+    "take_along_axis": np.take_along_axis,
+    "take_along_axis_grad": take_along_axis_grad,
+    "searchsorted": np.searchsorted,
+}
+
+
 IMPLS = {
     **{name: getattr(np, name) for name in (
         "exp log log1p expm1 sqrt sin cos tan arcsin arccos arctan sinh cosh tanh abs sign "
@@ -357,6 +432,7 @@ IMPLS = {
     "stack_push": Stack,
     "stack_pop": _stack_pop,
     "stack_empty": lambda s: s is EMPTY_STACK,
+    **LINALG_IMPLS,
 }
 
 

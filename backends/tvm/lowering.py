@@ -484,4 +484,21 @@ KEPT_IN_NUMPY: dict[str, str] = {
     "asarray": "builds an array from Python values (lists, tuples)",
     "arange": "no array operand: a constructor",
     "eye": "no array operand: a constructor",
+    # numpy.linalg, contractions, scans, sorting and gathers
+    **{p: "LAPACK through numpy (pivoting, convergence tests): numpy's values to the last "
+          "bit, and LinAlgError where numpy raises it; TVM has no factorizations"
+       for p in ("linalg_solve linalg_inv linalg_det linalg_slogdet linalg_cholesky "
+                 "linalg_eigh linalg_qr linalg_svd").split()},
+    **{p: "a contraction of any subscripts: numpy's einsum and BLAS; the gradient's "
+          "subscripts are found by the python backend" for p in (
+        "einsum", "einsum_grad", "tensordot", "tensordot_grad")},
+    "convolve": "numpy's correlation loop (a dot product per output): numpy's values to "
+                "the last bit",
+    **{p: "a sequential scan along an axis: numpy's order of additions (multiplications)"
+       for p in ("cumsum", "cumprod")},
+    "sort": "no Relax sort with numpy's order of NaNs",
+    "searchsorted": "binary search: no Relax equivalent with numpy's side='left'/'right'",
+    **{p: "a gather (scatter-add for the gradient) by integer arrays: numpy's take and "
+          "add.at, with numpy's IndexError" for p in (
+        "take", "take_grad", "take_along_axis", "take_along_axis_grad")},
 }

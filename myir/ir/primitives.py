@@ -132,6 +132,29 @@ primitive("ndim", "x")
 primitive("size", "x")
 primitive("dtype", "x")
 
+# numpy.linalg, einsum, scans, sorting and gathers: numpy's own algorithms, run by numpy.
+primitive("linalg_solve", "a, b")
+primitive("linalg_inv", "a")
+primitive("linalg_det", "a")
+primitive("linalg_slogdet", "a")            # the tuple (sign, logabsdet)
+primitive("linalg_cholesky", "a")
+primitive("linalg_eigh", "a, UPLO='L'")     # the tuple (eigenvalues, eigenvectors)
+primitive("linalg_qr", "a, mode='reduced'")
+primitive("linalg_svd", "a, full_matrices=True, compute_uv=True")
+primitive("einsum", varargs=True)           # einsum(subscripts, *operands)
+primitive("einsum_grad", varargs=True)      # einsum_grad(subscripts, *operands, dout): a tuple
+primitive("tensordot", "a, b, axes=2")
+primitive("tensordot_grad", "a, b, axes, dout")      # (da, db), as einsum_grad finds them
+primitive("convolve", "a, v, mode='full'")
+primitive("cumsum", "x, axis=None")
+primitive("cumprod", "x, axis=None")
+primitive("sort", "x, axis=-1")
+primitive("take", "x, indices, axis=None")
+primitive("take_grad", "x, indices, axis, dout")      # scatter-add dout into zeros like x
+primitive("take_along_axis", "x, indices, axis=-1")
+primitive("take_along_axis_grad", "x, indices, axis, dout")
+primitive("searchsorted", "a, v, side='left'")
+
 # Array constructors.
 _family("zeros ones empty", "shape, dtype=None")
 primitive("full", "shape, fill_value, dtype=None")
