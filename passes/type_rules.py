@@ -662,7 +662,7 @@ def expand_dims_rule(x, axis):
     a = _array_arg(x)
     if a is None:
         return ANY
-    axes = axes_value(axis, a.ndim + 1)
+    axes = axes_value(axis, a.ndim + (len(axis.items) if isinstance(axis, ATuple) else 1))
     if axes is ANY:
         return ANY
     shape = list(a.shape)

@@ -487,6 +487,16 @@ def expand_dims_m1(x):
     return np.sum(np.sin(np.expand_dims(x, -1)) * np.arange(24.0).reshape((2, 3, 4, 1)))
 
 
+def expand_dims_two_axes(x):
+    """A tuple of axes counts each new axis: (0, 4) of a 3-d array gives a 5-d one."""
+    return np.sum(np.sin(np.expand_dims(x, (0, 4))) * np.arange(24.0).reshape((1, 2, 3, 4, 1)))
+
+
+def times_eye_float32(x):
+    """np.eye's dtype keyword (its second positional parameter is M, the columns)."""
+    return np.sum(np.sin(x) @ np.eye(4, dtype=np.float32))
+
+
 def squeeze_axis(x):
     return np.sum(np.sin(np.squeeze(x, 1)) * np.arange(8.0).reshape((2, 4)))
 

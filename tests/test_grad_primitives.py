@@ -450,6 +450,8 @@ SHAPE_OPS = [
     (G.broadcast_to, [(3, 1), (4,), (2, 1, 4)]),
     (G.expand_dims_0, [(2, 3, 4)]),
     (G.expand_dims_m1, [(2, 3, 4)]),
+    (G.expand_dims_two_axes, [(2, 3, 4)]),
+    (G.times_eye_float32, [(3, 4)]),
     (G.squeeze_axis, [(2, 1, 4)]),
     (G.squeeze_all, [(2, 1, 4), (1, 2, 4, 1)]),
     (G.swapaxes, [(2, 3, 4)]),
