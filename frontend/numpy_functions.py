@@ -33,3 +33,391 @@ def size(a):
 
 def _like(a):
     return np.zeros_like(a, dtype=np.bool_)
+
+
+# ------------------------------------------------------------------ reductions
+# Each follows numpy's own implementation step by step (numpy/_core/_methods.py and
+# function_base.py), so the results agree to the last bit.
+
+
+def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
+    x = _float_array(a, dtype)
+    mean = np.sum(x, axis=axis, keepdims=True)
+    count = np.size(x) // np.size(mean)
+    d = x - mean / count
+    return np.sum(d * d, axis=axis, keepdims=keepdims) / max(count - ddof, 0)
+
+
+def std(a, axis=None, dtype=None, ddof=0, keepdims=False):
+    return np.sqrt(var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
+
+
+def average(a, axis=None, weights=None, returned=False, keepdims=False):
+    if weights is None:
+        avg = np.mean(a, axis=axis, keepdims=keepdims)
+        scale = np.size(a) / np.size(avg) + np.zeros_like(avg)
+    else:
+        x = np.asarray(a)
+        w = np.asarray(weights)
+        if np.ndim(w) == 1 and np.ndim(x) > 1:
+            w = np.swapaxes(np.reshape(w, (1,) * (np.ndim(x) - 1) + np.shape(w)), -1, axis)
+        scale = np.sum(w + np.zeros_like(x), axis=axis, keepdims=keepdims)
+        avg = np.sum(x * w, axis=axis, keepdims=keepdims) / scale
+    if returned:
+        return avg, scale
+    return avg
+
+
+def ptp(a, axis=None, keepdims=False):
+    return np.max(a, axis=axis, keepdims=keepdims) - np.min(a, axis=axis, keepdims=keepdims)
+
+
+def any(a, axis=None, keepdims=False):
+    return np.sum(np.asarray(a) != 0, axis=axis, keepdims=keepdims) > 0
+
+
+def all(a, axis=None, keepdims=False):
+    return np.sum(np.asarray(a) == 0, axis=axis, keepdims=keepdims) == 0
+
+
+def count_nonzero(a, axis=None, keepdims=False):
+    n = np.sum(np.asarray(a) != 0, axis=axis, keepdims=keepdims)
+    if axis is None and not keepdims:
+        return int(n)
+    return n
+
+
+# ------------------------------------------------------------------ elementwise
+
+
+def sinc(x):
+    y = np.pi * np.where(x == 0, 1.0e-20, x)
+    return np.sin(y) / y
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    a = np.asarray(x)
+    if a.dtype != np.float64 and a.dtype != np.float32 and a.dtype != np.float16:
+        return x
+    big = _largest(a.dtype)
+    hi = big if posinf is None else posinf
+    lo = -big if neginf is None else neginf
+    y = np.where(np.isnan(a), nan, np.where(a == np.inf, hi, np.where(a == -np.inf, lo, a)))
+    return y.astype(a.dtype)
+
+
+def _largest(dtype):
+    if dtype == np.float32:
+        return 3.4028234663852886e38
+    if dtype == np.float16:
+        return 65504.0
+    return 1.7976931348623157e308
+
+
+# ------------------------------------------------------------------ products
+
+
+def outer(a, b):
+    return np.multiply(np.reshape(a, (-1, 1)), np.reshape(b, (1, -1)))
+
+
+def inner(a, b):
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return np.multiply(a, b)
+    if np.ndim(b) == 1:
+        return np.dot(a, b)
+    return np.dot(a, np.swapaxes(b, -1, -2))
+
+
+def vdot(a, b):
+    return np.dot(np.reshape(a, (-1,)), np.reshape(b, (-1,)))
+
+
+# ------------------------------------------------------------------ shapes and layout
+
+
+def ravel(a):
+    return np.reshape(a, (-1,))
+
+
+def atleast_1d(a):
+    x = np.asarray(a)
+    if np.ndim(x) == 0:
+        return np.reshape(x, (1,))
+    return x
+
+
+def atleast_2d(a):
+    x = np.asarray(a)
+    if np.ndim(x) == 0:
+        return np.reshape(x, (1, 1))
+    if np.ndim(x) == 1:
+        return np.reshape(x, (1,) + np.shape(x))
+    return x
+
+
+def atleast_3d(a):
+    x = np.asarray(a)
+    if np.ndim(x) == 0:
+        return np.reshape(x, (1, 1, 1))
+    if np.ndim(x) == 1:
+        return np.reshape(x, (1,) + np.shape(x) + (1,))
+    if np.ndim(x) == 2:
+        return np.reshape(x, np.shape(x) + (1,))
+    return x
+
+
+def moveaxis(a, source, destination):
+    n = np.ndim(a)
+    src = _axes(source, n)
+    dst = _axes(destination, n)
+    order = ()
+    for i in range(n):
+        if not _contains(src, i):
+            order = order + (i,)
+    for k in _argsort_ints(dst):
+        order = order[:dst[k]] + (src[k],) + order[dst[k]:]
+    return np.transpose(a, order)
+
+
+def _contains(t, v):
+    found = False
+    for item in t:
+        found = found or item == v
+    return found
+
+
+def _argsort_ints(t):
+    """The positions of the ints of t in increasing order of their values."""
+    order = ()
+    for v in range(max(t + (-1,)) + 1):
+        for k in range(len(t)):
+            if t[k] == v:
+                order = order + (k,)
+    return order
+
+
+def _axes(axis, n):
+    """An int or a tuple of ints as a tuple of axes in 0..n-1."""
+    if np.ndim(axis) == 0:
+        axis = (axis,)
+    result = ()
+    for a in axis:
+        result = result + (a % n,)
+    return result
+
+
+def hstack(tup):
+    if np.ndim(tup[0]) == 1:
+        return np.concatenate(tup, axis=0)
+    return np.concatenate(tup, axis=1)
+
+
+def vstack(tup):
+    return np.concatenate(_each_atleast_2d(tup), axis=0)
+
+
+def _each_atleast_2d(tup):
+    result = ()
+    for a in tup:
+        result = result + (atleast_2d(a),)
+    return result
+
+
+def split(ary, indices_or_sections, axis=0):
+    n = np.shape(ary)[axis]
+    if np.ndim(indices_or_sections) == 0:
+        if n % indices_or_sections:
+            raise ValueError("array split does not result in an equal division")
+        step = n // indices_or_sections
+        bounds = ()
+        for k in range(indices_or_sections + 1):
+            bounds = bounds + (k * step,)
+    else:
+        bounds = (0,) + _as_tuple(indices_or_sections) + (n,)
+    moved = np.swapaxes(ary, 0, axis)
+    parts = ()
+    for k in range(len(bounds) - 1):
+        parts = parts + (np.swapaxes(moved[bounds[k]:max(bounds[k], bounds[k + 1])],
+                                     0, axis),)
+    return parts
+
+
+def flip(m, axis=None):
+    if axis is None:
+        return np.reshape(np.reshape(m, (-1,))[::-1], np.shape(m))
+    for a in _axes(axis, np.ndim(m)):
+        m = np.swapaxes(np.swapaxes(m, 0, a)[::-1], 0, a)
+    return m
+
+
+def fliplr(m):
+    return flip(m, 1)
+
+
+def flipud(m):
+    return flip(m, 0)
+
+
+def roll(a, shift, axis=None):
+    if axis is None:
+        return np.reshape(roll(np.reshape(a, (-1,)), shift, 0), np.shape(a))
+    axes = _axes(axis, np.ndim(a))
+    shifts = (shift,) * len(axes) if np.ndim(shift) == 0 else shift
+    for k in range(len(axes)):
+        x = np.swapaxes(a, 0, axes[k])
+        n = np.shape(x)[0]
+        s = shifts[k] % n if n else 0
+        a = np.swapaxes(np.concatenate((x[n - s:], x[:n - s]), axis=0), 0, axes[k])
+    return a
+
+
+def repeat(a, repeats, axis=None):
+    if axis is None:
+        return _repeat_first(np.reshape(a, (-1,)), repeats)
+    return np.swapaxes(_repeat_first(np.swapaxes(a, 0, axis), repeats), 0, axis)
+
+
+def _repeat_first(x, repeats):
+    shape = np.shape(x)
+    x = np.broadcast_to(np.expand_dims(x, 1), (shape[0], repeats) + shape[1:])
+    return np.reshape(x, (shape[0] * repeats,) + shape[1:])
+
+
+def tile(A, reps):
+    reps = (reps,) if np.ndim(reps) == 0 else _as_tuple(reps)
+    x = np.asarray(A)
+    n = max(len(reps), np.ndim(x))
+    shape = (1,) * (n - np.ndim(x)) + np.shape(x)
+    reps = (1,) * (n - len(reps)) + reps
+    spread = ()
+    tiled = ()
+    result = ()
+    for k in range(n):
+        spread = spread + (1, shape[k])
+        tiled = tiled + (reps[k], shape[k])
+        result = result + (reps[k] * shape[k],)
+    return np.reshape(np.broadcast_to(np.reshape(x, spread), tiled), result)
+
+
+def pad(array, pad_width, mode="constant", constant_values=0):
+    if mode != "constant":
+        raise NotImplementedError("np.pad in compiled code supports mode='constant' only")
+    x = np.asarray(array)
+    n = np.ndim(x)
+    widths = _pairs(pad_width, n)
+    values = _pairs(constant_values, n)
+    for k in range(n):
+        before, after = widths[k]
+        shape = np.shape(x)
+        side = shape[:k] + (before,) + shape[k + 1:]
+        end = shape[:k] + (after,) + shape[k + 1:]
+        x = np.concatenate((np.full(side, values[k][0], dtype=x.dtype), x,
+                            np.full(end, values[k][1], dtype=x.dtype)), axis=k)
+    return x
+
+
+def _pairs(v, n):
+    """numpy's (before, after) per axis from an int, a pair, or a pair per axis."""
+    if np.ndim(v) == 0:
+        return ((v, v),) * n
+    if np.ndim(v) == 1:
+        if len(v) == 1:
+            return ((v[0], v[0]),) * n
+        return ((v[0], v[1]),) * n
+    if len(v) == 1:
+        return ((v[0][0], v[0][1]),) * n
+    return _as_tuple(v)
+
+
+def _as_tuple(v):
+    result = ()
+    for item in v:
+        result = result + (item,)
+    return result
+
+
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    x = moveaxis(a, (axis1, axis2), (-2, -1))
+    rows = np.shape(x)[-2]
+    cols = np.shape(x)[-1]
+    n = max(min(rows + min(offset, 0), cols - max(offset, 0)), 0)
+    i = np.arange(n) - min(offset, 0)
+    return x[..., i, i + offset]
+
+
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
+    d = diagonal(a, offset, axis1, axis2)
+    return np.sum(d if dtype is None else d.astype(dtype), axis=-1)
+
+
+def diag(v, k=0):
+    if np.ndim(v) == 2:
+        return diagonal(v, k)
+    x = np.asarray(v)
+    n = np.shape(x)[0] + abs(k)
+    full = np.concatenate((x, np.zeros(abs(k), dtype=x.dtype)))
+    i = np.reshape(np.arange(n), (-1, 1))
+    j = np.reshape(np.arange(n), (1, -1))
+    along = np.reshape(full, (-1, 1)) if k >= 0 else np.reshape(full, (1, -1))
+    return np.where(j - i == k, along, np.zeros(1, dtype=x.dtype))
+
+
+def triu(m, k=0):
+    return np.where(_lower_mask(m, k - 1), np.zeros(1, dtype=np.asarray(m).dtype), m)
+
+
+def tril(m, k=0):
+    return np.where(_lower_mask(m, k), m, np.zeros(1, dtype=np.asarray(m).dtype))
+
+
+def _lower_mask(m, k):
+    """Where column - row <= k over m's last two axes."""
+    rows = np.shape(m)[-2]
+    cols = np.shape(m)[-1]
+    return np.reshape(np.arange(cols), (1, -1)) - np.reshape(np.arange(rows), (-1, 1)) <= k
+
+
+# ------------------------------------------------------------------ creation
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+    div = num - 1 if endpoint else num
+    delta = stop - start
+    step = delta / div if div > 0 else np.nan
+    y = np.arange(0, num) * 1.0
+    if div > 0 and step != 0:
+        y = y * step + start
+    elif div > 0:
+        y = y / div * delta + start
+    else:
+        y = y * delta + start
+    if endpoint and num > 1:
+        y = np.concatenate((y[:-1], np.asarray(stop, dtype=y.dtype)[None]))
+    if dtype is not None:
+        y = y.astype(dtype)
+    if retstep:
+        return y, step
+    return y
+
+
+def identity(n, dtype=None):
+    return np.eye(n, dtype=np.float64 if dtype is None else dtype)
+
+
+def full_like(a, fill_value, dtype=None):
+    like = np.zeros_like(a, dtype=dtype)
+    return np.full(np.shape(like), fill_value, dtype=like.dtype)
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def _float_array(a, dtype):
+    """numpy's var/std operand: a float array (ints computed in float64)."""
+    x = np.asarray(a)
+    if dtype is not None:
+        return x.astype(dtype)
+    if x.dtype == np.float64 or x.dtype == np.float32 or x.dtype == np.float16:
+        return x
+    return x.astype(np.float64)

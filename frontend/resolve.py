@@ -30,6 +30,13 @@ NUMPY = {name: P[name] for name in (
     "argsort"
 ).split()}
 NUMPY.update({name: getattr(numpy_functions, name) for name in ("shape", "ndim", "size")})
+# numpy's API beyond the basics: ufuncs as primitives, the rest as compositions.
+NUMPY.update({name: P[name] for name in (
+    "cbrt log2 exp2 log10 isnan isinf isfinite hypot logaddexp logaddexp2").split()})
+NUMPY.update({name: getattr(numpy_functions, name) for name in (
+    "var std average ptp any all count_nonzero sinc nan_to_num outer inner vdot ravel "
+    "atleast_1d atleast_2d atleast_3d moveaxis hstack vstack split flip fliplr flipud roll "
+    "repeat tile pad diagonal trace diag triu tril linspace identity full_like").split()})
 NUMPY.update({"absolute": P["abs"], "amax": P["max"], "amin": P["min"],
               "add": P["add"], "subtract": P["sub"], "multiply": P["mul"],
               "divide": P["truediv"], "true_divide": P["truediv"]})

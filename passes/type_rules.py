@@ -624,6 +624,9 @@ def swapaxes_rule(x, a1, a2):
     i, j = axes_value(a1, a.ndim), axes_value(a2, a.ndim)
     if i is ANY or j is ANY:
         return ANY
+    if i is None or j is None:
+        raise RuleError("swapaxes: an axis must be an integer, not None",
+                        "give both axes as integers")
     shape = list(a.shape)
     shape[i], shape[j] = shape[j], shape[i]
     return widened(evaluate(np.swapaxes, [x], {"axis1": i, "axis2": j}), shape)
@@ -1273,7 +1276,8 @@ _OPERATORS = {
 }
 _NUMPY_ELEMENTWISE = (
     "exp log log1p expm1 sqrt sin cos tan arcsin arccos arctan sinh cosh tanh abs sign floor "
-    "ceil square negative reciprocal maximum minimum arctan2 power where clip").split()
+    "ceil square negative reciprocal maximum minimum arctan2 power where clip "
+    "cbrt log2 exp2 log10 isnan isinf isfinite hypot logaddexp logaddexp2").split()
 _MATH = ("exp log log1p expm1 sqrt sin cos tan asin acos atan sinh cosh tanh fabs floor ceil "
          "pow atan2 hypot").split()
 _AUGMENTED = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//",

@@ -293,16 +293,21 @@ def _sum_like(fn):
     return reduce
 
 
+# numpy ufuncs added for numpy's API coverage (myir.ir.primitives, "numpy ufuncs").
+_NUMPY_UFUNCS = "cbrt log2 exp2 log10 isnan isinf isfinite hypot logaddexp logaddexp2".split()
+
 IMPLS = {
     **{name: getattr(np, name) for name in (
         "exp log log1p expm1 sqrt sin cos tan arcsin arccos arctan sinh cosh tanh abs sign "
         "floor ceil square negative reciprocal maximum minimum arctan2 power where clip "
         "argmax argmin dot broadcast_to expand_dims squeeze concatenate stack zeros ones empty "
-        "full zeros_like ones_like array asarray arange eye swapaxes argsort").split()},
+        "full zeros_like ones_like array asarray arange swapaxes argsort").split()},
+    **{name: getattr(np, name) for name in _NUMPY_UFUNCS},
     **{name: _sum_like(getattr(np, name)) for name in ("sum", "mean", "prod", "max", "min")},
     **{"math_" + name: getattr(math, name) for name in (
         "exp log log1p expm1 sqrt sin cos tan asin acos atan sinh cosh tanh fabs floor ceil "
         "pow atan2 hypot").split()},
+    "eye": lambda n, dtype=None: np.eye(n, dtype=dtype),   # np.eye's second parameter is M
     "transpose": _transpose,
     "reshape": _reshape,
     "astype": _astype,

@@ -101,6 +101,9 @@ _family("exp log log1p expm1 sqrt sin cos tan arcsin arccos arctan sinh cosh tan
         "floor ceil square negative reciprocal", "x")
 _family("maximum minimum arctan2 power", "x, y")
 primitive("where", "cond, x, y")
+# numpy ufuncs that no composition of the others reproduces to the last bit (numpy's own loops).
+_family("cbrt log2 exp2 log10 isnan isinf isfinite", "x")
+_family("hypot logaddexp logaddexp2", "x, y")
 primitive("clip", "x, lo, hi")
 
 # `math` module functions keep their own semantics (math.sqrt(-1) raises, np.sqrt gives nan).
