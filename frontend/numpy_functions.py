@@ -81,10 +81,7 @@ def all(a, axis=None, keepdims=False):
 
 
 def count_nonzero(a, axis=None, keepdims=False):
-    n = np.sum(np.asarray(a) != 0, axis=axis, keepdims=keepdims)
-    if axis is None and not keepdims:
-        return int(n)
-    return n
+    return np.sum(np.asarray(a) != 0, axis=axis, keepdims=keepdims)
 
 
 # ------------------------------------------------------------------ elementwise
@@ -214,14 +211,9 @@ def hstack(tup):
 
 
 def vstack(tup):
-    return np.concatenate(_each_atleast_2d(tup), axis=0)
-
-
-def _each_atleast_2d(tup):
-    result = ()
-    for a in tup:
-        result = result + (atleast_2d(a),)
-    return result
+    if np.ndim(tup[0]) == 1:
+        return np.stack(tup, axis=0)
+    return np.concatenate(tup, axis=0)
 
 
 def split(ary, indices_or_sections, axis=0):

@@ -483,6 +483,14 @@ class FunctionParser:
         value = resolve.unwrap_function(value)
         if isinstance(value, Primitive):
             return Constant(value)
+        if resolve.is_numpy_function(value):   # `from numpy.linalg import norm`
+            member = resolve.numpy_member(value)
+            if member is None:
+                full = f"{value.__module__}.{getattr(value, '__name__', name)}"
+                ns, _, attr = full.rpartition(".")
+                self.error(node, *resolve.unsupported(resolve.Namespace(ns, {}, {}), attr))
+            ns, attr = member
+            return self.global_value(ns.functions[attr], f"{ns.name}.{attr}", node)
         if resolve.is_user_function(value):
             return Constant(self.worklist.graph_of(value))
         if resolve.namespace_of(value) is not None:
@@ -1053,8 +1061,12 @@ class FunctionParser:
                 return Constant(base.values[e.attr])
             if e.attr in base.functions:  # a primitive, or a function to parse
                 return self.global_value(base.functions[e.attr], f"{base.name}.{e.attr}", e)
-            self.error(e, f"`{base.name}.{e.attr}` is not supported in compiled code",
-                       f"supported: {', '.join(sorted(base.functions))}")
+            module = getattr(resolve.module_of(base), e.attr, None)
+            if resolve.namespace_of(module) is not None:
+                return Constant(resolve.namespace_of(module))
+            if module is None and base.name.startswith("numpy"):
+                self.error(e, f"module '{base.name}' has no attribute '{e.attr}'")
+            self.error(e, *resolve.unsupported(base, e.attr))
         if isinstance(base, types.ModuleType):  # another module: its globals
             if not hasattr(base, e.attr):
                 self.error(e, f"module '{base.__name__}' has no attribute '{e.attr}'")
@@ -1078,6 +1090,8 @@ class FunctionParser:
                 return None
         elif isinstance(e, ast.Attribute):
             base = self.static_value(e.value, block)
+            if isinstance(base, resolve.Namespace):
+                base = resolve.module_of(base)
             if not isinstance(base, types.ModuleType):
                 return None
             value = getattr(base, e.attr, None)

@@ -38,7 +38,6 @@ VARIADIC_RULES = frozenset({"make_tuple", "builtin_min", "builtin_max"})
 # Primitives without a gradient rule, and why (checked by tests/test_primitive_tables.py).
 NO_RULE = {
     "array": "np.array of a tuple: differentiate with respect to the elements instead",
-    "asarray": "np.asarray of a tuple: differentiate with respect to the elements instead",
 }
 
 
