@@ -1237,6 +1237,11 @@ def raise_rule(exception):
     return BOTTOM
 
 
+def print_rule(previous, sep, end, args):
+    """None; the rule never prints (rules run on stand-ins, once per type)."""
+    return ANone()
+
+
 def depend_rule(x, effect):
     return x
 
@@ -1357,6 +1362,7 @@ TYPE_RULES = {
     "make_exception": make_exception_rule,
     "raise_": raise_rule,
     "depend": depend_rule,
+    "print_": print_rule,
     "check_bound": check_bound_rule,
     "format": _string(_format),
     "concat_str": _string(lambda *parts: "".join(parts)),

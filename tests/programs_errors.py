@@ -92,8 +92,8 @@ def sort_param(x):
     return x
 
 
-def print_stmt(x):
-    print(x)
+def print_flush(x):
+    print(x, flush=True)
     return x
 
 

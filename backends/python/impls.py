@@ -263,6 +263,10 @@ def concat_grad(arrays, axis, dout):
     return tuple(np.split(dout, ends, axis=axis))
 
 
+def _print(previous, sep, end, args):
+    print(*args, sep=sep, end=end)
+
+
 def _make_exception(cls, *args):
     return cls(*args)
 
@@ -335,6 +339,7 @@ IMPLS = {
     "unstack": lambda x, axis: tuple(np.moveaxis(x, axis, 0)),
     "check_bound": _check_bound,
     "depend": lambda x, effect: x,
+    "print_": _print,
     "format": _format,
     "concat_str": lambda *parts: "".join(parts),
     "switch": _switch,

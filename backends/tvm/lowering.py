@@ -455,7 +455,8 @@ KEPT_IN_NUMPY: dict[str, str] = {
         "is_", "is_not", "not_", "truth", "len", "range", "builtin_min", "builtin_max",
         "to_float", "to_int", "to_bool", "make_tuple", "unpack", "make_slice", "shape", "ndim",
         "size", "dtype", "cast", "env_getitem", "env_setitem", "select_grad", "switch",
-        "make_exception", "raise_", "depend", "check_bound", "format", "concat_str")},
+        "make_exception", "raise_", "depend", "check_bound", "format", "concat_str",
+        "print_")},
     **{"math_" + p: _MATH_MODULE for p in (
         "exp log log1p expm1 sqrt sin cos tan asin acos atan sinh cosh tanh fabs floor ceil "
         "pow atan2 hypot").split()},

@@ -185,6 +185,8 @@ primitive("switch", "cond, if_true, if_false")
 primitive("make_exception", varargs=True)   # make_exception(cls, *args)
 primitive("raise_", "exception", pure=False)
 primitive("depend", "x, effect")            # x, once `effect` has been evaluated
+# print(*args, sep=sep, end=end) after the print `previous` (frontend: program order); None
+primitive("print_", "previous, sep, end, args", pure=False)
 primitive("check_bound", "x, name")         # x, or UnboundLocalError if x is UNBOUND
 primitive("format", "x, conversion, spec")  # one f-string field: format(x, spec)
 primitive("concat_str", varargs=True)       # the parts of an f-string joined
