@@ -413,3 +413,111 @@ def _float_array(a, dtype):
     if x.dtype == np.float64 or x.dtype == np.float32 or x.dtype == np.float16:
         return x
     return x.astype(np.float64)
+
+
+# ------------------------------------------------------------------ more of numpy's API
+
+
+def diff(a, n=1, axis=-1):
+    x = np.swapaxes(np.asarray(a), 0, axis)
+    for _ in range(n):
+        x = x[1:] - x[:-1]
+    return np.swapaxes(x, 0, axis)
+
+
+def append(arr, values, axis=None):
+    if axis is None:
+        return np.concatenate((np.reshape(arr, (-1,)), np.reshape(values, (-1,))))
+    return np.concatenate((arr, values), axis=axis)
+
+
+def median(a, axis=None, keepdims=False):
+    """The middle of the sorted values (the mean of the two middle ones for an even count);
+    nan where a value is nan, as numpy.  Along an axis: the axis moved last, each row sorted
+    by its argsort."""
+    x = np.asarray(a)
+    if axis is None:
+        x = np.reshape(x, (-1,))
+        rows = x[np.argsort(x)]
+    else:
+        x = np.moveaxis(x, axis, -1)
+        order = np.argsort(x, axis=-1)
+        rows = np.sum(np.where(np.expand_dims(order, -1) == np.arange(np.shape(x)[-1]),
+                               np.expand_dims(x, -2), 0.0), axis=-1)
+    n = np.shape(rows)[-1]
+    middle = rows[..., (n - 1) // 2:n // 2 + 1]
+    m = np.mean(middle, axis=-1)
+    m = np.where(np.isnan(rows[..., -1]), np.nan, m)[()]   # [()]: a 0-d result is a scalar
+    if keepdims:
+        if axis is None:
+            return np.reshape(m, (1,) * np.ndim(a))
+        return np.expand_dims(m, axis)
+    return m
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    x = np.asarray(a)
+    y = np.asarray(b)
+    close = np.abs(x - y) <= atol + rtol * np.abs(y)
+    close = np.where(np.isfinite(y), close, x == y)
+    if equal_nan:
+        close = np.where(np.isnan(x), np.isnan(y), close)
+    return close
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return bool(np.all(isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
+
+
+def logical_and(x1, x2):
+    return (np.asarray(x1) != 0) & (np.asarray(x2) != 0)
+
+
+def logical_or(x1, x2):
+    return (np.asarray(x1) != 0) | (np.asarray(x2) != 0)
+
+
+def logical_xor(x1, x2):
+    return (np.asarray(x1) != 0) ^ (np.asarray(x2) != 0)
+
+
+def logical_not(x):
+    return np.asarray(x) == 0
+
+
+def deg2rad(x):
+    return np.multiply(x, np.pi / 180.0)
+
+
+def rad2deg(x):
+    if np.asarray(x).dtype == np.float32:   # numpy's float32 loop divides in float32
+        return np.multiply(x, np.float32(180.0) / np.float32(np.pi))
+    return np.multiply(x, 180.0 / np.pi)
+
+
+def empty_like(a, dtype=None):
+    return np.zeros_like(a, dtype=dtype)
+
+
+def less(x1, x2):
+    return np.asarray(x1) < x2
+
+
+def less_equal(x1, x2):
+    return np.asarray(x1) <= x2
+
+
+def greater(x1, x2):
+    return np.asarray(x1) > x2
+
+
+def greater_equal(x1, x2):
+    return np.asarray(x1) >= x2
+
+
+def equal(x1, x2):
+    return np.asarray(x1) == x2
+
+
+def not_equal(x1, x2):
+    return np.asarray(x1) != x2

@@ -1184,6 +1184,11 @@ class FunctionParser:
                            f"supported methods: {', '.join(sorted(resolve.METHODS))}")
             obj = self.expr(e.func.value, block)
             args = [self.expr(a, block) for a in e.args]
+            if not isinstance(prim, Primitive):   # a function of numpy_functions.py
+                kwargs = {k.arg: self.expr(k.value, block) for k in e.keywords}
+                fn = self.global_value(prim, f"numpy.{attr}", e.func)
+                return block.graph.apply(fn, *self.bind_graph(fn.value, [obj] + args, kwargs, e),
+                                         location=loc)
             if prim.name in ("reshape", "transpose") and len(args) > 1:
                 args = [block.graph.apply(P["make_tuple"], *args, location=loc)]
             kwargs = {k.arg: self.expr(k.value, block) for k in e.keywords}

@@ -37,7 +37,12 @@ NUMPY.update({name: P[name] for name in (
 NUMPY.update({name: getattr(numpy_functions, name) for name in (
     "var std average ptp any all count_nonzero sinc nan_to_num outer inner vdot ravel "
     "atleast_1d atleast_2d atleast_3d moveaxis hstack vstack split flip fliplr flipud roll "
-    "repeat tile pad diagonal trace diag triu tril linspace identity full_like").split()})
+    "repeat tile pad diagonal trace diag triu tril linspace identity full_like diff append "
+    "median isclose allclose logical_and logical_or logical_xor logical_not deg2rad rad2deg "
+    "empty_like").split()})
+NUMPY.update({name: getattr(numpy_functions, name) for name in (
+    "less less_equal greater greater_equal equal not_equal").split()})
+NUMPY.update({"radians": NUMPY["deg2rad"], "degrees": NUMPY["rad2deg"]})
 NUMPY.update({"absolute": P["abs"], "amax": P["max"], "amin": P["min"],
               "add": P["add"], "subtract": P["sub"], "multiply": P["mul"],
               "divide": P["truediv"], "true_divide": P["truediv"]})
@@ -68,6 +73,10 @@ METHODS = {"sum": P["sum"], "mean": P["mean"], "prod": P["prod"], "max": P["max"
            "min": P["min"], "argmax": P["argmax"], "argmin": P["argmin"], "dot": P["dot"],
            "reshape": P["reshape"], "transpose": P["transpose"], "astype": P["astype"],
            "squeeze": P["squeeze"], "clip": P["clip"]}
+# Methods that are numpy functions of frontend/numpy_functions.py: `x.var(axis=0)`.
+METHODS.update({name: getattr(numpy_functions, name) for name in (
+    "var std any all ravel trace diagonal repeat").split()})
+METHODS["flatten"] = numpy_functions.ravel
 ATTRIBUTES = {"T": P["transpose"], "shape": P["shape"], "ndim": P["ndim"], "size": P["size"],
               "dtype": P["dtype"]}
 MUTATING_METHODS = {"append", "extend", "insert", "pop", "remove", "sort", "reverse", "clear",

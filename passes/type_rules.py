@@ -666,6 +666,9 @@ def expand_dims_rule(x, axis):
     axes = axes_value(axis, a.ndim + 1)
     if axes is ANY:
         return ANY
+    if axes is None:
+        raise RuleError("expand_dims: the axis must be an integer or a tuple, not None",
+                        "give the position of the new axis")
     shape = list(a.shape)
     for i in sorted(axes if isinstance(axes, tuple) else (axes,)):
         shape.insert(i, 1)
