@@ -94,7 +94,7 @@ def sinc(x):
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     a = np.asarray(x)
-    if a.dtype != np.float64 and a.dtype != np.float32 and a.dtype != np.float16:
+    if not _is_float(a.dtype):
         return x
     big = _largest(a.dtype)
     hi = big if posinf is None else posinf
@@ -410,9 +410,13 @@ def _float_array(a, dtype):
     x = np.asarray(a)
     if dtype is not None:
         return x.astype(dtype)
-    if x.dtype == np.float64 or x.dtype == np.float32 or x.dtype == np.float16:
+    if _is_float(x.dtype):
         return x
     return x.astype(np.float64)
+
+
+def _is_float(dtype):
+    return dtype == np.float64 or dtype == np.float32 or dtype == np.float16
 
 
 # ------------------------------------------------------------------ more of numpy's API
@@ -521,3 +525,30 @@ def equal(x1, x2):
 
 def not_equal(x1, x2):
     return np.asarray(x1) != x2
+
+
+def round(a, decimals=0):
+    """numpy's steps: rint, after scaling by 10 ** decimals (a Python float, as numpy's C
+    code has it) for other decimals; integers are returned as they are for decimals >= 0."""
+    if not _is_float(np.asarray(a).dtype) and decimals >= 0:
+        return a
+    if decimals == 0:
+        return np.rint(a)
+    scale = 10.0 ** abs(decimals)
+    if decimals > 0:
+        return np.rint(np.multiply(a, scale)) / scale
+    return np.rint(np.true_divide(a, scale)) * scale
+
+
+around = round
+
+
+def remainder(x1, x2):
+    return np.asarray(x1) % x2
+
+
+mod = remainder
+
+
+def floor_divide(x1, x2):
+    return np.asarray(x1) // x2

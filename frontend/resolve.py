@@ -33,13 +33,14 @@ NUMPY = {name: P[name] for name in (
 NUMPY.update({name: getattr(numpy_functions, name) for name in ("shape", "ndim", "size")})
 # numpy's API beyond the basics: ufuncs as primitives, the rest as compositions.
 NUMPY.update({name: P[name] for name in (
-    "cbrt log2 exp2 log10 isnan isinf isfinite hypot logaddexp logaddexp2").split()})
+    "cbrt log2 exp2 log10 arcsinh arccosh arctanh rint trunc isnan isinf isfinite hypot "
+    "logaddexp logaddexp2").split()})
 NUMPY.update({name: getattr(numpy_functions, name) for name in (
     "var std average ptp any all count_nonzero sinc nan_to_num outer inner vdot ravel "
     "atleast_1d atleast_2d atleast_3d moveaxis hstack vstack split flip fliplr flipud roll "
     "repeat tile pad diagonal trace diag triu tril linspace identity full_like diff append "
     "median isclose allclose logical_and logical_or logical_xor logical_not deg2rad rad2deg "
-    "empty_like").split()})
+    "empty_like round around remainder mod floor_divide").split()})
 NUMPY.update({name: getattr(numpy_functions, name) for name in (
     "less less_equal greater greater_equal equal not_equal").split()})
 NUMPY.update({"radians": NUMPY["deg2rad"], "degrees": NUMPY["rad2deg"]})

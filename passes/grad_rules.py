@@ -193,6 +193,18 @@ def bprop_exp2(x, out, dout):
     return (dout * out * math.log(2.0),)
 
 
+def bprop_arcsinh(x, out, dout):
+    return (dout / np.sqrt(x * x + 1.0),)
+
+
+def bprop_arccosh(x, out, dout):
+    return (dout / np.sqrt(x * x - 1.0),)
+
+
+def bprop_arctanh(x, out, dout):
+    return (dout / (1.0 - x * x),)
+
+
 def bprop_hypot(x, y, out, dout):
     return (sum_to(ieee_truediv(dout * x, out), x), sum_to(ieee_truediv(dout * y, out), y))
 

@@ -1285,7 +1285,8 @@ _OPERATORS = {
 _NUMPY_ELEMENTWISE = (
     "exp log log1p expm1 sqrt sin cos tan arcsin arccos arctan sinh cosh tanh abs sign floor "
     "ceil square negative reciprocal maximum minimum arctan2 power where clip "
-    "cbrt log2 exp2 log10 isnan isinf isfinite hypot logaddexp logaddexp2").split()
+    "cbrt log2 exp2 log10 arcsinh arccosh arctanh rint trunc isnan isinf isfinite hypot "
+    "logaddexp logaddexp2").split()
 _MATH = ("exp log log1p expm1 sqrt sin cos tan asin acos atan sinh cosh tanh fabs floor ceil "
          "pow atan2 hypot").split()
 _AUGMENTED = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//",

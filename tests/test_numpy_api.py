@@ -88,6 +88,9 @@ def logical(x): return np.logical_xor(np.logical_and(x > 0, x < 1), np.logical_n
 def compare(x): return np.less_equal(x, 0.5) == np.greater(0.5, x)
 def degrees(x): return np.deg2rad(np.degrees(x))
 def methods(x): return x.var(axis=0) + x.std() + np.sum(x.flatten()) * x.ravel()[0]
+def round2(x): return np.round(x * 10.0, 1) + np.around(x, -1) + np.rint(x) + np.trunc(x)
+def remainder(x): return np.remainder(x, 0.75) + np.floor_divide(x, 0.5)
+def inverse_hyperbolic(x): return np.arcsinh(x) + np.arccosh(x * x + 1.5) + np.arctanh(x / 3.0)
 
 # Two-dimensional and more.
 def trace(m): return np.trace(m)
@@ -105,7 +108,8 @@ ANY_RANK = [var_all, var_ax0_ddof1, var_last_keep, std_all, std_ax0_keep, averag
             sinc, hypot, logaddexp, logaddexp2, nan_to_num, isfinite, isinf_isnan, ravel,
             atleast_2d, atleast_3d, moveaxis, flip_all, flip0, roll_flat, roll0, repeat_flat,
             repeat0, tile, pad, pad_values, hstack, vstack, split, full_like, diff0, diff2,
-            append, median_all, median0, isclose, logical, compare, degrees, methods]
+            append, median_all, median0, isclose, logical, compare, degrees, methods, round2,
+            remainder, inverse_hyperbolic]
 MATRIX = [trace, diagonal, diag_of_matrix, triu, tril, diag_of_row, fliplr, swap_last,
           matrix_methods]
 VECTOR = [outer, inner, vdot]
@@ -116,7 +120,7 @@ KIND = {**{f: "any" for f in ANY_RANK}, **{f: "matrix" for f in MATRIX},
         **{f: "vector" for f in VECTOR}}
 # Subjects without a gradient: boolean or integer results.
 NOT_DIFFERENTIABLE = {any_ax0, all_all, count_nonzero_all, isfinite, isinf_isnan, isclose,
-                      logical, compare}
+                      logical, compare, round2, remainder}
 # Subjects whose values the finite differences must keep away from a kink or a pole.
 KINKED = {ptp_all, ptp_ax0, cbrt, hypot, log2, log10, nan_to_num, average_w, sinc, median_all,
           median0}
@@ -206,6 +210,7 @@ def loss_median_all(x): return weighted(np.sin(median_all(x)))
 def loss_median0(x): return weighted(np.sin(median0(x)))
 def loss_degrees(x): return weighted(np.sin(degrees(x)))
 def loss_methods(x): return weighted(np.sin(methods(x)))
+def loss_inverse_hyperbolic(x): return weighted(np.sin(inverse_hyperbolic(x)))
 def loss_trace(x): return weighted(np.sin(trace(x)))
 def loss_diagonal(x): return weighted(np.sin(diagonal(x)))
 def loss_diag_of_matrix(x): return weighted(np.sin(diag_of_matrix(x)))

@@ -298,7 +298,8 @@ def _sum_like(fn):
 
 
 # numpy ufuncs added for numpy's API coverage (myir.ir.primitives, "numpy ufuncs").
-_NUMPY_UFUNCS = "cbrt log2 exp2 log10 isnan isinf isfinite hypot logaddexp logaddexp2".split()
+_NUMPY_UFUNCS = ("cbrt log2 exp2 log10 arcsinh arccosh arctanh rint trunc isnan isinf isfinite "
+                 "hypot logaddexp logaddexp2").split()
 
 IMPLS = {
     **{name: getattr(np, name) for name in (

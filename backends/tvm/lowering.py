@@ -467,7 +467,9 @@ KEPT_IN_NUMPY: dict[str, str] = {
           "numpy's accuracy near 0)" for p in ("sinh", "cosh")},
     **{p: "numpy's own ufunc loop; TVM's intrinsic (where it has one) does not reproduce its "
           "last bits" for p in ("cbrt", "log2", "exp2", "log10", "hypot", "logaddexp",
-                                "logaddexp2")},
+                                "logaddexp2", "arcsinh", "arccosh", "arctanh")},
+    **{p: "a rounding with a zero gradient, rare in differentiable code; numpy rounds half "
+          "to even" for p in ("rint", "trunc")},
     **{p: "a float classification with a bool result, cheap in numpy; TVM's casts of "
           "operands to the result dtype do not apply" for p in ("isnan", "isinf", "isfinite")},
     "expm1": "TVM 0.27 has no expm1 intrinsic; exp(x) - 1 would lose numpy's accuracy near 0",

@@ -102,7 +102,7 @@ _family("exp log log1p expm1 sqrt sin cos tan arcsin arccos arctan sinh cosh tan
 _family("maximum minimum arctan2 power", "x, y")
 primitive("where", "cond, x, y")
 # numpy ufuncs that no composition of the others reproduces to the last bit (numpy's own loops).
-_family("cbrt log2 exp2 log10 isnan isinf isfinite", "x")
+_family("cbrt log2 exp2 log10 arcsinh arccosh arctanh rint trunc isnan isinf isfinite", "x")
 _family("hypot logaddexp logaddexp2", "x, y")
 primitive("clip", "x, lo, hi")
 
