@@ -18,6 +18,12 @@ dead code; only an array whose shape depends on data pays for a boolean array of
 
 import numpy as np
 
+from myir.ir.primitives import PRIMITIVES
+
+# The parts of an array cut like the arrays a concatenation was made of (the adjoint of
+# np.concatenate): np.split's parts, whose gradient is the concatenation of theirs.
+_split_like = PRIMITIVES["concat_grad"]
+
 
 def shape(a):
     return _like(a).shape
@@ -227,12 +233,13 @@ def split(ary, indices_or_sections, axis=0):
             bounds = bounds + (k * step,)
     else:
         bounds = (0,) + _as_tuple(indices_or_sections) + (n,)
-    moved = np.swapaxes(ary, 0, axis)
-    parts = ()
+    shape = np.shape(ary)
+    blocks = ()
     for k in range(len(bounds) - 1):
-        parts = parts + (np.swapaxes(moved[bounds[k]:max(bounds[k], bounds[k + 1])],
-                                     0, axis),)
-    return parts
+        size = max(min(bounds[k + 1], n) - min(bounds[k], n), 0)
+        blocks = blocks + (np.zeros(shape[:axis % len(shape)] + (size,)
+                                    + shape[axis % len(shape) + 1:], dtype=np.bool_),)
+    return _split_like(blocks, axis, ary)
 
 
 def flip(m, axis=None):
