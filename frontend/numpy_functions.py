@@ -18,6 +18,12 @@ dead code; only an array whose shape depends on data pays for a boolean array of
 
 import numpy as np
 
+from myir.ir.primitives import PRIMITIVES
+
+# The parts of an array cut like the arrays a concatenation was made of (the adjoint of
+# np.concatenate): np.split's parts, whose gradient is the concatenation of theirs.
+_split_like = PRIMITIVES["concat_grad"]
+
 
 def shape(a):
     return _like(a).shape
@@ -194,3 +200,523 @@ def interp(x, xp, fp, left=None, right=None):
     y = np.where(x > xp[n - 1], fp[n - 1] if right is None else right, y)
     y = np.where(x < xp[0], fp[0] if left is None else left, y)
     return y[()]
+
+
+# ------------------------------------------------------------------ reductions
+# Each follows numpy's own implementation step by step (numpy/_core/_methods.py and
+# function_base.py), so the results agree to the last bit.
+
+
+def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
+    x = _float_array(a, dtype)
+    mean = np.sum(x, axis=axis, keepdims=True)
+    count = np.size(x) // np.size(mean)
+    d = x - mean / count
+    return np.sum(d * d, axis=axis, keepdims=keepdims) / max(count - ddof, 0)
+
+
+def std(a, axis=None, dtype=None, ddof=0, keepdims=False):
+    return np.sqrt(var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
+
+
+def average(a, axis=None, weights=None, returned=False, keepdims=False):
+    if weights is None:
+        avg = np.mean(a, axis=axis, keepdims=keepdims)
+        scale = np.size(a) / np.size(avg) + np.zeros_like(avg)
+    else:
+        x = np.asarray(a)
+        w = np.asarray(weights)
+        if np.ndim(w) == 1 and np.ndim(x) > 1:
+            w = np.swapaxes(np.reshape(w, (1,) * (np.ndim(x) - 1) + np.shape(w)), -1, axis)
+        scale = np.sum(w + np.zeros_like(x), axis=axis, keepdims=keepdims)
+        avg = np.sum(x * w, axis=axis, keepdims=keepdims) / scale
+    if returned:
+        return avg, scale
+    return avg
+
+
+def ptp(a, axis=None, keepdims=False):
+    return np.max(a, axis=axis, keepdims=keepdims) - np.min(a, axis=axis, keepdims=keepdims)
+
+
+def any(a, axis=None, keepdims=False):
+    return np.sum(np.asarray(a) != 0, axis=axis, keepdims=keepdims) > 0
+
+
+def all(a, axis=None, keepdims=False):
+    return np.sum(np.asarray(a) == 0, axis=axis, keepdims=keepdims) == 0
+
+
+def count_nonzero(a, axis=None, keepdims=False):
+    return np.sum(np.asarray(a) != 0, axis=axis, keepdims=keepdims)
+
+
+# ------------------------------------------------------------------ elementwise
+
+
+def sinc(x):
+    y = np.pi * np.where(x == 0, 1.0e-20, x)
+    return np.sin(y) / y
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    a = np.asarray(x)
+    if not _is_float(a.dtype):
+        return x
+    big = _largest(a.dtype)
+    hi = big if posinf is None else posinf
+    lo = -big if neginf is None else neginf
+    y = np.where(np.isnan(a), nan, np.where(a == np.inf, hi, np.where(a == -np.inf, lo, a)))
+    return y.astype(a.dtype)
+
+
+def _largest(dtype):
+    if dtype == np.float32:
+        return 3.4028234663852886e38
+    if dtype == np.float16:
+        return 65504.0
+    return 1.7976931348623157e308
+
+
+# ------------------------------------------------------------------ products
+
+
+def outer(a, b):
+    return np.multiply(np.reshape(a, (-1, 1)), np.reshape(b, (1, -1)))
+
+
+def inner(a, b):
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return np.multiply(a, b)
+    if np.ndim(b) == 1:
+        return np.dot(a, b)
+    return np.dot(a, np.swapaxes(b, -1, -2))
+
+
+def vdot(a, b):
+    return np.dot(np.reshape(a, (-1,)), np.reshape(b, (-1,)))
+
+
+# ------------------------------------------------------------------ shapes and layout
+
+
+def ravel(a):
+    return np.reshape(a, (-1,))
+
+
+def atleast_1d(a):
+    x = np.asarray(a)
+    if np.ndim(x) == 0:
+        return np.reshape(x, (1,))
+    return x
+
+
+def atleast_2d(a):
+    x = np.asarray(a)
+    if np.ndim(x) == 0:
+        return np.reshape(x, (1, 1))
+    if np.ndim(x) == 1:
+        return np.reshape(x, (1,) + np.shape(x))
+    return x
+
+
+def atleast_3d(a):
+    x = np.asarray(a)
+    if np.ndim(x) == 0:
+        return np.reshape(x, (1, 1, 1))
+    if np.ndim(x) == 1:
+        return np.reshape(x, (1,) + np.shape(x) + (1,))
+    if np.ndim(x) == 2:
+        return np.reshape(x, np.shape(x) + (1,))
+    return x
+
+
+def moveaxis(a, source, destination):
+    n = np.ndim(a)
+    src = _axes(source, n)
+    dst = _axes(destination, n)
+    order = ()
+    for i in range(n):
+        if not _contains(src, i):
+            order = order + (i,)
+    for k in _argsort_ints(dst):
+        order = order[:dst[k]] + (src[k],) + order[dst[k]:]
+    return np.transpose(a, order)
+
+
+def _contains(t, v):
+    found = False
+    for item in t:
+        found = found or item == v
+    return found
+
+
+def _argsort_ints(t):
+    """The positions of the ints of t in increasing order of their values."""
+    order = ()
+    for v in range(max(t + (-1,)) + 1):
+        for k in range(len(t)):
+            if t[k] == v:
+                order = order + (k,)
+    return order
+
+
+def _axes(axis, n):
+    """An int or a tuple of ints as a tuple of axes in 0..n-1."""
+    if np.ndim(axis) == 0:
+        axis = (axis,)
+    result = ()
+    for a in axis:
+        result = result + (a % n,)
+    return result
+
+
+def hstack(tup):
+    if np.ndim(tup[0]) == 1:
+        return np.concatenate(tup, axis=0)
+    return np.concatenate(tup, axis=1)
+
+
+def vstack(tup):
+    if np.ndim(tup[0]) == 1:
+        return np.stack(tup, axis=0)
+    return np.concatenate(tup, axis=0)
+
+
+def split(ary, indices_or_sections, axis=0):
+    n = np.shape(ary)[axis]
+    if np.ndim(indices_or_sections) == 0:
+        if n % indices_or_sections:
+            raise ValueError("array split does not result in an equal division")
+        step = n // indices_or_sections
+        bounds = ()
+        for k in range(indices_or_sections + 1):
+            bounds = bounds + (k * step,)
+    else:
+        bounds = (0,) + _as_tuple(indices_or_sections) + (n,)
+    shape = np.shape(ary)
+    blocks = ()
+    for k in range(len(bounds) - 1):
+        size = max(min(bounds[k + 1], n) - min(bounds[k], n), 0)
+        blocks = blocks + (np.zeros(shape[:axis % len(shape)] + (size,)
+                                    + shape[axis % len(shape) + 1:], dtype=np.bool_),)
+    return _split_like(blocks, axis, ary)
+
+
+def flip(m, axis=None):
+    if axis is None:
+        return np.reshape(np.reshape(m, (-1,))[::-1], np.shape(m))
+    for a in _axes(axis, np.ndim(m)):
+        m = np.swapaxes(np.swapaxes(m, 0, a)[::-1], 0, a)
+    return m
+
+
+def fliplr(m):
+    return flip(m, 1)
+
+
+def flipud(m):
+    return flip(m, 0)
+
+
+def roll(a, shift, axis=None):
+    if axis is None:
+        return np.reshape(roll(np.reshape(a, (-1,)), shift, 0), np.shape(a))
+    axes = _axes(axis, np.ndim(a))
+    shifts = (shift,) * len(axes) if np.ndim(shift) == 0 else shift
+    for k in range(len(axes)):
+        x = np.swapaxes(a, 0, axes[k])
+        n = np.shape(x)[0]
+        s = shifts[k] % n if n else 0
+        a = np.swapaxes(np.concatenate((x[n - s:], x[:n - s]), axis=0), 0, axes[k])
+    return a
+
+
+def repeat(a, repeats, axis=None):
+    if axis is None:
+        return _repeat_first(np.reshape(a, (-1,)), repeats)
+    return np.swapaxes(_repeat_first(np.swapaxes(a, 0, axis), repeats), 0, axis)
+
+
+def _repeat_first(x, repeats):
+    shape = np.shape(x)
+    x = np.broadcast_to(np.expand_dims(x, 1), (shape[0], repeats) + shape[1:])
+    return np.reshape(x, (shape[0] * repeats,) + shape[1:])
+
+
+def tile(A, reps):
+    reps = (reps,) if np.ndim(reps) == 0 else _as_tuple(reps)
+    x = np.asarray(A)
+    n = max(len(reps), np.ndim(x))
+    shape = (1,) * (n - np.ndim(x)) + np.shape(x)
+    reps = (1,) * (n - len(reps)) + reps
+    spread = ()
+    tiled = ()
+    result = ()
+    for k in range(n):
+        spread = spread + (1, shape[k])
+        tiled = tiled + (reps[k], shape[k])
+        result = result + (reps[k] * shape[k],)
+    return np.reshape(np.broadcast_to(np.reshape(x, spread), tiled), result)
+
+
+def pad(array, pad_width, mode="constant", constant_values=0):
+    if mode != "constant":
+        raise NotImplementedError("np.pad in compiled code supports mode='constant' only")
+    x = np.asarray(array)
+    n = np.ndim(x)
+    widths = _pairs(pad_width, n)
+    values = _pairs(constant_values, n)
+    for k in range(n):
+        before, after = widths[k]
+        shape = np.shape(x)
+        side = shape[:k] + (before,) + shape[k + 1:]
+        end = shape[:k] + (after,) + shape[k + 1:]
+        x = np.concatenate((np.full(side, values[k][0], dtype=x.dtype), x,
+                            np.full(end, values[k][1], dtype=x.dtype)), axis=k)
+    return x
+
+
+def _pairs(v, n):
+    """numpy's (before, after) per axis from an int, a pair, or a pair per axis."""
+    if np.ndim(v) == 0:
+        return ((v, v),) * n
+    if np.ndim(v) == 1:
+        if len(v) == 1:
+            return ((v[0], v[0]),) * n
+        return ((v[0], v[1]),) * n
+    if len(v) == 1:
+        return ((v[0][0], v[0][1]),) * n
+    return _as_tuple(v)
+
+
+def _as_tuple(v):
+    result = ()
+    for item in v:
+        result = result + (item,)
+    return result
+
+
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    x = moveaxis(a, (axis1, axis2), (-2, -1))
+    rows = np.shape(x)[-2]
+    cols = np.shape(x)[-1]
+    n = max(min(rows + min(offset, 0), cols - max(offset, 0)), 0)
+    i = np.arange(n) - min(offset, 0)
+    return x[..., i, i + offset]
+
+
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
+    d = diagonal(a, offset, axis1, axis2)
+    return np.sum(d if dtype is None else d.astype(dtype), axis=-1)
+
+
+def diag(v, k=0):
+    if np.ndim(v) == 2:
+        return diagonal(v, k)
+    x = np.asarray(v)
+    n = np.shape(x)[0] + abs(k)
+    full = np.concatenate((x, np.zeros(abs(k), dtype=x.dtype)))
+    i = np.reshape(np.arange(n), (-1, 1))
+    j = np.reshape(np.arange(n), (1, -1))
+    along = np.reshape(full, (-1, 1)) if k >= 0 else np.reshape(full, (1, -1))
+    return np.where(j - i == k, along, np.zeros(1, dtype=x.dtype))
+
+
+def triu(m, k=0):
+    return np.where(_lower_mask(m, k - 1), np.zeros(1, dtype=np.asarray(m).dtype), m)
+
+
+def tril(m, k=0):
+    return np.where(_lower_mask(m, k), m, np.zeros(1, dtype=np.asarray(m).dtype))
+
+
+def _lower_mask(m, k):
+    """Where column - row <= k over m's last two axes."""
+    rows = np.shape(m)[-2]
+    cols = np.shape(m)[-1]
+    return np.reshape(np.arange(cols), (1, -1)) - np.reshape(np.arange(rows), (-1, 1)) <= k
+
+
+# ------------------------------------------------------------------ creation
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+    div = num - 1 if endpoint else num
+    delta = stop - start
+    step = delta / div if div > 0 else np.nan
+    y = np.arange(0, num) * 1.0
+    if div > 0 and step != 0:
+        y = y * step + start
+    elif div > 0:
+        y = y / div * delta + start
+    else:
+        y = y * delta + start
+    if endpoint and num > 1:
+        y = np.concatenate((y[:-1], np.asarray(stop, dtype=y.dtype)[None]))
+    if dtype is not None:
+        y = y.astype(dtype)
+    if retstep:
+        return y, step
+    return y
+
+
+def identity(n, dtype=None):
+    return np.eye(n, dtype=np.float64 if dtype is None else dtype)
+
+
+def full_like(a, fill_value, dtype=None):
+    like = np.zeros_like(a, dtype=dtype)
+    return np.full(np.shape(like), fill_value, dtype=like.dtype)
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def _float_array(a, dtype):
+    """numpy's var/std operand: a float array (ints computed in float64)."""
+    x = np.asarray(a)
+    if dtype is not None:
+        return x.astype(dtype)
+    if _is_float(x.dtype):
+        return x
+    return x.astype(np.float64)
+
+
+def _is_float(dtype):
+    return dtype == np.float64 or dtype == np.float32 or dtype == np.float16
+
+
+# ------------------------------------------------------------------ more of numpy's API
+
+
+def diff(a, n=1, axis=-1):
+    x = np.swapaxes(np.asarray(a), 0, axis)
+    for _ in range(n):
+        x = x[1:] - x[:-1]
+    return np.swapaxes(x, 0, axis)
+
+
+def append(arr, values, axis=None):
+    if axis is None:
+        return np.concatenate((np.reshape(arr, (-1,)), np.reshape(values, (-1,))))
+    return np.concatenate((arr, values), axis=axis)
+
+
+def median(a, axis=None, keepdims=False):
+    """The middle of the sorted values (the mean of the two middle ones for an even count);
+    nan where a value is nan, as numpy.  Along an axis: the axis moved last, each row sorted
+    by its argsort."""
+    x = np.asarray(a)
+    if axis is None:
+        x = np.reshape(x, (-1,))
+        rows = x[np.argsort(x)]
+    else:
+        x = np.moveaxis(x, axis, -1)
+        order = np.argsort(x, axis=-1)
+        rows = np.sum(np.where(np.expand_dims(order, -1) == np.arange(np.shape(x)[-1]),
+                               np.expand_dims(x, -2), 0.0), axis=-1)
+    n = np.shape(rows)[-1]
+    middle = rows[..., (n - 1) // 2:n // 2 + 1]
+    m = np.mean(middle, axis=-1)
+    m = np.where(np.isnan(rows[..., -1]), np.nan, m)[()]   # [()]: a 0-d result is a scalar
+    if keepdims:
+        if axis is None:
+            return np.reshape(m, (1,) * np.ndim(a))
+        return np.expand_dims(m, axis)
+    return m
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    x = np.asarray(a)
+    y = np.asarray(b)
+    close = np.abs(x - y) <= atol + rtol * np.abs(y)
+    close = np.where(np.isfinite(y), close, x == y)
+    if equal_nan:
+        close = np.where(np.isnan(x), np.isnan(y), close)
+    return close
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return bool(np.all(isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
+
+
+def logical_and(x1, x2):
+    return (np.asarray(x1) != 0) & (np.asarray(x2) != 0)
+
+
+def logical_or(x1, x2):
+    return (np.asarray(x1) != 0) | (np.asarray(x2) != 0)
+
+
+def logical_xor(x1, x2):
+    return (np.asarray(x1) != 0) ^ (np.asarray(x2) != 0)
+
+
+def logical_not(x):
+    return np.asarray(x) == 0
+
+
+def deg2rad(x):
+    return np.multiply(x, np.pi / 180.0)
+
+
+def rad2deg(x):
+    if np.asarray(x).dtype == np.float32:   # numpy's float32 loop divides in float32
+        return np.multiply(x, np.float32(180.0) / np.float32(np.pi))
+    return np.multiply(x, 180.0 / np.pi)
+
+
+def empty_like(a, dtype=None):
+    return np.zeros_like(a, dtype=dtype)
+
+
+def less(x1, x2):
+    return np.asarray(x1) < x2
+
+
+def less_equal(x1, x2):
+    return np.asarray(x1) <= x2
+
+
+def greater(x1, x2):
+    return np.asarray(x1) > x2
+
+
+def greater_equal(x1, x2):
+    return np.asarray(x1) >= x2
+
+
+def equal(x1, x2):
+    return np.asarray(x1) == x2
+
+
+def not_equal(x1, x2):
+    return np.asarray(x1) != x2
+
+
+def round(a, decimals=0):
+    """numpy's steps: rint, after scaling by 10 ** decimals (a Python float, as numpy's C
+    code has it) for other decimals; integers are returned as they are for decimals >= 0."""
+    if not _is_float(np.asarray(a).dtype) and decimals >= 0:
+        return a
+    if decimals == 0:
+        return np.rint(a)
+    scale = 10.0 ** abs(decimals)
+    if decimals > 0:
+        return np.rint(np.multiply(a, scale)) / scale
+    return np.rint(np.true_divide(a, scale)) * scale
+
+
+around = round
+
+
+def remainder(x1, x2):
+    return np.asarray(x1) % x2
+
+
+mod = remainder
+
+
+def floor_divide(x1, x2):
+    return np.asarray(x1) // x2

@@ -283,12 +283,52 @@ def _walk_same_function(nodes):
                 yield child  # the definition binds its name here
 
 
+# The hidden local variable holding the last `print` a function ran: each print waits for the
+# one before it, so prints run in program order; branches and loops carry it like any local.
+PRINTED = "print()"
+
+
+def _prints(node: ast.AST, fn_globals: dict) -> bool:
+    """Whether the function `node` calls print(), directly or through the module-level
+    functions it calls by name (read from their code objects: no source is parsed)."""
+    names = set()
+    for sub in ast.walk(node):
+        if _is_print(sub):
+            return True
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name):
+            names.add(sub.func.id)
+    return any(_code_prints(resolve.unwrap_function(fn_globals.get(n)), set()) for n in names)
+
+
+def _code_prints(fn, seen: set) -> bool:
+    if not isinstance(fn, types.FunctionType) or fn in seen:
+        return False
+    seen.add(fn)
+    codes = [fn.__code__]
+    names = set()
+    while codes:
+        code = codes.pop()
+        names.update(code.co_names)
+        codes.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+    return "print" in names or any(_code_prints(resolve.unwrap_function(fn.__globals__.get(n)),
+                                                seen) for n in names)
+
+
+def _is_print(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+        and node.func.id == "print"
+
+
 def _assigned_names(nodes) -> list[str]:
-    """Names bound in these statements (assignment, augmented assignment, for target, def)."""
+    """Names bound in these statements (assignment, augmented assignment, for target, def),
+    and `PRINTED` where they print or call a function by name (it may print: a function that
+    prints passes its last print on through its branches and loops, see `print_call`)."""
     names: dict[str, None] = {}
     for node in _walk_same_function(nodes):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             names[node.id] = None
+        elif _is_print(node) or (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            names[PRINTED] = None   # a print, or a call of a function that may print
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names[node.name] = None
     return list(names)
@@ -332,6 +372,8 @@ class FunctionParser:
         self.pyfunc = pyfunc
         args = node.args
         self.locals = set() if isinstance(node, ast.Lambda) else set(_assigned_names(node.body))
+        if PRINTED in self.locals and not _prints(node, source.globals):
+            self.locals.discard(PRINTED)
         self.locals.update(a.arg for a in args.posonlyargs + args.args)
         self.current_loop: Loop | None = None
         # name -> list of (assignment AST node, enclosing loops) for the capture check
@@ -370,6 +412,8 @@ class FunctionParser:
         for a in node.args.posonlyargs + node.args.args:
             block.env[a.arg] = self.graph.add_parameter(a.arg, self.loc(a))
             self._record_assignment(a.arg, a)
+        if PRINTED in self.locals:
+            block.env[PRINTED] = Constant(None)
         return block
 
     def body(self, block: Block) -> Graph:
@@ -483,6 +527,14 @@ class FunctionParser:
         value = resolve.unwrap_function(value)
         if isinstance(value, Primitive):
             return Constant(value)
+        if resolve.is_numpy_function(value):   # `from numpy.linalg import norm`
+            member = resolve.numpy_member(value)
+            if member is None:
+                full = f"{value.__module__}.{getattr(value, '__name__', name)}"
+                ns, _, attr = full.rpartition(".")
+                self.error(node, *resolve.unsupported(resolve.Namespace(ns, {}, {}), attr))
+            ns, attr = member
+            return self.global_value(ns.functions[attr], f"{ns.name}.{attr}", node)
         if resolve.is_user_function(value):
             return Constant(self.worklist.graph_of(value))
         if resolve.namespace_of(value) is not None:
@@ -593,11 +645,33 @@ class FunctionParser:
             return block  # `...` or a string used as a comment
         if isinstance(s.value, (ast.Yield, ast.YieldFrom, ast.Await)):
             self.unsupported(s.value)
+        if _is_print(s.value) and PRINTED in self.locals and \
+                resolve.lookup_global("print", self.source.globals) is builtins.print:
+            return self.print_call(s.value, block)
         what = "call" if isinstance(s.value, ast.Call) else "expression"
         self.error(s, f"the result of this {what} is dropped; compiled functions have no side "
-                   "effects, so it would do nothing",
-                   "assign the result to a variable and use it, or delete the statement "
-                   "(printing is not supported inside compiled code)")
+                   "effects other than print(), so it would do nothing",
+                   "assign the result to a variable and use it, or delete the statement")
+
+    def print_call(self, e: ast.Call, block: Block) -> Block:
+        """`print(...)`: runs after the print before it (`PRINTED`), and is kept like an
+        operation that can raise, so the optimizer neither drops nor reorders it."""
+        if any(isinstance(a, ast.Starred) for a in e.args):
+            self.error(e, "`print(*args)` is not supported", "pass the values one by one")
+        options = {"sep": Constant(" "), "end": Constant("\n")}
+        for k in e.keywords:
+            if k.arg not in options:
+                self.error(e, f"print(..., {k.arg}=...) is not supported in compiled code",
+                           "print to standard output with sep= and end= only")
+            options[k.arg] = self.expr(k.value, block)
+        args = [self.expr(a, block) for a in e.args]
+        loc = self.loc(e)
+        values = block.graph.apply(P["make_tuple"], *args, location=loc)
+        node = block.graph.apply(P["print_"], self.value(block, PRINTED), options["sep"],
+                                 options["end"], values, location=loc)
+        block.env[PRINTED] = node
+        self.root.assigned.append((node, None))
+        return block
 
     def stmt_Return(self, s, block):
         value = self.expr(s.value, block) if s.value is not None else Constant(None)
@@ -1053,8 +1127,12 @@ class FunctionParser:
                 return Constant(base.values[e.attr])
             if e.attr in base.functions:  # a primitive, or a function to parse
                 return self.global_value(base.functions[e.attr], f"{base.name}.{e.attr}", e)
-            self.error(e, f"`{base.name}.{e.attr}` is not supported in compiled code",
-                       f"supported: {', '.join(sorted(base.functions))}")
+            module = getattr(resolve.module_of(base), e.attr, None)
+            if resolve.namespace_of(module) is not None:
+                return Constant(resolve.namespace_of(module))
+            if module is None and base.name.startswith("numpy"):
+                self.error(e, f"module '{base.name}' has no attribute '{e.attr}'")
+            self.error(e, *resolve.unsupported(base, e.attr))
         if isinstance(base, types.ModuleType):  # another module: its globals
             if not hasattr(base, e.attr):
                 self.error(e, f"module '{base.__name__}' has no attribute '{e.attr}'")
@@ -1078,12 +1156,11 @@ class FunctionParser:
                 return None
         elif isinstance(e, ast.Attribute):
             base = self.static_value(e.value, block)
-            if isinstance(base, resolve.Namespace):  # a submodule: `np.linalg`
-                value = base.values.get(e.attr)
-            elif isinstance(base, types.ModuleType):
-                value = getattr(base, e.attr, None)
-            else:
+            if isinstance(base, resolve.Namespace):
+                base = resolve.module_of(base)
+            if not isinstance(base, types.ModuleType):
                 return None
+            value = getattr(base, e.attr, None)
         else:
             return None
         if not isinstance(value, types.ModuleType):
@@ -1107,6 +1184,11 @@ class FunctionParser:
                            f"supported methods: {', '.join(sorted(resolve.METHODS))}")
             obj = self.expr(e.func.value, block)
             args = [self.expr(a, block) for a in e.args]
+            if not isinstance(prim, Primitive):   # a function of numpy_functions.py
+                kwargs = {k.arg: self.expr(k.value, block) for k in e.keywords}
+                fn = self.global_value(prim, f"numpy.{attr}", e.func)
+                return block.graph.apply(fn, *self.bind_graph(fn.value, [obj] + args, kwargs, e),
+                                         location=loc)
             if prim.name in ("reshape", "transpose") and len(args) > 1:
                 args = [block.graph.apply(P["make_tuple"], *args, location=loc)]
             kwargs = {k.arg: self.expr(k.value, block) for k in e.keywords}
@@ -1125,7 +1207,14 @@ class FunctionParser:
                 return block.graph.apply(value, *self.bind_primitive(value, args, kwargs, e),
                                          location=loc)
             if isinstance(value, Graph):
-                return block.graph.apply(fn, *self.bind_graph(value, args, kwargs, e), location=loc)
+                bound = self.bind_graph(value, args, kwargs, e)
+                if PRINTED in self.locals and bound:   # it may print: after the last print
+                    bound[0] = block.graph.apply(P["depend"], bound[0],
+                                                 self.value(block, PRINTED), location=loc)
+                call = block.graph.apply(fn, *bound, location=loc)
+                if PRINTED in self.locals:
+                    block.env[PRINTED] = call
+                return call
             if isinstance(value, type) and issubclass(value, Exception):
                 if kwargs:
                     self.error(e, "exceptions take positional arguments only")

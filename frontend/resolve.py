@@ -10,6 +10,7 @@ primitives through the tables below.
 from __future__ import annotations
 
 import builtins
+import difflib
 import math
 import types
 
@@ -30,6 +31,19 @@ NUMPY = {name: P[name] for name in (
     "argsort"
 ).split()}
 NUMPY.update({name: getattr(numpy_functions, name) for name in ("shape", "ndim", "size")})
+# numpy's API beyond the basics: ufuncs as primitives, the rest as compositions.
+NUMPY.update({name: P[name] for name in (
+    "cbrt log2 exp2 log10 arcsinh arccosh arctanh rint trunc isnan isinf isfinite hypot "
+    "logaddexp logaddexp2").split()})
+NUMPY.update({name: getattr(numpy_functions, name) for name in (
+    "var std average ptp any all count_nonzero sinc nan_to_num outer inner vdot ravel "
+    "atleast_1d atleast_2d atleast_3d moveaxis hstack vstack split flip fliplr flipud roll "
+    "repeat tile pad diagonal trace diag triu tril linspace identity full_like diff append "
+    "median isclose allclose logical_and logical_or logical_xor logical_not deg2rad rad2deg "
+    "empty_like round around remainder mod floor_divide").split()})
+NUMPY.update({name: getattr(numpy_functions, name) for name in (
+    "less less_equal greater greater_equal equal not_equal").split()})
+NUMPY.update({"radians": NUMPY["deg2rad"], "degrees": NUMPY["rad2deg"]})
 NUMPY.update({"absolute": P["abs"], "amax": P["max"], "amin": P["min"],
               "add": P["add"], "subtract": P["sub"], "multiply": P["mul"],
               "divide": P["truediv"], "true_divide": P["truediv"]})
@@ -71,6 +85,10 @@ METHODS = {"sum": P["sum"], "mean": P["mean"], "prod": P["prod"], "max": P["max"
            "reshape": P["reshape"], "transpose": P["transpose"], "astype": P["astype"],
            "squeeze": P["squeeze"], "clip": P["clip"], "cumsum": P["cumsum"],
            "cumprod": P["cumprod"], "take": P["take"]}
+# Methods that are numpy functions of frontend/numpy_functions.py: `x.var(axis=0)`.
+METHODS.update({name: getattr(numpy_functions, name) for name in (
+    "var std any all ravel trace diagonal repeat").split()})
+METHODS["flatten"] = numpy_functions.ravel
 ATTRIBUTES = {"T": P["transpose"], "shape": P["shape"], "ndim": P["ndim"], "size": P["size"],
               "dtype": P["dtype"]}
 MUTATING_METHODS = {"append", "extend", "insert", "pop", "remove", "sort", "reverse", "clear",
@@ -119,8 +137,77 @@ NAMESPACES = {np: Namespace("numpy", NUMPY, NUMPY_VALUES),
 
 
 def namespace_of(value) -> Namespace | None:
-    """The namespace a module value stands for (`np`, `math`), or None."""
-    return NAMESPACES.get(value) if isinstance(value, types.ModuleType) else None
+    """The namespace a module value stands for (`np`, `math`), or None.  A numpy submodule
+    without a table of its own (`np.fft`) is an empty namespace: its functions are refused
+    by their full names rather than parsed from numpy's source."""
+    if not isinstance(value, types.ModuleType):
+        return None
+    if value not in NAMESPACES and value.__name__.startswith("numpy."):
+        NAMESPACES[value] = Namespace(value.__name__, {}, {})
+    return NAMESPACES.get(value)
+
+
+def module_of(namespace: Namespace) -> types.ModuleType:
+    """The module a namespace stands for (`np.linalg` reached through `np`)."""
+    return next(module for module, ns in NAMESPACES.items() if ns is namespace)
+
+
+def numpy_member(value) -> tuple[Namespace, str] | None:
+    """(namespace, name) of a supported numpy function reached without its module
+    (`from numpy import exp`, `from numpy.linalg import norm`), or None if `value` is no
+    supported numpy function; `unsupported_numpy(value)` says when it is an unsupported one."""
+    for module, ns in list(NAMESPACES.items()):
+        if not module.__name__.startswith("numpy"):
+            continue
+        for name in ns.functions:
+            if getattr(module, name, None) is value:
+                return ns, name
+    return None
+
+
+def is_numpy_function(value) -> bool:
+    """Whether `value` is a function of numpy (which compiled code never parses)."""
+    return callable(value) and not isinstance(value, type) and \
+        str(getattr(value, "__module__", None)).partition(".")[0] == "numpy"
+
+
+# Unsupported numpy functions with a supported form close to them, for the error's hint.
+NEAREST = {
+    "numpy.linalg.lstsq": "np.linalg.solve(a.T @ a, a.T @ b) (the normal equations)",
+    "numpy.linalg.pinv": "np.linalg.solve(a.T @ a, a.T) for a of full column rank",
+    "numpy.nanmean": "np.sum(np.where(np.isnan(x), 0.0, x)) / np.count_nonzero(~np.isnan(x))",
+    "numpy.nansum": "np.sum(np.nan_to_num(x))",
+    "numpy.nanmax": "np.max(np.where(np.isnan(x), -np.inf, x))",
+    "numpy.nanmin": "np.min(np.where(np.isnan(x), np.inf, x))",
+    "numpy.column_stack": "np.hstack of the columns reshaped to (-1, 1)",
+    "numpy.dstack": "np.stack(arrays, axis=2)",
+    "numpy.array_split": "np.split with explicit indices",
+    "numpy.rot90": "np.flip(np.swapaxes(m, 0, 1), 0)",
+    "numpy.mgrid": "np.reshape(np.arange(n), (-1, 1)) and np.reshape(np.arange(m), (1, -1))",
+    "numpy.meshgrid": "np.broadcast_to of the vectors reshaped to (1, -1) and (-1, 1)",
+    "numpy.logspace": "10.0 ** np.linspace(start, stop, num)",
+    "numpy.geomspace": "np.exp(np.linspace(np.log(start), np.log(stop), num))",
+}
+
+
+def unsupported(namespace: Namespace, attr: str) -> tuple[str, str]:
+    """The error message and hint for `namespace.attr`, a function outside the coverage:
+    its full name, and the supported functions nearest to it (docs/numpy.md lists them)."""
+    candidates = [f"{ns.name}.{name}" for ns in NAMESPACES.values()
+                  if ns.name.partition(".")[0] == namespace.name.partition(".")[0]
+                  for name in ns.functions]
+    full = f"{namespace.name}.{attr}"
+    near = difflib.get_close_matches(full, candidates, n=3, cutoff=0.8)
+    near += [c for c in candidates if c.rpartition(".")[2] == attr and c not in near]
+    if full in NEAREST:
+        hint = f"write {NEAREST[full]}"
+    elif near:
+        hint = f"the nearest supported: {', '.join(near)}"
+    else:
+        hint = f"write it with the supported {namespace.name.partition('.')[0]} functions"
+    if namespace.name.startswith("numpy"):
+        hint += "; docs/numpy.md lists every supported numpy function"
+    return f"{namespace.name}.{attr} is not supported in compiled code", hint
 
 
 def unwrap_function(value):

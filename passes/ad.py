@@ -72,7 +72,7 @@ NON_DIFFERENTIABLE = frozenset("""
     lt le gt ge eq ne is_ is_not not_ truth invert floordiv bitand bitor bitxor lshift rshift sign floor ceil argmax argmin
     argsort shape ndim size dtype len range make_slice to_int to_bool zeros ones empty full
     zeros_like ones_like arange eye make_exception raise_ format concat_str grad_seed
-    math_floor math_ceil stack_empty
+    math_floor math_ceil stack_empty isnan isinf isfinite print_ rint trunc
 """.split()) | frozenset({"searchsorted"})   # numpy's integer-valued functions
 
 # Gradient rules built here rather than parsed, for primitives with any number of inputs.
@@ -81,7 +81,6 @@ VARIADIC_RULES = frozenset({"make_tuple", "builtin_min", "builtin_max", "einsum"
 # Primitives without a gradient rule, and why (checked by tests/test_primitive_tables.py).
 NO_RULE = {
     "array": "np.array of a tuple: differentiate with respect to the elements instead",
-    "asarray": "np.asarray of a tuple: differentiate with respect to the elements instead",
     **{name: "einsum's and tensordot's gradients are einsums of numpy's, computed by numpy: "
              "a second derivative through a contraction is not supported"
        for name in ("einsum_grad", "tensordot_grad")},

@@ -183,6 +183,46 @@ def bprop_arctan2(x, y, out, dout):
     return (sum_to(ieee_truediv(dout * y, d), x), sum_to(ieee_truediv(-dout * x, d), y))
 
 
+def bprop_cbrt(x, out, dout):
+    return (ieee_truediv(dout, 3.0 * out * out),)
+
+
+def bprop_log2(x, out, dout):
+    return (dout / (x * math.log(2.0)),)
+
+
+def bprop_log10(x, out, dout):
+    return (dout / (x * math.log(10.0)),)
+
+
+def bprop_exp2(x, out, dout):
+    return (dout * out * math.log(2.0),)
+
+
+def bprop_arcsinh(x, out, dout):
+    return (dout / np.sqrt(x * x + 1.0),)
+
+
+def bprop_arccosh(x, out, dout):
+    return (dout / np.sqrt(x * x - 1.0),)
+
+
+def bprop_arctanh(x, out, dout):
+    return (dout / (1.0 - x * x),)
+
+
+def bprop_hypot(x, y, out, dout):
+    return (sum_to(ieee_truediv(dout * x, out), x), sum_to(ieee_truediv(dout * y, out), y))
+
+
+def bprop_logaddexp(x, y, out, dout):
+    return (sum_to(dout * np.exp(x - out), x), sum_to(dout * np.exp(y - out), y))
+
+
+def bprop_logaddexp2(x, y, out, dout):
+    return (sum_to(dout * np.exp2(x - out), x), sum_to(dout * np.exp2(y - out), y))
+
+
 def bprop_where(cond, x, y, out, dout):
     z = zeros(dout)
     return (zeros(cond), sum_to(np.where(cond, dout, z), x), sum_to(np.where(cond, z, dout), y))
@@ -199,6 +239,12 @@ def bprop_to_float(x, out, dout):
 
 def bprop_cast(x, dtype, out, dout):
     return (dout, zeros(dtype))
+
+
+def bprop_asarray(x, dtype, out, dout):
+    """The identity on an array or a number (the compositions of numpy_functions.py take
+    their operands through np.asarray)."""
+    return (grad_cast(dout, x), zeros(dtype))
 
 
 def bprop_astype(x, dtype, out, dout):

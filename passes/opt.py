@@ -47,7 +47,8 @@ MAX_SWEEPS = 40
 
 # Primitives whose evaluation is an effect (or a check that raises): never dropped unless
 # something else still evaluates them.
-EFFECTS = frozenset({"raise_", "check_bound", "grad_check_input", "grad_seed", "depend"})
+EFFECTS = frozenset({"raise_", "check_bound", "grad_check_input", "grad_seed", "depend",
+                     "print_"})
 
 # Primitives whose result is a float, a complex or an array of them, or which raise: the
 # operand of `neg(neg(x))` needs no types when it comes from one of these.
@@ -129,7 +130,8 @@ def depend_satisfied(node: Apply, ctx) -> Node | None:
         inner = node.graph.apply(P["depend"], x, effect.args[0], location=node.location)
         ctx.replaced(node, inner)
         return node.graph.apply(P["depend"], inner, effect.args[1], location=node.location)
-    if primitive_name(effect) not in EFFECTS:   # kept for an operation that can raise
+    if primitive_name(effect) not in EFFECTS or primitive_name(effect) == "print_":
+        # kept for an operation that can raise, or a print: x must surely evaluate it
         return x if evaluates(x, effect) else None
     stack, seen = [x], set()
     while stack:
@@ -1077,7 +1079,7 @@ def _cse_key(node: Apply, name: str | None):
     so 0.0 and -0.0 differ).  `mul` commutes exactly in IEEE arithmetic (x * y == y * x bit
     for bit, and for sequences n * s == s * n), so its operands are keyed as a set; `add`
     does not commute for strings and tuples, and nothing is reassociated."""
-    if name in ("raise_", "make_exception"):
+    if name in ("raise_", "make_exception", "print_"):
         return None
     parts = []
     for inp in node.inputs:

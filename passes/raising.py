@@ -207,6 +207,7 @@ RAISES = _table([
     ("aug_truediv aug_floordiv aug_mod", _aug_division),
     ("aug_pow", _aug_power),
     ("format", _always),            # a bad spec; an int of more than 4300 digits
+    ("print_", _always),            # an object's __str__ may raise; printing is the effect
     ("raise_ check_bound grad_check_input grad_seed", _always),   # raising is what they do
     # LinAlgError: a singular matrix (solve, inv), one not positive definite (cholesky), no
     # convergence (eigh, svd, qr of NaN); IndexError: an index out of range (take)
@@ -221,13 +222,15 @@ CANNOT_RAISE = _table([
      "too); arrays of shapes inference knows broadcast"),
     ("bitand bitor bitxor invert", "bitwise operations of ints and bools are total"),
     ("exp log log1p expm1 sqrt sin cos tan arcsin arccos arctan sinh cosh tanh abs sign floor "
-     "ceil square negative reciprocal maximum minimum arctan2 where clip", "numpy: inf or nan "
+     "ceil square negative reciprocal maximum minimum arctan2 where clip cbrt log2 exp2 log10 "
+     "arcsinh arccosh arctanh rint trunc hypot logaddexp logaddexp2", "numpy: inf or nan "
      "outside the domain, with a warning"),
     ("sum mean prod argsort", "numpy reductions with an identity, and sorting, accept empty "
      "arrays"),
     ("reshape transpose swapaxes broadcast_to expand_dims squeeze concatenate stack astype",
      "shapes and axes inference knows were checked at compile time; astype converts as C"),
     ("shape ndim size dtype len", "read a type's facts"),
+    ("isnan isinf isfinite", "classify every float, int and bool"),
     ("zeros ones empty full zeros_like ones_like array asarray arange eye", "a shape "
      "inference knows was checked at compile time"),
     ("builtin_abs", "abs of a number or array is total"),

@@ -626,6 +626,9 @@ def swapaxes_rule(x, a1, a2):
     i, j = axes_value(a1, a.ndim), axes_value(a2, a.ndim)
     if i is ANY or j is ANY:
         return ANY
+    if i is None or j is None:
+        raise RuleError("swapaxes: an axis must be an integer, not None",
+                        "give both axes as integers")
     shape = list(a.shape)
     shape[i], shape[j] = shape[j], shape[i]
     return widened(evaluate(np.swapaxes, [x], {"axis1": i, "axis2": j}), shape)
@@ -665,6 +668,9 @@ def expand_dims_rule(x, axis):
     axes = axes_value(axis, a.ndim + (len(axis.items) if isinstance(axis, ATuple) else 1))
     if axes is ANY:
         return ANY
+    if axes is None:
+        raise RuleError("expand_dims: the axis must be an integer or a tuple, not None",
+                        "give the position of the new axis")
     shape = list(a.shape)
     for i in sorted(axes if isinstance(axes, tuple) else (axes,)):
         shape.insert(i, 1)
@@ -1260,6 +1266,11 @@ def raise_rule(exception):
     return BOTTOM
 
 
+def print_rule(previous, sep, end, args):
+    """None; the rule never prints (rules run on stand-ins, once per type)."""
+    return ANone()
+
+
 def depend_rule(x, effect):
     return x
 
@@ -1577,7 +1588,9 @@ _OPERATORS = {
 }
 _NUMPY_ELEMENTWISE = (
     "exp log log1p expm1 sqrt sin cos tan arcsin arccos arctan sinh cosh tanh abs sign floor "
-    "ceil square negative reciprocal maximum minimum arctan2 power where clip").split()
+    "ceil square negative reciprocal maximum minimum arctan2 power where clip "
+    "cbrt log2 exp2 log10 arcsinh arccosh arctanh rint trunc isnan isinf isfinite hypot "
+    "logaddexp logaddexp2").split()
 _MATH = ("exp log log1p expm1 sqrt sin cos tan asin acos atan sinh cosh tanh fabs floor ceil "
          "pow atan2 hypot").split()
 _AUGMENTED = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//",
@@ -1660,6 +1673,7 @@ TYPE_RULES = {
     "make_exception": make_exception_rule,
     "raise_": raise_rule,
     "depend": depend_rule,
+    "print_": print_rule,
     "check_bound": check_bound_rule,
     "format": _string(_format),
     "concat_str": _string(lambda *parts: "".join(parts)),

@@ -1125,6 +1125,9 @@ def assert_same(a, b, exact: bool = True):
         else:
             assert math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12) \
                 or (math.isnan(a) and math.isnan(b)), (a, b)
+    elif isinstance(a, (complex, np.complexfloating)):   # a NaN part: never == itself
+        assert_same(float(a.real), float(b.real), exact)
+        assert_same(float(a.imag), float(b.imag), exact)
     else:
         assert a == b, (a, b)
 

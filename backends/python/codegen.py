@@ -322,7 +322,8 @@ class Emitter:
             texts = [a.text for a in args]
             if prim == "make_tuple":
                 text = "(" + ", ".join(texts) + ("," if len(texts) == 1 else "") + ")"
-                index = ", ".join(a.index for a in args) + ("," if len(args) == 1 else "")
+                index = ", ".join(a.index for a in args) + ("," if len(args) == 1 else "") \
+                    if args else "()"
                 return Expr(text, ATOM, index)
             return Expr(open_ + ", ".join(texts) + close, ATOM)
         if prim == "make_slice":

@@ -287,6 +287,10 @@ def concat_grad(arrays, axis, dout):
     return tuple(np.split(dout, ends, axis=axis))
 
 
+def _print(previous, sep, end, args):
+    print(*args, sep=sep, end=end)
+
+
 def _make_exception(cls, *args):
     return cls(*args)
 
@@ -388,6 +392,9 @@ LINALG_IMPLS = {
     "searchsorted": np.searchsorted,
 }
 
+# numpy ufuncs added for numpy's API coverage (myir.ir.primitives, "numpy ufuncs").
+_NUMPY_UFUNCS = ("cbrt log2 exp2 log10 arcsinh arccosh arctanh rint trunc isnan isinf isfinite "
+                 "hypot logaddexp logaddexp2").split()
 
 IMPLS = {
     **{name: getattr(np, name) for name in (
@@ -395,11 +402,12 @@ IMPLS = {
         "floor ceil square negative reciprocal maximum minimum arctan2 power where clip "
         "argmax argmin dot broadcast_to expand_dims squeeze concatenate stack zeros ones empty "
         "full zeros_like ones_like array asarray arange swapaxes argsort").split()},
-    "eye": lambda n, dtype=None: np.eye(n, dtype=dtype),    # np.eye's second parameter is M
+    **{name: getattr(np, name) for name in _NUMPY_UFUNCS},
     **{name: _sum_like(getattr(np, name)) for name in ("sum", "mean", "prod", "max", "min")},
     **{"math_" + name: getattr(math, name) for name in (
         "exp log log1p expm1 sqrt sin cos tan asin acos atan sinh cosh tanh fabs floor ceil "
         "pow atan2 hypot").split()},
+    "eye": lambda n, dtype=None: np.eye(n, dtype=dtype),   # np.eye's second parameter is M
     "transpose": _transpose,
     "reshape": _reshape,
     "astype": _astype,
@@ -427,6 +435,7 @@ IMPLS = {
     "unstack": lambda x, axis: tuple(np.moveaxis(x, axis, 0)),
     "check_bound": _check_bound,
     "depend": lambda x, effect: x,
+    "print_": _print,
     "format": _format,
     "concat_str": lambda *parts: "".join(parts),
     "switch": _switch,

@@ -101,6 +101,9 @@ _family("exp log log1p expm1 sqrt sin cos tan arcsin arccos arctan sinh cosh tan
         "floor ceil square negative reciprocal", "x")
 _family("maximum minimum arctan2 power", "x, y")
 primitive("where", "cond, x, y")
+# numpy ufuncs that no composition of the others reproduces to the last bit (numpy's own loops).
+_family("cbrt log2 exp2 log10 arcsinh arccosh arctanh rint trunc isnan isinf isfinite", "x")
+_family("hypot logaddexp logaddexp2", "x, y")
 primitive("clip", "x, lo, hi")
 
 # `math` module functions keep their own semantics (math.sqrt(-1) raises, np.sqrt gives nan).
@@ -210,6 +213,8 @@ primitive("switch", "cond, if_true, if_false")
 primitive("make_exception", varargs=True)   # make_exception(cls, *args)
 primitive("raise_", "exception", pure=False)
 primitive("depend", "x, effect")            # x, once `effect` has been evaluated
+# print(*args, sep=sep, end=end) after the print `previous` (frontend: program order); None
+primitive("print_", "previous, sep, end, args", pure=False)
 primitive("check_bound", "x, name")         # x, or UnboundLocalError if x is UNBOUND
 primitive("format", "x, conversion, spec")  # one f-string field: format(x, spec)
 primitive("concat_str", varargs=True)       # the parts of an f-string joined

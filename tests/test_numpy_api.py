@@ -1,0 +1,254 @@
+"""numpy's API as compiled code runs it: values against numpy itself, gradients against
+central finite differences, over hypothesis-drawn values, shapes (from small lists, so each
+subject compiles a handful of signatures), axes, keepdims and dtypes.
+
+Values are numpy's to the last bit on the python backend (the compositions of
+frontend/numpy_functions.py follow numpy's own steps); the tvm backend may differ in the last
+bits (`programs_check.TVM_TOLERANCE`).  float32 operands give float32 results.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import myir
+from tests.programs_check import DEFAULT_BACKENDS, TVM_TOLERANCE
+from tests.test_grad_primitives import assert_grads_close, numerical_grad
+
+BACKEND = os.environ.get("MYIR_TEST_BACKENDS", DEFAULT_BACKENDS).split(",")[0].strip()
+BACKEND = None if BACKEND in ("", "default") else BACKEND
+EXACT = BACKEND == "python"
+
+
+@functools.lru_cache(maxsize=None)
+def compiled(f):
+    return myir.compile(f, backend=BACKEND)
+
+
+# ------------------------------------------------------------------------------- subjects
+# One argument, an array of any of SHAPES (rank >= 1); `axis` values valid for all of them.
+
+def var_all(x): return np.var(x)
+def var_ax0_ddof1(x): return np.var(x, axis=0, ddof=1)
+def var_last_keep(x): return np.var(x, axis=-1, keepdims=True)
+def std_all(x): return np.std(x)
+def std_ax0_keep(x): return np.std(x, axis=0, ddof=1, keepdims=True)
+def average_ax0(x): return np.average(x, axis=0)
+def average_w(x): return np.average(x, weights=np.abs(x) + 1.0)
+def ptp_all(x): return np.ptp(x)
+def ptp_ax0(x): return np.ptp(x, axis=0, keepdims=True)
+def any_ax0(x): return np.any(x > 0.5, axis=0)
+def all_all(x): return np.all(x > -1.5)
+def count_nonzero_all(x): return np.count_nonzero(x > 0)
+def cbrt(x): return np.cbrt(x)
+def log2(x): return np.log2(np.abs(x) + 0.5)
+def log10(x): return np.log10(np.abs(x) + 0.5)
+def exp2(x): return np.exp2(x)
+def sinc(x): return np.sinc(x)
+def hypot(x): return np.hypot(x, 0.5 - x)
+def logaddexp(x): return np.logaddexp(x, 2.0 * x)
+def logaddexp2(x): return np.logaddexp2(x, 0.25)
+def nan_to_num(x): return np.nan_to_num(np.log(x))
+def isfinite(x): return np.isfinite(np.log(x))
+def isinf_isnan(x): return np.isinf(1.0 / (x - x)) == np.isnan(np.sqrt(x))
+def ravel(x): return np.ravel(x)
+def atleast_2d(x): return np.atleast_2d(x)
+def atleast_3d(x): return np.atleast_3d(x)
+def moveaxis(x): return np.moveaxis(x, 0, -1)
+def flip_all(x): return np.flip(x)
+def flip0(x): return np.flip(x, 0)
+def roll_flat(x): return np.roll(x, 2)
+def roll0(x): return np.roll(x, -1, axis=0)
+def repeat_flat(x): return np.repeat(x, 2)
+def repeat0(x): return np.repeat(x, 3, axis=0)
+def tile(x): return np.tile(x, (2, 1))
+def pad(x): return np.pad(x, 1)
+def pad_values(x): return np.pad(x, (1, 2), constant_values=1.5)
+def hstack(x): return np.hstack((x, 2.0 * x))
+def vstack(x): return np.vstack((x, x * x))
+def split(x): return np.split(x, (1,))[1] * np.sum(np.split(x, 1, axis=-1)[0])
+def outer(x): return np.outer(x, np.sin(x))
+def inner(x): return np.inner(x, x)
+def vdot(x): return np.vdot(x, np.cos(x))
+def full_like(x): return np.full_like(x, 2.5) * x
+def diff0(x): return np.diff(x, axis=0)
+def diff2(x): return np.diff(x, 2, axis=-1) if np.shape(x)[-1] > 2 else np.diff(x, axis=-1)
+def append(x): return np.append(x, np.cos(x))
+def median_all(x): return np.median(x)
+def median0(x): return np.median(x, axis=0, keepdims=True)
+def isclose(x): return np.isclose(x, x * (1 + 1e-9))
+def logical(x): return np.logical_xor(np.logical_and(x > 0, x < 1), np.logical_not(x > -1))
+def compare(x): return np.less_equal(x, 0.5) == np.greater(0.5, x)
+def degrees(x): return np.deg2rad(np.degrees(x))
+def methods(x): return x.var(axis=0) + x.std() + np.sum(x.flatten()) * x.ravel()[0]
+def round2(x): return np.round(x * 10.0, 1) + np.around(x, -1) + np.rint(x) + np.trunc(x)
+def remainder(x): return np.remainder(x, 0.75) + np.floor_divide(x, 0.5)
+def inverse_hyperbolic(x): return np.arcsinh(x) + np.arccosh(x * x + 1.5) + np.arctanh(x / 3.0)
+
+# Two-dimensional and more.
+def trace(m): return np.trace(m)
+def diagonal(m): return np.diagonal(m, 1)
+def diag_of_matrix(m): return np.diag(m)
+def triu(m): return np.triu(m)
+def tril(m): return np.tril(m, -1)
+def diag_of_row(m): return np.diag(m[0], 1)
+def fliplr(m): return np.fliplr(m)
+def swap_last(m): return np.moveaxis(m, -1, 0)
+def matrix_methods(m): return m.trace() + m.diagonal() + m.repeat(2, axis=1)[0, :1]
+
+ANY_RANK = [var_all, var_ax0_ddof1, var_last_keep, std_all, std_ax0_keep, average_ax0, average_w,
+            ptp_all, ptp_ax0, any_ax0, all_all, count_nonzero_all, cbrt, log2, log10, exp2,
+            sinc, hypot, logaddexp, logaddexp2, nan_to_num, isfinite, isinf_isnan, ravel,
+            atleast_2d, atleast_3d, moveaxis, flip_all, flip0, roll_flat, roll0, repeat_flat,
+            repeat0, tile, pad, pad_values, hstack, vstack, split, full_like, diff0, diff2,
+            append, median_all, median0, isclose, logical, compare, degrees, methods, round2,
+            remainder, inverse_hyperbolic]
+MATRIX = [trace, diagonal, diag_of_matrix, triu, tril, diag_of_row, fliplr, swap_last,
+          matrix_methods]
+VECTOR = [outer, inner, vdot]
+
+SHAPES = {"any": [(3,), (2, 3), (3, 1, 2)], "matrix": [(3, 3), (2, 4), (4, 2)],
+          "vector": [(1,), (4,)]}
+KIND = {**{f: "any" for f in ANY_RANK}, **{f: "matrix" for f in MATRIX},
+        **{f: "vector" for f in VECTOR}}
+# Subjects without a gradient: boolean or integer results.
+NOT_DIFFERENTIABLE = {any_ax0, all_all, count_nonzero_all, isfinite, isinf_isnan, isclose,
+                      logical, compare, round2, remainder}
+# Subjects whose values the finite differences must keep away from a kink or a pole.
+KINKED = {ptp_all, ptp_ax0, cbrt, hypot, log2, log10, nan_to_num, average_w, sinc, median_all,
+          median0}
+
+
+def arrays(kind, dtype=np.float64, low=-2.0, high=2.0):
+    return st.sampled_from(SHAPES[kind]).flatmap(lambda shape: hnp.arrays(
+        dtype, shape, elements=st.floats(low, high, width=np.dtype(dtype).itemsize * 8)))
+
+
+def assert_same(got, want):
+    """numpy's value: same type, dtype and shape; the same bits on the python backend."""
+    if isinstance(want, (tuple, list)):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert_same(g, w)
+        return
+    assert type(got) is type(want), (type(got), type(want))
+    assert np.shape(got) == np.shape(want)
+    assert np.asarray(got).dtype == np.asarray(want).dtype
+    if EXACT or np.asarray(want).dtype.kind not in "fc":
+        np.testing.assert_array_equal(got, want)
+    else:
+        rtol = TVM_TOLERANCE[np.asarray(want).dtype]
+        scale = max(float(np.max(np.abs(np.nan_to_num(want)), initial=0.0)), 1.0)
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * scale)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("f", ANY_RANK + MATRIX + VECTOR, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
+@settings(max_examples=2)
+@given(data=st.data())
+def test_value_like_numpy(f, dtype, data):
+    x = data.draw(arrays(KIND[f], dtype))
+    assert_same(compiled(f)(x), f(x))
+
+
+def weighted(y):
+    """A float from an array, with weights that tell its elements apart."""
+    return np.sum(y * (1.0 + np.reshape(np.arange(np.size(y)), np.shape(y))))
+
+
+# The losses the gradient tests differentiate, one per subject.
+def loss_var_all(x): return weighted(np.sin(var_all(x)))
+def loss_var_ax0_ddof1(x): return weighted(np.sin(var_ax0_ddof1(x)))
+def loss_var_last_keep(x): return weighted(np.sin(var_last_keep(x)))
+def loss_std_all(x): return weighted(np.sin(std_all(x)))
+def loss_std_ax0_keep(x): return weighted(np.sin(std_ax0_keep(x)))
+def loss_average_ax0(x): return weighted(np.sin(average_ax0(x)))
+def loss_average_w(x): return weighted(np.sin(average_w(x)))
+def loss_ptp_all(x): return weighted(np.sin(ptp_all(x)))
+def loss_ptp_ax0(x): return weighted(np.sin(ptp_ax0(x)))
+def loss_cbrt(x): return weighted(np.sin(cbrt(x)))
+def loss_log2(x): return weighted(np.sin(log2(x)))
+def loss_log10(x): return weighted(np.sin(log10(x)))
+def loss_exp2(x): return weighted(np.sin(exp2(x)))
+def loss_sinc(x): return weighted(np.sin(sinc(x)))
+def loss_hypot(x): return weighted(np.sin(hypot(x)))
+def loss_logaddexp(x): return weighted(np.sin(logaddexp(x)))
+def loss_logaddexp2(x): return weighted(np.sin(logaddexp2(x)))
+def loss_nan_to_num(x): return weighted(np.sin(nan_to_num(x)))
+def loss_ravel(x): return weighted(np.sin(ravel(x)))
+def loss_atleast_2d(x): return weighted(np.sin(atleast_2d(x)))
+def loss_atleast_3d(x): return weighted(np.sin(atleast_3d(x)))
+def loss_moveaxis(x): return weighted(np.sin(moveaxis(x)))
+def loss_flip_all(x): return weighted(np.sin(flip_all(x)))
+def loss_flip0(x): return weighted(np.sin(flip0(x)))
+def loss_roll_flat(x): return weighted(np.sin(roll_flat(x)))
+def loss_roll0(x): return weighted(np.sin(roll0(x)))
+def loss_repeat_flat(x): return weighted(np.sin(repeat_flat(x)))
+def loss_repeat0(x): return weighted(np.sin(repeat0(x)))
+def loss_tile(x): return weighted(np.sin(tile(x)))
+def loss_pad(x): return weighted(np.sin(pad(x)))
+def loss_pad_values(x): return weighted(np.sin(pad_values(x)))
+def loss_hstack(x): return weighted(np.sin(hstack(x)))
+def loss_vstack(x): return weighted(np.sin(vstack(x)))
+def loss_split(x): return weighted(np.sin(split(x)))
+def loss_outer(x): return weighted(np.sin(outer(x)))
+def loss_inner(x): return weighted(np.sin(inner(x)))
+def loss_vdot(x): return weighted(np.sin(vdot(x)))
+def loss_full_like(x): return weighted(np.sin(full_like(x)))
+def loss_diff0(x): return weighted(np.sin(diff0(x)))
+def loss_diff2(x): return weighted(np.sin(diff2(x)))
+def loss_append(x): return weighted(np.sin(append(x)))
+def loss_median_all(x): return weighted(np.sin(median_all(x)))
+def loss_median0(x): return weighted(np.sin(median0(x)))
+def loss_degrees(x): return weighted(np.sin(degrees(x)))
+def loss_methods(x): return weighted(np.sin(methods(x)))
+def loss_inverse_hyperbolic(x): return weighted(np.sin(inverse_hyperbolic(x)))
+def loss_trace(x): return weighted(np.sin(trace(x)))
+def loss_diagonal(x): return weighted(np.sin(diagonal(x)))
+def loss_diag_of_matrix(x): return weighted(np.sin(diag_of_matrix(x)))
+def loss_triu(x): return weighted(np.sin(triu(x)))
+def loss_tril(x): return weighted(np.sin(tril(x)))
+def loss_diag_of_row(x): return weighted(np.sin(diag_of_row(x)))
+def loss_fliplr(x): return weighted(np.sin(fliplr(x)))
+def loss_swap_last(x): return weighted(np.sin(swap_last(x)))
+def loss_matrix_methods(x): return weighted(np.sin(matrix_methods(x)))
+
+
+LOSSES = {name[5:]: f for name, f in globals().items() if name.startswith("loss_")}
+
+
+@functools.lru_cache(maxsize=None)
+def gradient(f):
+    return myir.grad(f, backend=BACKEND)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("f", [f for f in ANY_RANK + MATRIX + VECTOR
+                               if f not in NOT_DIFFERENTIABLE],
+                         ids=lambda f: f.__name__)
+@settings(max_examples=2)
+@given(data=st.data())
+def test_gradient_against_finite_differences(f, data):
+    low = 0.2 if f in KINKED else -2.0
+    x = data.draw(arrays(KIND[f], np.float64, low, 2.0))
+    if f in (ptp_all, ptp_ax0, std_all, std_ax0_keep, median_all, median0, methods):
+        # ties (of extremes, of the middle values; all values equal) are kinks
+        x = x + np.arange(x.size).reshape(x.shape) * 1e-2
+    loss = LOSSES[f.__name__]
+    assert_grads_close(gradient(loss)(x), numerical_grad(loss, (x,), 0), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("f", [f for f in ANY_RANK + MATRIX if f not in NOT_DIFFERENTIABLE],
+                         ids=lambda f: f.__name__)
+def test_float32_gradient_stays_float32(f):
+    x = (np.arange(9, dtype=np.float32).reshape(3, 3) + 1.0) / 4
+    g = gradient(LOSSES[f.__name__])(x)
+    assert g.dtype == np.float32 and g.shape == x.shape
