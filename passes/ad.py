@@ -44,11 +44,10 @@ that residuals are the operands the rules read rather than backpropagator closur
 
 The stack (`stack_push`, `stack_pop`, `stack_empty`, `EMPTY_STACK`) is an ordinary value
 with gradient rules, so grad of grad differentiates these loops too: a stack's sensitivity
-is a stack of its items' sensitivities, and `EMPTY_STACK` is its zero.  The forward loop of
-a gradient (a region that pushes onto a stack) is differentiated again as a chain of
-backpropagators, like recursion: transformed as a loop, its optimized third derivatives
-come out wrong (an open bug; unoptimized they are right).  Recursion that is not a loop
-keeps the chain of backpropagators.
+is a stack of its items' sensitivities, and `EMPTY_STACK` is its zero.  The forward and
+backward loops of a gradient are loops like any other: J of them is again a forward loop
+and a backward loop, at every order.  Recursion that is not a loop keeps the chain of
+backpropagators.
 """
 
 from __future__ import annotations
@@ -607,9 +606,8 @@ def loop_region(g: Graph) -> list[Graph] | None:
             elif t not in region:
                 region.append(t)
         i += 1
-    if not calls_itself or any(primitive_name(n) == "stack_push" for h in region
-                               for n in toposort(h)):
-        return None   # not a loop; or the forward loop of a gradient (see the top)
+    if not calls_itself:
+        return None   # not a loop
     members = set(region)
     tails = {h.output for h in region}
     switches = {h.output.fn for h in region if switch_call(h.output) is not None}

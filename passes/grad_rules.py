@@ -404,6 +404,8 @@ def bprop_getitem(x, index, out, dout):
 
 
 def bprop_getitem_grad(x, index, dout_, out, dout):
+    if dout is None:   # the zero of x's gradient where x is neither a tuple nor an array
+        return (zeros(x), zeros(index), zeros(dout_))
     return (zeros(x), zeros(index), dout[index])
 
 

@@ -675,6 +675,39 @@ def test_inline_recursive_graph_keeps_recursion_on_callee():
     assert run(main, 3) == 10 * fact(3)
 
 
+def build_closures_made_in_a_loop():
+    """graph f(n) { graph loop(i, acc) {
+                      graph k() { return i }                    # one per iteration
+                      graph h() { return k() + k() + acc() }    # calls that iteration's k
+                      return switch(i < n, () -> loop(i + 1, h), () -> acc())() }
+                    return loop(0, zero) }    with zero() = 0: f(n) = 2 * (0 + 1 + ... + n-1)"""
+    zero = Graph("zero")
+    zero.output = Constant(0)
+    f = Graph("f")
+    n = f.add_parameter("n")
+    loop = Graph("loop", f)
+    i, acc = loop.add_parameter("i"), loop.add_parameter("acc")
+    k = Graph("k", loop)
+    k.output = i
+    h = Graph("h", loop)
+    h.output = h.apply(P["add"], h.apply(P["add"], h.apply(k), h.apply(k)), h.apply(acc))
+    again = Graph("again", loop)
+    again.output = again.apply(loop, again.apply(P["add"], i, 1), h)
+    done = Graph("done", loop)
+    done.output = done.apply(acc)
+    loop.output = loop.apply(loop.apply(P["switch"], loop.apply(P["lt"], i, n), again, done))
+    f.output = f.apply(loop, 0, zero)
+    return f
+
+
+def test_a_closure_made_in_a_loop_calls_the_closures_of_its_iteration():
+    """The backend emits the loop as `while True:` and k and h as `def`s in its body: h must
+    call the k of its own iteration, not the one the last iteration bound to the name."""
+    source = generate(build_closures_made_in_a_loop()).source
+    assert source.count("while True:") == 1, source
+    assert run(build_closures_made_in_a_loop(), 4) == 2 * (0 + 1 + 2 + 3)
+
+
 # --------------------------------------------------------------------------------------------
 # the text printer
 

@@ -235,6 +235,43 @@ def test_second_and_third_order(backend):
 def test_second_order_through_a_data_dependent_loop(backend):
     dd = myir.compile(myir.grad(myir.grad(newton_sqrt)), backend=backend)
     assert dd(2.0) == pytest.approx(-0.25 * 2.0 ** -1.5, rel=1e-8)
+    ddd = myir.compile(myir.grad(myir.grad(myir.grad(newton_sqrt))), backend=backend)
+    assert ddd(2.0) == pytest.approx(0.375 * 2.0 ** -2.5, rel=1e-8)
+
+
+@pytest.mark.parametrize("f, args", [
+    (if_else_in_body, (0.7, 9)),
+    (with_break, (0.6, XS)),
+    (with_continue, (1.1,)),
+    (early_return, (0.9, XS)),
+    (nested, (0.8, 4)),
+    (sin_for_range, (0.7, 6)),
+], ids=lambda v: getattr(v, "__name__", None))
+def test_second_order_against_finite_differences_of_the_first(backend, f, args):
+    first = myir.grad(f)
+    assert_grads_close(myir.compile(myir.grad(first), backend=backend)(*args),
+                       numerical_grad(myir.compile(first, backend=backend), args, 0))
+
+
+def test_third_order_against_finite_differences_of_the_second(backend):
+    second = myir.grad(myir.grad(if_else_in_body))
+    args = (0.7, 9)
+    assert_grads_close(myir.compile(myir.grad(second), backend=backend)(*args),
+                       numerical_grad(myir.compile(second, backend=backend), args, 0))
+
+
+def test_second_order_through_100000_iterations(backend):
+    """The gradient of a gradient's loops is loops: it runs at CPython's default recursion
+    limit (compiling may raise the limit: the program runs under the one it had before)."""
+    dd = myir.compile(myir.grad(myir.grad(pow_loop, "x"), "x"), backend=backend)
+    dd(1.1, 3)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        got = dd(1.000001, 100_000)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert got == pytest.approx(100_000 * 99_999 * 1.000001 ** 99_998, rel=1e-9)
 
 
 # ------------------------------------------------------------------------------ the program
@@ -254,25 +291,28 @@ import sys
 sys.path.insert(0, {root!r})
 import myir
 {source}
-f = myir.grad(pow_loop, "x", backend="python")
+f = myir.compile({function}, backend="python")
 print(f(1.000001, 100_000), f._by_signature[next(iter(f._by_signature))].from_disk,
       sys.getrecursionlimit())
 """
 
 
-def test_a_saved_program_runs_a_deep_loop_in_a_second_process(tmp_path):
+@pytest.mark.parametrize("function, want", [
+    ('myir.grad(pow_loop, "x")', 100_000 * 1.000001 ** 99_999),
+    ('myir.grad(myir.grad(pow_loop, "x"), "x")', 100_000 * 99_999 * 1.000001 ** 99_998),
+], ids=["first order", "second order"])
+def test_a_saved_program_runs_a_deep_loop_in_a_second_process(tmp_path, function, want):
     import inspect
 
     script = tmp_path / "deep.py"
-    script.write_text(SECOND_PROCESS.format(root=os.getcwd(),
+    script.write_text(SECOND_PROCESS.format(root=os.getcwd(), function=function,
                                             source=textwrap.dedent(inspect.getsource(pow_loop))))
     env = {**os.environ, "MYIR_CACHE_DIR": str(tmp_path / "cache"), "MYIR_PROGRAM_CACHE": "on"}
     runs = [subprocess.run([sys.executable, str(script)], env=env, check=True,
                            capture_output=True, text=True).stdout.split() for _ in range(2)]
     assert [r[1] for r in runs] == ["False", "True"]
     assert runs[1][2] == str(1000)      # the loaded program runs at CPython's default limit
-    assert float(runs[0][0]) == float(runs[1][0]) == \
-        pytest.approx(100_000 * 1.000001 ** 99_999, rel=1e-9)
+    assert float(runs[0][0]) == float(runs[1][0]) == pytest.approx(want, rel=1e-9)
 
 
 # ------------------------------------------------------------------------------ the stack

@@ -33,7 +33,7 @@ import numpy as np
 from backends.python.impls import GUARDS, SYNTAX, VARIADIC_SYNTAX, callable_of, pow_guard
 from myir.errors import Location
 from myir.ir.analysis import OUTPUT, SwitchCall, free_variables, graph_uses, is_nested_in, \
-    primitive_name, reachable_graphs, switch_call, toposort, users
+    primitive_name, reachable_graphs, scope, switch_call, toposort, users
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
 from myir.ir.primitives import Primitive
 from passes.abstract import AArray, AScalar
@@ -236,7 +236,8 @@ class Emitter:
         self.lines: list[tuple[str, Location | None]] = []
         self.globals_of: dict[int, str] = {}
         self.loop_stack: list[Graph] = []
-        self.defined: set[int] = set()   # nodes whose Python variable holds a value already
+        self.defined: set[int] = set()   # nodes and closures whose variable holds a value already
+        self.referenced: dict[Graph, list[Graph]] = {}
 
     # -- output
 
@@ -365,7 +366,9 @@ class Emitter:
             self.defined.add(id(p))
         if captured:
             params.append("*")
-            params.extend(f"{self.name(fv)}={self.name(fv)}" for fv in captured)
+            for fv in captured:
+                name = self.graph_name(fv) if isinstance(fv, Graph) else self.name(fv)
+                params.append(f"{name}={name}")
         self.line(indent, f"def {self.graph_name(g)}({', '.join(params)}):", g.location)
         outer_loops, self.loop_stack = self.loop_stack, []
         start = len(self.lines)
@@ -375,7 +378,28 @@ class Emitter:
         self.loop_stack = outer_loops
 
     def closure_def(self, g: Graph, indent: int):
-        self.function(g, indent, free_variables(g))
+        """`def g` capturing its free variables, and the closures defined outside it that it
+        calls or passes on, by value: a name read through Python's enclosing scope is
+        read when g runs, and a `def` in a loop's body binds it again on each iteration, so
+        a closure made in one iteration and called after a later one would call the later
+        iteration's closure.  (A closure not defined yet, one calling g back say, stays a name;
+        closures defined at one point are defined referees first: `_referees_first`.)"""
+        defined = [k for k in self._closures_referenced(g) if id(k) in self.defined]
+        self.function(g, indent, [*free_variables(g), *defined])
+        self.defined.add(id(g))
+
+    def _closures_referenced(self, g: Graph) -> list[Graph]:
+        """The graphs emitted as `def`s outside g that g's scope refers to."""
+        if g not in self.referenced:
+            found: dict[Graph, None] = {}
+            for s in scope(g):
+                for node in toposort(s):
+                    for k in [i.value for i in getattr(node, "inputs", [node])
+                              if is_graph_constant(i)]:
+                        if self.layout.kind.get(k) == "closure" and not is_nested_in(k, g):
+                            found[k] = None
+            self.referenced[g] = list(found)
+        return self.referenced[g]
 
     # -- blocks
 
@@ -438,11 +462,31 @@ class Emitter:
         return waiting
 
     def _emit_ready_closures(self, waiting: list, indent: int):
-        for entry in list(waiting):
-            h, deps = entry
-            if all(id(d) in self.defined for d in deps):
-                waiting.remove(entry)
-                self.closure_def(h, indent)
+        ready = [entry for entry in waiting if all(id(d) in self.defined for d in entry[1])]
+        for entry in ready:
+            waiting.remove(entry)
+        for h in self._referees_first([h for h, _ in ready]):
+            self.closure_def(h, indent)
+
+    def _referees_first(self, graphs: list[Graph]) -> list[Graph]:
+        """`graphs` with each one after those of them it refers to (but for cycles), so that
+        it captures them (`closure_def`)."""
+        order: list[Graph] = []
+        among = set(graphs)
+        visited: set[Graph] = set()
+
+        def visit(h):
+            if h in visited:
+                return
+            visited.add(h)
+            for k in self._closures_referenced(h):
+                if k in among:
+                    visit(k)
+            order.append(h)
+
+        for h in graphs:
+            visit(h)
+        return order
 
     def _inlinable(self, node: Apply) -> bool:
         """A plain node used once, by a node of its own graph that renders it in place."""
