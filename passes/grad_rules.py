@@ -352,7 +352,9 @@ def bprop_getitem(x, index, out, dout):
 
 
 def bprop_getitem_grad(x, index, dout_, out, dout):
-    return (zeros(x), zeros(index), dout[index])
+    # getitem_grad of a value with no gradient (a range, a string) is the constant None,
+    # and so is its sensitivity: nothing flows back to dout_ from it.
+    return (zeros(x), zeros(index), dout[index] if dout is not None else zeros(dout_))
 
 
 def bprop_check_bound(x, name, out, dout):

@@ -118,8 +118,8 @@ def inline(graph: Graph, args: list[Node], into: Graph, at: Node | None = None,
     in the order it did (and raising the exception it did).  `after` is the largest node id
     of `into` below at's, if the caller knows it (finding it sorts `into`: a caller that
     inlines many calls keeps its own sorted ids).  Copies (nested graphs' included) located
-    in a file of `relocated` take at's location: code myir wrote for an operation of the
-    user's (a gradient rule) reports the user's line."""
+    in a file of `relocated`, or nowhere, take at's location: code myir wrote for an
+    operation of the user's (a gradient rule, a primitive's J) reports the user's line."""
     assert len(args) == len(graph.parameters), (graph, args)
     cloner = Cloner(dict(zip(graph.parameters, args)), "inlined from")
     cloner.graph(graph, into=into)
@@ -142,5 +142,5 @@ def _relocate(mapping: dict, into: Graph, files: frozenset, location) -> None:
     for old, new in mapping.items():
         copied = new is not into if isinstance(new, Graph) else \
             isinstance(new, Node) and new is not old and new.graph is not None
-        if copied and new.debug.location is not None and new.debug.location.filename in files:
+        if copied and (new.debug.location is None or new.debug.location.filename in files):
             new.debug.location = location
