@@ -12,8 +12,8 @@ enclosing graph become free variables).  Control flow becomes graphs:
 * `while`/`for` is a loop graph called from the block: it takes the loop-carried variables,
   tests the condition and either runs the body (which ends by calling the loop graph again, in
   tail position) or returns the carried variables.  `break` returns them early, `continue`
-  calls the loop graph.  A `return` inside a loop makes the loop return `(True, value)` instead
-  of `(False, carried)`, and the caller returns in turn.
+  calls the loop graph.  A loop with a `return` inside returns `(True, value, carried)` from
+  there and `(False, UNBOUND, carried)` from its other exits, and the caller returns in turn.
 * Nested `def` and `lambda` are graphs nested in the block that defines them; they capture the
   values of free variables at definition (see `_check_captures`).
 """
@@ -676,7 +676,7 @@ class FunctionParser:
     def stmt_Return(self, s, block):
         value = self.expr(s.value, block) if s.value is not None else Constant(None)
         if self.current_loop is not None:
-            value = block.graph.apply(P["make_tuple"], True, value, location=self.loc(s))
+            value = self.returned(block, value, s)
         block.graph.output = value
         return None
 
@@ -913,10 +913,19 @@ class FunctionParser:
         self.unpack_into(block, result, carried, maybe, s)
         return block
 
+    def returned(self, block: Block, value: Node, s: ast.AST) -> Node:
+        """What a loop that may `return` gives when it returns `value`: (True, value, the
+        carried variables).  Its normal exit gives (False, UNBOUND, the carried variables):
+        each slot has one type whichever way the loop ends, so the returned value's type
+        does not mix with the carried variables' (a gradient needs the float it returns)."""
+        packed = self.pack_tuple(block, self.current_loop.carried, s)
+        return block.graph.apply(P["make_tuple"], True, value, packed, location=self.loc(s))
+
     def exit_value(self, block: Block, s: ast.AST) -> Node:
         packed = self.pack_tuple(block, self.current_loop.carried, s)
         if self.current_loop.has_return:
-            return block.graph.apply(P["make_tuple"], False, packed, location=self.loc(s))
+            return block.graph.apply(P["make_tuple"], False, Constant(UNBOUND), packed,
+                                     location=self.loc(s))
         carried = self.current_loop.carried
         return packed if len(carried) != 1 else self.value(block, carried[0])
 
@@ -945,14 +954,17 @@ class FunctionParser:
         result, carried, maybe, s = info
         loc = self.loc(s)
         flag = block.graph.apply(P["getitem"], result, 0, location=loc)
-        payload = block.graph.apply(P["getitem"], result, 1, location=loc)
         ret = Block(Graph("loop_returned", block.graph, loc), block)
         go_on = Block(Graph("loop_done", block.graph, loc), block)
         self.tail_switch(block, flag, ret.graph, go_on.graph, s)
-        value = payload
+        # UNBOUND only where the loop did not return: the check lets inference drop it
+        value = ret.graph.apply(P["check_bound"],
+                                ret.graph.apply(P["getitem"], result, 1, location=loc),
+                                "the returned value", location=loc)
         if self.current_loop is not None:
-            value = ret.graph.apply(P["make_tuple"], True, payload, location=loc)
+            value = self.returned(ret, value, s)
         ret.graph.output = value
+        payload = go_on.graph.apply(P["getitem"], result, 2, location=loc)
         for i, n in enumerate(carried):  # a returning loop always packs a tuple
             item = go_on.graph.apply(P["getitem"], payload, i, name=n, location=loc)
             self.rebind(go_on, n, item, n in maybe)

@@ -82,7 +82,8 @@ def _run_pipeline(fn, args, backend: str, options: dict, transforms, report) -> 
                               report)
     generated = step("codegen", generate, final)
     code = step("codegen", module_code, generated, fn.__code__.co_filename)
-    entry = step("codegen", entry_function, code, generated.namespace, generated.entry)
+    entry = step("codegen", entry_function, code, generated.namespace, generated.entry,
+                 generated.source)
     return Lowered(fn, stages, generated.source, entry, regions, timings, generated, code)
 
 

@@ -72,7 +72,8 @@ def load(name: str, fn) -> Lowered | None:
         saved = pickle.loads(data)
         namespace = saved["namespace"]
         namespace.update((n, rebuild(recipe)) for n, recipe in saved["recipes"].items())
-        entry = entry_function(marshal.loads(saved["code"]), namespace, saved["entry"])
+        entry = entry_function(marshal.loads(saved["code"]), namespace, saved["entry"],
+                               saved["source"])
     except Exception:   # e.g. a class it refers to is gone: compile afresh
         return None
     STATS["loaded"] += 1

@@ -19,6 +19,17 @@ from myir.ir.analysis import bump_version, free_variables, graph_uses, is_nested
 from myir.ir.graph import Apply, Graph, Node
 
 
+def _liftable(g: Graph) -> list[Node]:
+    """The free variables of g that nodes of g's scope read.  The others are captured by
+    closures g calls that are not nested in it (`def step(t): return t * x` called in a
+    loop): those closures keep reading them, so a parameter would not replace them, and
+    lifting them again and again would never end."""
+    read = {id(i) for h in scope(g) for node in toposort(h)
+            if isinstance(node, Apply) and node.graph is h for i in node.inputs}
+    read |= {id(h.output) for h in scope(g)}
+    return [fv for fv in free_variables(g) if id(fv) in read]
+
+
 def _add_parameters(g: Graph, fvs: list[Node]) -> list[Node]:
     """New parameters of g standing for `fvs`, which g's scope now reads instead."""
     params = [g.add_parameter(fv.debug.name, fv.location) for fv in fvs]
@@ -58,7 +69,7 @@ def _lift_branches(call: Apply, sc, uses) -> bool:
     if branches[0] is branches[1] or any(len(uses.get(b, ())) != 1 for b in branches) \
             or any(b.parameters for b in branches) or call.args:
         return False
-    fvs = list(dict.fromkeys(fv for b in branches for fv in free_variables(b)))
+    fvs = list(dict.fromkeys(fv for b in branches for fv in _liftable(b)))
     if not fvs:
         return False
     for b in branches:
@@ -75,7 +86,7 @@ def _lift_loop(g: Graph, uses) -> bool:
     outer = [a for a, _ in uses if not is_nested_in(a.graph, g)]
     if not inner or len(outer) != 1 or any(a.graph.output is not a for a in inner):
         return False
-    fvs = free_variables(g)
+    fvs = _liftable(g)
     if not fvs:
         return False
     params = _add_parameters(g, fvs)

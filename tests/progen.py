@@ -27,9 +27,12 @@ but in a computation of `main` whose result is never read (``unused = math.log(x
   ``math.sqrt`` only ``abs(...)``.
 * Loops are bounded: ``range`` with small bounds (literals, ``n % 5``, enclosing loop
   indices), ``for`` over tuples, ``while`` with a counter incremented first thing in the body
-  (``while steps < 4 and total > 1.0:``), or a count-down variable that shrinks first thing in
-  the body (``while rest > 0: rest = rest // 2``).  Loop variables are never assigned, and a
-  ``while`` test never calls a recursive function.
+  (``while steps < 4 and total > 1.0:``), a count-down variable that shrinks first thing in
+  the body (``while rest > 0: rest = rest // 2``), or ``while True:`` with a counter bumped
+  and tested first thing in the body (``tries += 1; if tries >= 3: break``), before any
+  ``continue``.  Loops nest two deep, and leave by ``break``, ``continue`` and ``return``
+  from either level.  Loop variables are never assigned, and a loop test never calls a
+  recursive function.
 * Recursion is bounded: a recursive function (or a pair of mutually recursive ones) takes a
   ``depth`` first, returns at ``depth <= 0`` and calls its group only with ``depth - 1`` (at
   most twice per body, not inside loops); other calls only go to functions lower in the
@@ -806,8 +809,10 @@ class Gen:
             (1 if can_loop else 0, lambda: self.for_enumerate(cx, scope)),
             (1 if can_loop else 0, lambda: self.while_counter(cx, scope)),
             (1 if can_loop else 0, lambda: self.while_countdown(cx, scope)),
+            (1 if can_loop else 0, lambda: self.while_true(cx, scope)),
             (3 if in_loop else 0, lambda: self.loop_exit(cx, scope)),
-            (1 if cx.control > 0 or in_loop else 0, lambda: self.early_return(cx, scope)),
+            (2 if cx.loops > 1 else 1 if cx.control > 0 or in_loop else 0,
+             lambda: self.early_return(cx, scope)),
             (1 if cx.nested < 2 else 0, lambda: self.nested_def(cx, scope)),
             (1 if cx.nested < 2 else 0, lambda: self.new_func_var(cx, scope)),
         ])()
@@ -1048,12 +1053,29 @@ class Gen:
         body = self.loop_body(cx, scope, [], first=[shrink])
         return [init, ast.While(test, body, [])]
 
+    def while_true(self, cx, scope):
+        """`while True:` that only `break` leaves: a counter bumped first thing in the body,
+        then the exit test, before anything that could `continue` past it."""
+        counter = self.loop_var(cx, "counter", INT, bound=(0, 6))
+        test = compare(load(counter.name), [ast.GtE()], [lit(self.draw(_ints(1, 6)))])
+        if self.flip(50):
+            test = ast.BoolOp(ast.Or(), [test, self.loop_test(cx, scope, 2)])
+        init = ast.Assign([store(counter.name)], lit(0))
+        scope[counter.name] = counter  # readable after the loop, never assigned
+        bump = ast.AugAssign(store(counter.name), ast.Add(), lit(1))
+        body = self.loop_body(cx, scope, [], first=[bump, ast.If(test, [ast.Break()], [])])
+        return [init, ast.While(ast.Constant(True), body, [])]
+
     def loop_exit(self, cx, scope):
-        """`if cond: [stmt] break|continue` (or a bare one)."""
+        """`if cond: [stmt] break|continue`, `if cond: stmt else: break|continue`, or a bare
+        one."""
         exit_ = self.pick([(1, ast.Break()), (1, ast.Continue())])
         if self.flip(15):
             return [exit_]
         test = self.condition(cx, scope, 2)
+        if self.flip(25):
+            stay, _ = self.sub_block(cx, scope, 1, 1)
+            return [ast.If(test, stay, [exit_])]
         before = []
         if self.flip(40):
             before, _ = self.sub_block(cx, scope, 1, 1)
@@ -1417,6 +1439,16 @@ def _divides_by_name(node):
                and isinstance(n.right, ast.Name) for n in ast.walk(node))
 
 
+def _in_function(stmts):
+    """The nodes of `stmts`, not those of functions defined in them."""
+    stack = list(stmts)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
 def features(source: str) -> set[str]:
     """The constructs a generated module uses, by name (see FEATURES)."""
     tree = ast.parse(source)
@@ -1467,6 +1499,8 @@ def features(source: str) -> set[str]:
                     found.add("else")
             elif isinstance(node, ast.While):
                 found.add("while")
+                if isinstance(node.test, ast.Constant):
+                    found.add("while True")
             elif isinstance(node, ast.For):
                 it = node.iter
                 if _calls_named(it, "range"):
@@ -1525,6 +1559,18 @@ def features(source: str) -> set[str]:
                                                              and a.id in module_fns)
                                for a in node.args):
                             found.add("function passed as argument")
+            if isinstance(node, (ast.For, ast.While)):
+                for inner in _in_function(node.body):
+                    if isinstance(inner, (ast.For, ast.While)):
+                        found.add("nested loop")
+                        for sub in _in_function(inner.body):
+                            kind = {ast.Break: "break", ast.Continue: "continue",
+                                    ast.Return: "return"}.get(type(sub))
+                            if kind:
+                                found.add(f"{kind} in nested loop")
+            if isinstance(node, ast.If) and node.orelse \
+                    and isinstance(node.orelse[-1], (ast.Break, ast.Continue)):
+                found.add("loop exit in else")
             if isinstance(node, ast.Return) and isinstance(node.value, ast.Lambda):
                 found.add("closure returned")
         for node in ast.walk(fn):
@@ -1549,6 +1595,8 @@ FEATURES = frozenset([
     "+", "-", "*", "/", "//", "%", "**", "unary -", "not", "comparison", "chained comparison",
     "and", "or", "ternary", "if", "elif", "else", "while", "for range", "range negative step",
     "for tuple", "for zip", "for enumerate", "break", "continue", "return in loop",
+    "while True", "nested loop", "break in nested loop", "continue in nested loop",
+    "return in nested loop", "loop exit in else",
     "augmented assignment", "tuple unpacking", "tuple index", "tuple", "lambda", "nested def",
     "closure returned", "call of returned closure", "function passed as argument", "recursion",
     "mutual recursion", "call to module function", "call to function defined later",

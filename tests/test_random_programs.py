@@ -5,9 +5,12 @@ contain and why they always terminate).  Each one is written to a file and impor
 `inspect.getsource` works for the compiler; then `main(*args)` runs in CPython and compiled by
 myir (default backend, and the python backend explicitly), and the results must be equal:
 same value and same type (bool, int and float differ; NaN equals NaN; a tuple elementwise),
-or, where CPython raises, the same exception type.  Random float functions of parameters
-of mixed float types (`grad_programs`) are differentiated, and each gradient must have its
-parameter's type, dtype and shape, and agree with finite differences.
+or, where CPython raises, the same exception type.  Every program whose `main` returns a
+float is differentiated with respect to its float parameters, and each derivative must agree
+with central finite differences wherever the program is smooth at its arguments
+(`smooth_derivative`).  Random float functions of parameters of mixed float types
+(`grad_programs`) are differentiated, and each gradient must have its parameter's type,
+dtype and shape, and agree with finite differences.
 
 The CPython run is traced: a program whose locals leave a bounded range (ints beyond 2**53,
 floats beyond 1e15 or infinite) is rejected, so results never depend on big-integer or
@@ -28,6 +31,7 @@ from collections import Counter
 import pytest
 from hypothesis import assume, given, settings
 
+from .programs_check import make_jit, modes
 from .progen import FEATURES, NAME_POOLS, Program, features, grad_programs, programs
 
 # At least 300 programs per test in the `ci` profile; as many as a bigger profile asks for.
@@ -345,6 +349,138 @@ def test_fastmath_compiles_and_runs_what_the_exact_pipeline_does(program_dir):
             unload(module)
 
     check()
+
+
+@pytest.mark.parametrize("mode", [m for m in modes() if m != "cpython"])
+def test_gradients_match_finite_differences(mode, program_dir):
+    """Every program whose `main` returns a float, differentiated with respect to all its
+    float parameters (`myir.grad`, compiled in `mode`: each backend, and the saved program a
+    second process loads): each derivative at the drawn arguments agrees with central
+    differences of CPython's `main` in float64, wherever `smooth_derivative` finds the
+    program smooth there.  The gradient must not raise where CPython's `main` returns."""
+    myir = _compiler()
+    jit = make_jit(mode, memo=False)
+    stats = Counter()
+
+    @settings(max_examples=N_PROGRAMS)
+    @given(programs())
+    def check(program):
+        wrt = [i for i, a in enumerate(program.args) if type(a) is float]
+        if not wrt:
+            return
+        module = load(program, program_dir)
+        try:
+            expected = cpython_in_range(module, program)
+            if expected[0] != "value" or type(expected[1]) is not float \
+                    or not math.isfinite(expected[1]):
+                return
+            got = _run_compiled(jit(myir.grad(module.main, *wrt)), program.args)
+            if got[0] == "raise":
+                raise AssertionError(mismatch(program, ("CPython", expected), ("grad", got)))
+            derivatives = got[1] if len(wrt) > 1 else (got[1],)
+            for i, derivative in zip(wrt, derivatives):
+                reference = smooth_derivative(module, program.args, i)
+                if reference is None:
+                    stats["not smooth"] += 1
+                    continue
+                want, tolerance, constant = reference
+                if constant and math.isnan(derivative):
+                    # `abs(y - y) ** 0.5`: an infinite slope times a zero sensitivity is nan
+                    # (grad_rules.py's convention, JAX's too), though main is constant
+                    stats["nan where main is constant"] += 1
+                    continue
+                stats["compared"] += 1
+                if not abs(derivative - want) <= tolerance:
+                    raise AssertionError(
+                        f"{program.call}, derivative with respect to parameter {i}\n"
+                        f"{program.source}\nfinite differences: {want!r} (within "
+                        f"{tolerance:.2g})\ngrad:               {derivative!r}")
+        finally:
+            unload(module)
+
+    check()
+    # the criterion must leave something to compare (most programs are smooth somewhere)
+    assert stats["compared"] >= N_PROGRAMS // 30, stats
+
+
+FD_STEPS = (1e-5, 1e-6)   # relative to max(1, |x|)
+FD_AGREE = 1e-6           # how well the two steps agree, relative to max(1, |derivative|)
+FD_TOLERANCE = 1e-5       # how close the gradient must be, likewise
+
+
+def smooth_derivative(module, args, i):
+    """(central difference of `main` with respect to `args[i]`, its tolerance, whether main
+    gave the same value at every point), or None
+    where the program may not be smooth at `args`.  Finite differences mean nothing at a
+    kink (abs, min, max, a branch on the parameter), a jump (floor division, `%`, a branch)
+    or where rounding swamps them; the program is taken as smooth only when:
+
+    * the run at x + h and at x - h, for both steps h, executes the very bytecode
+      instructions the run at x does (every branch, ternary and short-circuit the same way);
+    * the central differences at both steps agree (no jump nor kink near x, no rounding
+      noise: it grows as h shrinks);
+    * the one-sided differences at the small step agree (no kink at x itself: `abs(x)` at
+      0 has the same central differences, 0, at every step).
+
+    Then the central difference at the small step is within a tenth of the tolerance of
+    the derivative, and the gradient must be within the tolerance."""
+    x = args[i]
+    scale = max(1.0, abs(x))
+    base = _traced_at(module, args, i, x)
+    if base is None:
+        return None
+    values = {}
+    for step in FD_STEPS:
+        for sign in (1, -1):
+            run = _traced_at(module, args, i, x + sign * step * scale)
+            if run is None or run[0] != base[0]:
+                return None
+            values[step, sign] = run[1]
+    big, small = (s * scale for s in FD_STEPS)
+    coarse = (values[FD_STEPS[0], 1] - values[FD_STEPS[0], -1]) / (2 * big)
+    fine = (values[FD_STEPS[1], 1] - values[FD_STEPS[1], -1]) / (2 * small)
+    right = (values[FD_STEPS[1], 1] - base[1]) / small
+    left = (base[1] - values[FD_STEPS[1], -1]) / small
+    size = max(1.0, abs(coarse), abs(fine))
+    if not (abs(coarse - fine) <= FD_AGREE * size and abs(right - left) <= 1e-2 * size):
+        return None
+    constant = all(v == base[1] for v in values.values())
+    return fine, FD_TOLERANCE * size, constant
+
+
+def _traced_at(module, args, i, value):
+    """(a fingerprint of the bytecode instructions `main` runs in the program's file, the
+    float it returns) with `args[i]` set to value; None if it raises or returns no finite
+    float."""
+    args = args[:i] + (value,) + args[i + 1:]
+    filename = module.__file__
+    path = [0, 0]   # hash, instructions run
+
+    def local_trace(frame, event, arg):
+        if event == "opcode":
+            path[0] = hash((path[0], id(frame.f_code), frame.f_lasti))
+            path[1] += 1
+            if path[1] > 20 * MAX_LINES:
+                raise Runaway("too many instructions")
+        return local_trace
+
+    def global_trace(frame, event, arg):
+        if frame.f_code.co_filename != filename:
+            return None
+        frame.f_trace_opcodes = True
+        return local_trace
+
+    previous = sys.gettrace()
+    sys.settrace(global_trace)
+    try:
+        result = module.main(*args)
+    except Exception:   # noqa: BLE001 - no derivative where main raises
+        return None
+    finally:
+        sys.settrace(previous)
+    if type(result) is not float or not math.isfinite(result):
+        return None
+    return path[0], result
 
 
 def mismatch(program, want, got) -> str:

@@ -7,7 +7,8 @@ the common shapes are recognised and written as Python's own control flow:
 * a graph used once, as a branch of `switch(c, then, else)()`     →  `if c: ... else: ...`
 * a graph called once                                            →  its body, inline
 * a graph that calls itself in tail position (a loop)            →  `while True:`; the self
-  call rebinds the parameters and `continue`s, so loops run in constant stack
+  call rebinds the parameters and `continue`s, so loops run in constant stack.  Its exits
+  `break`; a loop that is the tail of an enclosing loop's body leaves that loop next
 * a graph tail-called by several branches of one `if` (a join)   →  code after the `if`
 * any other nested graph (a closure used as a value)             →  a nested `def`, its free
   variables captured at definition through keyword-only defaults, exactly like the graph
@@ -21,8 +22,10 @@ from __future__ import annotations
 
 import ast
 import builtins
+import hashlib
 import importlib
 import keyword
+import linecache
 import math
 import re
 import types
@@ -37,6 +40,7 @@ from myir.ir.analysis import OUTPUT, SwitchCall, free_variables, graph_uses, is_
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
 from myir.ir.primitives import Primitive
 from passes.abstract import AArray, AScalar
+from passes.opt import RULE_FILES
 
 
 def _real_scalar(node: Node) -> bool:
@@ -112,6 +116,42 @@ class Layout:
         for g in self.graphs:
             if g not in self.kind:
                 self.kind[g] = "top" if g.parent is None else self._classify(g, uses[g])
+        self._keep_tail_calls_in_place(uses)
+
+    def _keep_tail_calls_in_place(self, uses):
+        """A loop's self-call becomes `continue`, and a join's call falls through to the code
+        after the `if`: right only where the call is written inside that loop's `while` (or
+        that `if`) with no other loop or function between.  `continue` and `break` reach the
+        innermost loop only, so a call from inside a nested loop or a nested `def` would
+        continue the wrong loop, or write the graph again inside itself: such a graph is
+        written as a function instead."""
+        changed = True
+        while changed:
+            changed = False
+            for g, kind in self.kind.items():
+                if kind == "loop":
+                    calls = [(a.graph, g) for a, _ in uses[g] if is_nested_in(a.graph, g)]
+                elif kind == "join":
+                    calls = [(a.graph, g.parent) for a, _ in uses[g]]
+                else:
+                    continue
+                if not all(self._written_inside(h, target, uses) for h, target in calls):
+                    self.kind[g] = "closure"
+                    if kind == "join":
+                        del self.join_of[g.parent]
+                    changed = True
+
+    def _written_inside(self, h: Graph, target: Graph, uses) -> bool:
+        """Whether graph h's code is written inside target's code, through `if`s and inlined
+        blocks only."""
+        seen = set()
+        while h is not target:
+            kind = self.kind[h]
+            if kind not in ("branch", "block", "join") or h in seen:
+                return False
+            seen.add(h)
+            h = h.parent if kind == "join" else uses[h][0][0].graph
+        return True
 
     def _classify(self, g: Graph, uses) -> str:
         if not all(i == 0 for _, i in uses):
@@ -238,18 +278,45 @@ class Emitter:
         self.loop_stack: list[Graph] = []
         self.defined: set[int] = set()   # nodes and closures whose variable holds a value already
         self.referenced: dict[Graph, list[Graph]] = {}
+        self.home: Location | None = None   # see `call_site`
 
     # -- output
 
     def line(self, indent: int, text: str, location: Location | None):
+        if self.home is not None and (location is None or location.filename in RULE_FILES):
+            location = self.home
         self.lines.append(("    " * indent + text, location))
 
     def module(self) -> str:
+        uses = graph_uses(self.root)
         for g in _defaults_first([g for g in self.layout.graphs if self.layout.kind[g] == "top"]):
             if self.lines:
                 self.line(0, "", None)
+            self.home = self.call_site(g, uses, set())
             self.function(g, 0)
+            self.home = None
         return "\n".join(text for text, _ in self.lines) + "\n"
+
+    def call_site(self, g: Graph, uses, seen: set) -> Location | None:
+        """For a function myir wrote (a primitive's J, a gradient rule) and did not inline
+        (the optimizer is off, or it recurses), the user's line that calls it: its code
+        reports that line, as inlined code does (`myir.ir.edit.inline`).  None for the user's
+        own functions."""
+        if g.location is not None and g.location.filename not in RULE_FILES:
+            return None
+        seen.add(g)
+        for apply, _ in uses.get(g, ()):
+            at = apply.location
+            if at is not None and at.filename not in RULE_FILES:
+                return at
+            top = apply.graph
+            while top.parent is not None:
+                top = top.parent
+            if top not in seen:
+                at = self.call_site(top, uses, seen)
+                if at is not None:
+                    return at
+        return None
 
     # -- names and expressions
 
@@ -574,6 +641,11 @@ class Emitter:
         self.loop_stack.append(g)
         self.block(g, inner, indent + 1)
         self.loop_stack.pop()
+        if tail.exits_loop:
+            # The loop is the tail of an enclosing loop's body: its result is that loop's
+            # result too, and its `break` leaves only itself, so leave the enclosing one next.
+            self.line(indent, "break", g.location)
+            return False
         return tail.var is not None
 
     def if_statement(self, sc: SwitchCall, tail: Tail, location, indent: int,
@@ -667,33 +739,79 @@ def generate(root: Graph) -> Generated:
 
 def compile_module(gen: Generated, filename: str):
     """The entry function of a generated module (see `module_code`)."""
-    return entry_function(module_code(gen, filename), gen.namespace, gen.entry)
+    return entry_function(module_code(gen, filename), gen.namespace, gen.entry, gen.source)
 
 
 def module_code(gen: Generated, filename: str) -> types.CodeType:
-    """The generated module's code, compiled so that its code objects carry the user's file
-    and line numbers.  A line located in another file (a gradient rule's, in a graph not
-    inlined where it was used) takes the location of the line before: the code object has
-    one file name, and another file's line numbers would name the wrong lines of it."""
+    """The generated module's code, compiled so that tracebacks name the user's files and
+    lines.  A code object has one file name, so each top-level function is compiled as part
+    of the file its `def` comes from (`filename`, the compiled function's, or the file of a
+    function it calls); its lines located in that file keep their numbers, and the others
+    (located in another file, such as a gradient rule's, or nowhere) take the location of
+    the line before them in the source, or of the first located line after them.  A
+    function with no line located in any file names the generated source instead
+    (`generated_filename`), with its own line numbers.  No line number names a line that
+    the named file does not have."""
     tree = ast.parse(gen.source)
-    locations = gen.locations
-    last = None
-    for node in ast.walk(tree):
-        if hasattr(node, "lineno"):
-            loc = locations[node.lineno - 1] if node.lineno - 1 < len(locations) else None
-            if loc is not None and loc.filename != filename:
-                loc = None
-            loc = loc or last
-            if loc is not None:
+    files = {}
+    for top in tree.body:
+        span = range(top.lineno - 1, top.end_lineno)
+        located = [gen.locations[i] for i in span if gen.locations[i] is not None]
+        if not located:
+            files[top.name] = generated_filename(gen.entry, gen.source)
+            continue
+        own = gen.locations[top.lineno - 1] or located[0]
+        files[top.name] = own.filename
+        mapped = _fill(span, gen.locations, own.filename)
+        for node in ast.walk(top):
+            if hasattr(node, "lineno"):
+                loc = mapped[node.lineno - 1]
                 node.lineno = node.end_lineno = loc.line
                 node.col_offset = loc.column - 1
                 node.end_col_offset = (loc.end_column or loc.column + 1) - 1
-                last = loc
-    return compile(tree, filename, "exec")
+    code = compile(tree, filename, "exec")
+    consts = [_in_file(c, files[c.co_name]) if isinstance(c, types.CodeType)
+              and files.get(c.co_name, filename) != filename else c for c in code.co_consts]
+    return code.replace(co_consts=tuple(consts))
 
 
-def entry_function(code: types.CodeType, namespace: dict, entry: str):
+def _fill(span: range, locations: list, filename: str) -> dict:
+    """Line index -> its location in `filename`, or the nearest one before it (after it, for
+    the lines before the first)."""
+    mapped, last, waiting = {}, None, []
+    for i in span:
+        loc = locations[i]
+        if loc is not None and loc.filename == filename:
+            last = loc
+            for j in waiting:
+                mapped[j] = loc
+            waiting.clear()
+        if last is None:
+            waiting.append(i)
+        else:
+            mapped[i] = last
+    return mapped
+
+
+def _in_file(code: types.CodeType, filename: str) -> types.CodeType:
+    """`code` and the functions defined in it, named as part of `filename`."""
+    consts = tuple(_in_file(c, filename) if isinstance(c, types.CodeType) else c
+                   for c in code.co_consts)
+    return code.replace(co_filename=filename, co_consts=consts)
+
+
+def generated_filename(entry: str, source: str) -> str:
+    """The name a generated module's code goes by where no user's file is known; tracebacks
+    show its lines (`entry_function` gives its source to `linecache`)."""
+    digest = hashlib.sha1(source.encode()).hexdigest()[:12]
+    return f"<myir generated {entry} {digest}>"
+
+
+def entry_function(code: types.CodeType, namespace: dict, entry: str, source: str):
     """Run a compiled module's code in a copy of its namespace; its entry function."""
+    name = generated_filename(entry, source)
+    if any(isinstance(c, types.CodeType) and c.co_filename == name for c in code.co_consts):
+        linecache.cache[name] = (len(source), None, source.splitlines(True), name)
     namespace = dict(namespace)
     exec(code, namespace)
     return namespace[entry]

@@ -1,0 +1,138 @@
+"""Subjects for tests/test_loops.py: loops that were miscompiled, failed to differentiate or
+failed to compile, kept as they were found.  They live in a real file because myir reads
+source with `inspect.getsource`, and the traceback tests read line numbers of this file."""
+
+import math
+
+from myir import grad
+
+
+# The thorough random-program profile's loop: a copy of the `while` loop is emitted inside a
+# branch of the enclosing `for` loop, and its exit must leave that loop too.
+
+def apply(fn, flag, count=1):
+    speed = min(1.0, 1.0) * descend(4, y=0.25, x=math.pi)
+    return fn((count % speed if speed else speed) + 12 % 4.0)
+def descend(depth, x, y):
+    if depth <= 1:
+            return abs(0.5) if not y else math.sqrt(abs(2.5))
+    return descend(depth - 1, y ** 2.0, depth // y if y else y)
+def main(pair, scale, ready):
+    for elem, value in zip((-3 if ready else pair[-1], 6 // (abs(3) + 1), 10 if 0 == 0 else 5 // 0), pair):
+        tries = 0
+        while tries < 5:
+            tries += 1
+            scale = scale
+            if ready or apply(lambda t: -4.0 <= 11, ready):
+                k = descend(0, scale, scale) and tries * tries
+                continue
+    return scale < 1.0 and ready
+
+
+# Higher derivatives through `for ... in range(n)`.
+
+def sin_loop(x, n):
+    r = x
+    for i in range(n):
+        r = math.sin(r)
+    return r
+
+
+def d_sin_loop(x, n):
+    return grad(sin_loop)(x, n)
+
+
+def dd_sin_loop(x, n):
+    return grad(grad(sin_loop))(x, n)
+
+
+def ddd_sin_loop(x, n):
+    return grad(grad(grad(sin_loop)))(x, n)
+
+
+# A loop body calling a closure that captures a variable of the function.
+
+def closure_in_loop(x, n):
+    def step(t):
+        return t * x
+    r = 1.0
+    for i in range(n):
+        r = step(r)
+    return r
+
+
+def closure_in_while(x, n):
+    def step(t):
+        return math.sin(t) + x
+    r = x
+    i = 0
+    while i < n:
+        r = step(r) * x
+        i += 1
+    return r
+
+
+def d_closure_in_loop(x, n):
+    return grad(closure_in_loop)(x, n)
+
+
+def dd_closure_in_while(x, n):
+    return grad(grad(closure_in_while))(x, n)
+
+
+# `return` from loops whose trip count is a parameter, one and two deep.
+
+def return_in_loop(y, n):
+    for i in range(n):
+        if y * i > 1.0:
+            return y * y * i
+    return y
+
+
+def return_before_assignment(y, n):
+    for i in range(n):
+        if y > 1.0:
+            return y * 2.0
+        z = y * 3.0
+    return z
+
+
+def return_in_nested_loops(y, n):
+    total = y
+    for i in range(n):
+        for item in (1.0, 2.0):
+            total = total * item + y
+            if total > 6.0:
+                return total * y
+    return -total
+
+
+def return_in_nested_whiles(y, n):
+    i = 0
+    total = y
+    while i < n:
+        i += 1
+        j = 0
+        while j < i:
+            j += 1
+            total = math.sin(total) * y + j
+            if total > 3.0:
+                return total
+    return total * 2.0
+
+
+# Errors raised inside loops: the traceback names the offending line of this file.
+
+def sqrt_in_loop(x, n):
+    total = 0.0
+    for i in range(n):
+        total = total + math.sqrt(x - i)
+    return total
+
+
+def divides_in_while(x, n):
+    i = 0
+    while i < n:
+        i += 1
+        x = x + 1.0 / (n - i)
+    return x
