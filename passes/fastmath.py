@@ -86,7 +86,9 @@ def simplify(root: Graph, types: dict) -> bool:
     Returns whether anything changed."""
     changed = False
     for g in reachable_graphs(root):
-        while _sweep(root, g, types):
+        # a graph that an earlier rewrite left unused is skipped: `replace` edits only what
+        # `root` reaches, so rewriting it again and again would change nothing
+        while g in reachable_graphs(root) and _sweep(root, g, types):
             changed = True
     return changed
 

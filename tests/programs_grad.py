@@ -1160,3 +1160,18 @@ def divides_by_zero(x):
     y = x * 2.0
     z = 1.0 / (x - x)
     return z + y
+
+
+def tuple_concatenated(x):
+    parts = (x,) + (x * 2.0,)
+    return parts[0] + parts[1] * 3.0
+
+
+def tuple_grown_in_a_loop(x):
+    parts = ()
+    i = 0
+    while i < 3:
+        parts = parts + (x * (i + 1.0),)
+        i += 1
+    return parts[0] + parts[2]
+

@@ -768,3 +768,14 @@ def test_gradient_temporaries_are_freed_at_their_last_use():
     finally:
         tracemalloc.stop()
     assert peak < 10 * x.nbytes, peak / x.nbytes
+
+
+
+@pytest.mark.xfail(strict=True, reason="bug (silent wrong gradient): bprop_add's sum_to_like "
+                   "does not know which side of a tuple concatenation an operand was, so each "
+                   "operand gets the whole sensitivity tuple; a part's gradient is right only "
+                   "when every item's sensitivity is the same (tsum of tmap)")
+@pytest.mark.parametrize("f", [G.tuple_concatenated, G.tuple_grown_in_a_loop],
+                         ids=["concatenated", "grown_in_a_loop"])
+def test_gradient_through_a_tuple_concatenation(f):
+    check_gradient(f, (1.5,))

@@ -763,3 +763,16 @@ def test_a_shared_value_smaller_than_the_kernel_loop_is_computed_once_and_broadc
     assert len(lowered.regions) == 1
     np.testing.assert_allclose(tvm_compile(shared_broadcast_operand)(m, v),
                                shared_broadcast_operand(m, v), rtol=1e-12)
+
+
+def compares_with_itself(x):
+    """Each comparison of x with itself fused into one kernel: NaN tests, not constants."""
+    y = np.where(x != x, 0.0, np.where(x == np.inf, 5.0, x))
+    return y + np.where(x == x, 1.0, 0.0) + np.where(x <= x, 2.0, 0.0) \
+        + np.where(x >= x, 4.0, 0.0) + np.where(x < x, 8.0, 0.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_float_compared_with_itself_is_a_nan_test(dtype):
+    x = np.array([1.0, np.nan, np.inf, -np.inf, -2.0, 0.0], dtype)
+    np.testing.assert_array_equal(tvm_compile(compares_with_itself)(x), compares_with_itself(x))

@@ -136,9 +136,18 @@ def _elementwise(name: str, accepts=_all_numeric) -> Rule:
 
 
 def _compare(name: str) -> Rule:
+    """A comparison.  A float compared with itself is written as the NaN test it is: TVM's
+    simplifier, once the operands are inlined into one kernel, folds `x != x` to false and
+    `x == x`, `x <= x` to true, as for integers (`x < x` is false for NaN too)."""
     def emit(c: Context, op: Op):
         dtype = c.common_dtype(op.args)
-        return getattr(c.R, name)(*(c.tensor(a, dtype) for a in op.args))
+        x, y = (c.tensor(a, dtype) for a in op.args)
+        if op.args[0] == op.args[1] and op.args[0].kind in ("in", "op") \
+                and np.dtype(dtype).kind in "fc" \
+                and name in ("not_equal", "equal", "less_equal", "greater_equal"):
+            nan = c.R.isnan(x)
+            return nan if name == "not_equal" else c.R.logical_not(nan)
+        return getattr(c.R, name)(x, y)
     return Rule(emit)
 
 
