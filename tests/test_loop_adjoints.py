@@ -23,6 +23,7 @@ import pytest
 
 import myir
 from backends.python.impls import gadd, grad_zeros
+from bench.workloads.programs import pow_loop
 from myir.ir.values import EMPTY_STACK, Stack
 from tests.programs_check import DEFAULT_BACKENDS
 from tests.test_grad_primitives import assert_grads_close, numerical_grad
@@ -45,15 +46,6 @@ def check(f, args, wrt, backend):
 
 
 # ------------------------------------------------------------------------------ subjects
-
-
-def pow_loop(x, n):
-    r = 1.0
-    i = 0
-    while i < n:
-        r = r * x
-        i = i + 1
-    return r
 
 
 def sin_for_range(x, n):
