@@ -15,6 +15,7 @@ import sys
 
 import numpy as np
 
+from myir import tree
 from myir.errors import Location, MyirTypeError
 from myir.ir import einsum
 from myir.ir.ieee import ieee_pow, ieee_truediv
@@ -123,8 +124,8 @@ def grad_zeros(x):
         return type(x)(0.0) if isinstance(x, np.generic) else 0.0
     if isinstance(x, np.generic):
         return type(x)(0)
-    if isinstance(x, tuple):
-        return tuple(grad_zeros(v) for v in x)
+    if tree.kind(x) is not tree.LEAF:
+        return tree.map(grad_zeros, x)
     if isinstance(x, Env) or callable(x):
         return NEWENV
     if isinstance(x, Stack) or x is EMPTY_STACK:
@@ -135,8 +136,8 @@ def grad_zeros(x):
 def gadd(x, y):
     if isinstance(x, Stack) or x is EMPTY_STACK:
         return _gadd_stacks(x, y)
-    if isinstance(x, tuple):
-        return tuple(gadd(a, b) for a, b in zip(x, y))
+    if tree.kind(x) is not tree.LEAF:
+        return tree.map(gadd, x, y)
     if isinstance(x, Env):
         items = dict(x.items)
         for key, value in y.items.items():
@@ -204,14 +205,16 @@ def reduce_grad(dout, x, axis, keepdims):
 
 
 def getitem_grad(x, index, dout):
-    if isinstance(x, tuple):
-        grads = list(grad_zeros(x))
+    """The sensitivity of container or array `x` when `x[index]` has sensitivity `dout`:
+    zeros but there."""
+    if tree.kind(x) is not tree.LEAF:
+        grads = list(tree.children(grad_zeros(x)))
         if isinstance(index, slice):
             for i, g in zip(range(*index.indices(len(x))), dout):
                 grads[i] = g
         else:
-            grads[index] = dout
-        return tuple(grads)
+            grads[list(x).index(index) if tree.kind(x) is dict else index] = dout
+        return tree.rebuild(x, grads)
     if isinstance(x, np.ndarray):
         d = np.zeros_like(x)
         np.add.at(d, index, dout)
@@ -255,7 +258,7 @@ def grad_cast(d, x):
     """d, the gradient of parameter x, in x's type, as JAX gives a gradient its parameter's
     dtype: a float's gradient is a float, a numpy scalar's a scalar of its type, an array's
     an array of its dtype and shape (a float32 array multiplied by a float64 one gets a
-    float32 gradient); tuples item by item.  Anything else (ints, functions) keeps d, and so
+    float32 gradient); containers (myir.tree) leaf by leaf.  Anything else (ints, functions) keeps d, and so
     does a complex d of a real x (`x ** 0.5` of a negative float is complex in CPython)."""
     if isinstance(x, np.ndarray):
         if x.dtype.kind not in "fc" or not isinstance(d, (np.ndarray, np.generic, float, int)) \
@@ -273,8 +276,8 @@ def grad_cast(d, x):
                 and not isinstance(x, (complex, np.complexfloating)):
             return d
         return type(x)(d)
-    if isinstance(x, tuple) and isinstance(d, tuple):
-        return tuple(map(grad_cast, d, x))
+    if tree.kind(x) is not tree.LEAF and tree.kind(d) is tree.kind(x):
+        return tree.map(grad_cast, d, x)
     return d
 
 
