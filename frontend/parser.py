@@ -37,7 +37,7 @@ from myir.errors import Location, MyirSyntaxError
 from myir.ir.analysis import primitive_name
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
-from myir.ir.values import GradMacro
+from myir.ir.values import GradMacro, JacobianMacro, JvpMacro
 from passes.raising import evaluates, raising_node
 
 P = PRIMITIVES
@@ -168,13 +168,19 @@ def _function_parser(fn, worklist: _Worklist) -> "FunctionParser":
     return FunctionParser(source, None, target, graph, worklist, fn)
 
 
+JACOBIANS = ("jacfwd", "jacrev", "hessian")
+
+
 def wrap_macros(graph: Graph, specs) -> Graph:
     """A graph calling `spec_n(...spec_1(graph))` on graph's parameters: what
     `myir.grad(f)` means as a function, expanded later like `grad` in compiled code."""
-    kind = "_".join("value_and_grad" if s.with_value else "grad" for s in reversed(specs))
+    kind = "_".join(s.kind for s in reversed(specs))
     w = Graph(f"{kind}_{graph.name}", None, graph.location)
-    params = [w.add_parameter(p.debug.name, p.location) for p in graph.parameters]
-    w.defaults = dict(graph.defaults)
+    if specs[-1].takes:     # jvp: (primals, tangents)
+        params = [w.add_parameter(name, graph.location) for name in specs[-1].takes]
+    else:
+        params = [w.add_parameter(p.debug.name, p.location) for p in graph.parameters]
+        w.defaults = dict(graph.defaults)
     fn: Node = Constant(graph)
     for spec in specs:
         fn = w.apply(Constant(spec), fn, location=graph.location)
@@ -1244,6 +1250,8 @@ class FunctionParser:
 
     def macro_call(self, macro: "Macro", e: ast.Call, block: Block) -> Node:
         """`grad(f, 'x', ...)`: the function, then parameter names or positions (constants)."""
+        if macro.name == "jvp":
+            return self.jvp_call(e, block)
         if not e.args or e.keywords:
             self.error(e, f"{macro.name}() takes the function, then the parameters to "
                        "differentiate with respect to", f"write `{macro.name}(f, 'x')`")
@@ -1255,8 +1263,21 @@ class FunctionParser:
                            f"`{macro.name}(f, 0, 1)`")
             wrt.append(a.value)
         fn = self.expr(e.args[0], block)
-        spec = GradMacro(tuple(wrt), macro.name == "value_and_grad")
+        if macro.name in JACOBIANS:
+            spec = JacobianMacro(macro.name, tuple(wrt))
+        else:
+            spec = GradMacro(tuple(wrt), macro.name == "value_and_grad")
         return block.graph.apply(Constant(spec), fn, location=self.loc(e))
+
+    def jvp_call(self, e: ast.Call, block: Block) -> Node:
+        """`jvp(f, primals, tangents)`: the function, then two tuples."""
+        if len(e.args) != 3 or e.keywords:
+            self.error(e, "jvp() takes the function, the tuple of its arguments and the tuple "
+                       "of their tangents", "write `jvp(f, (x, y), (dx, dy))`")
+        fn, primals, tangents = (self.expr(a, block) for a in e.args)
+        loc = self.loc(e)
+        jvp = block.graph.apply(Constant(JvpMacro()), fn, location=loc)
+        return block.graph.apply(jvp, primals, tangents, location=loc)
 
     def _call_type(self, cls, args, kwargs, e, block):
         # np.float32(x) and friends: a cast

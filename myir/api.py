@@ -16,7 +16,7 @@ import numpy as np
 
 from myir.errors import MyirError
 from myir.ir.graph import Graph
-from myir.ir.values import GradMacro
+from myir.ir.values import GradMacro, JacobianMacro, JvpMacro
 
 BACKENDS = ("tvm", "python")
 DEFAULT_BACKEND = "tvm"
@@ -272,8 +272,7 @@ def _compiled(fn, backend: str | None, transforms: tuple, options: dict) -> Comp
         return CompiledFunction(fn.fn, backend or fn.backend, fn.__myir_transforms__ + transforms,
                                 **{**fn.options, **options})
     if not isinstance(fn, types.FunctionType):
-        caller = "value_and_grad" if transforms and transforms[-1].with_value \
-            else "grad" if transforms else "compile"
+        caller = transforms[-1].kind if transforms else "compile"
         what, hint = _not_a_function(fn)
         raise MyirError(f"{caller}() takes a Python function or lambda defined in source, "
                         f"not {what}", hint=hint)
@@ -300,3 +299,83 @@ def value_and_grad(fn, *wrt, backend: str | None = None):
 
 grad.__myir_macro__ = "grad"
 value_and_grad.__myir_macro__ = "value_and_grad"
+
+
+def jvp(fn, primals, tangents, *, backend: str | None = None):
+    """`(fn(*primals), J·tangents)`: the Jacobian-vector product of `fn` at `primals`, by
+    forward mode (passes/forward.py), with JAX's signature: `primals` and `tangents` are
+    tuples, each tangent of its primal's shape and dtype.
+
+    Outside compiled code this compiles `fn`'s forward-mode program (once per argument
+    signature) and runs it; inside compiled code it is a macro, like `grad`."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise MyirError("jvp() takes the tuple of the function's arguments and the tuple of "
+                        "their tangents", _caller(), hint="write `jvp(f, (x,), (v,))`")
+    if len(primals) != len(tangents):
+        raise MyirError(f"jvp() got {len(primals)} primals and {len(tangents)} tangents",
+                        _caller(), hint="give one tangent per argument, in the same order")
+    from myir import tree
+    from myir.ir import tangents as check
+
+    for i, (x, t) in enumerate(zip(primals, tangents)):
+        for a, b in zip(tree.leaves(x), tree.leaves(t)) if tree.kind(x) is not tree.LEAF \
+                else [(x, t)]:
+            fx = check.of_value(a)
+            problem = fx and check.mismatch(fx, check.of_value(b) or ((), np.dtype(object)), i)
+            if problem:
+                raise MyirError(problem[0], _caller(), hint=problem[1])
+    return _jvp_function(fn, backend)(tuple(primals), tuple(tangents))
+
+
+def _caller():
+    """The location of the user's call of a function of this module."""
+    from myir.errors import Location
+    import linecache
+    import sys
+
+    frame = sys._getframe(2)
+    text = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    return Location(frame.f_code.co_filename, frame.f_lineno, len(text) - len(text.lstrip()) + 1)
+
+
+_JVP_FUNCTIONS: dict = {}
+
+
+def _jvp_function(fn, backend):
+    """The compiled `lambda primals, tangents: jvp(fn, primals, tangents)`, one per function
+    and backend."""
+    key = (fn, backend)
+    compiled = _JVP_FUNCTIONS.get(key)
+    if compiled is None:
+        compiled = _compiled(fn, backend, (JvpMacro(),), {})
+        compiled._signature = inspect.Signature([
+            inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+            for name in JvpMacro.takes])
+        compiled._nparams = len(JvpMacro.takes)
+        _JVP_FUNCTIONS[key] = compiled
+    return compiled
+
+
+def jacfwd(fn, *wrt, backend: str | None = None):
+    """The Jacobian of `fn` with respect to the parameters `wrt` (names or positions; the
+    first by default) by forward mode, one column per input element: shape `out.shape +
+    in.shape`, as in JAX.  A compiled function outside compiled code, a macro inside."""
+    return _compiled(fn, backend, (JacobianMacro("jacfwd", tuple(wrt) or (0,)),), {})
+
+
+def jacrev(fn, *wrt, backend: str | None = None):
+    """Like `jacfwd`, by reverse mode: one backpropagator call per output element."""
+    return _compiled(fn, backend, (JacobianMacro("jacrev", tuple(wrt) or (0,)),), {})
+
+
+def hessian(fn, *wrt, backend: str | None = None):
+    """The Hessian of `fn`'s scalar output with respect to the parameters `wrt`: forward
+    mode over the gradient (`jacfwd(grad(fn))`), shape `in.shape + in.shape`; for several
+    parameters a tuple of tuples of blocks, as in JAX."""
+    return _compiled(fn, backend, (JacobianMacro("hessian", tuple(wrt) or (0,)),), {})
+
+
+jvp.__myir_macro__ = "jvp"
+jacfwd.__myir_macro__ = "jacfwd"
+jacrev.__myir_macro__ = "jacrev"
+hessian.__myir_macro__ = "hessian"

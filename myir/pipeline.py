@@ -43,7 +43,7 @@ def run_pipeline(fn, args, backend: str, options: dict, transforms=(),
     paused = gc.isenabled()
     gc.disable()
     if report is None:
-        kinds = "".join(f"{'value_and_grad' if s.with_value else 'grad'}(" for s in transforms)
+        kinds = "".join(f"{s.kind}(" for s in transforms)
         report = progress.for_compile(f"{kinds}{fn.__qualname__}{')' * len(transforms)}")
     try:
         with report:

@@ -619,10 +619,9 @@ def loop_region(g: Graph) -> list[Graph] | None:
     return region
 
 
-def grad_graph(g: Graph, wrt: tuple, with_value: bool, location=None) -> Graph:
-    """A graph computing the gradient of g's scalar output with respect to the parameters
-    `wrt` (names or positions): one gradient, or a tuple of them; with `with_value`, the pair
-    (value, gradients).  Nested in g's parent, so it closes over what g closes over."""
+def wrt_positions(g: Graph, wrt: tuple, location=None) -> list[int]:
+    """The positions of g's parameters named by `wrt` (names or positions; the first
+    parameter when empty), as grad and the Jacobians take them."""
     names = [p.debug.name for p in g.parameters]
     positions = []
     for w in wrt or (0,):
@@ -636,6 +635,15 @@ def grad_graph(g: Graph, wrt: tuple, with_value: bool, location=None) -> Graph:
         else:
             raise MyirError(f"cannot differentiate {g.name}() with respect to {w!r}", location,
                             hint=f"name a parameter ({', '.join(names)}) or give its position")
+    return positions
+
+
+def grad_graph(g: Graph, wrt: tuple, with_value: bool, location=None) -> Graph:
+    """A graph computing the gradient of g's scalar output with respect to the parameters
+    `wrt` (names or positions): one gradient, or a tuple of them; with `with_value`, the pair
+    (value, gradients).  Nested in g's parent, so it closes over what g closes over."""
+    names = [p.debug.name for p in g.parameters]
+    positions = wrt_positions(g, wrt, location)
     kind = "value_and_grad" if with_value else "grad"
     gg = Graph(f"{kind}_{g.name}", g.parent, location or g.location)
     params = [gg.add_parameter(n, g.location) for n in names]

@@ -13,15 +13,19 @@ from myir.errors import MyirError
 from myir.ir.analysis import reachable_graphs, toposort
 from myir.ir.edit import clone_program, replace
 from myir.ir.graph import Apply, Constant, Graph, is_graph_constant
-from myir.ir.values import GradMacro
+from myir.ir.values import GradMacro, JacobianMacro, JvpMacro
 from passes.ad import grad_graph
+from passes.forward import expand_macro
 from passes.lift import lift
+
+
+MACROS = (GradMacro, JvpMacro, JacobianMacro)
 
 
 def _macro_nodes(root: Graph) -> list[Apply]:
     return [node for g in reachable_graphs(root) for node in toposort(g)
             if isinstance(node, Apply) and node.graph is g
-            and isinstance(node.fn, Constant) and isinstance(node.fn.value, GradMacro)]
+            and isinstance(node.fn, Constant) and isinstance(node.fn.value, MACROS)]
 
 
 def expand(root: Graph) -> Graph:
@@ -45,5 +49,8 @@ def expand(root: Graph) -> Graph:
             spec = node.fn.value
             target = node.inputs[1].value
             lift(target)
-            graph = grad_graph(target, spec.wrt, spec.with_value, node.location)
+            if isinstance(spec, GradMacro):
+                graph = grad_graph(target, spec.wrt, spec.with_value, node.location)
+            else:
+                graph = expand_macro(spec, target, node.location)
             replace(root, node, Constant(graph))

@@ -470,6 +470,10 @@ def bprop_grad_check_input(x, name, out, dout):
     return (dout, zeros(name))
 
 
+def bprop_jvp_check_tangent(x, t, index, out, dout):
+    return (zeros(x), dout, zeros(index))
+
+
 def bprop_ieee_truediv(x, y, out, dout):
     return (sum_to(ieee_truediv(dout, y), x), sum_to(ieee_truediv(-dout * x, y * y), y))
 

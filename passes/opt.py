@@ -48,6 +48,7 @@ MAX_SWEEPS = 40
 # Primitives whose evaluation is an effect (or a check that raises): never dropped unless
 # something else still evaluates them.
 EFFECTS = frozenset({"raise_", "check_bound", "grad_check_input", "grad_seed", "depend",
+                     "jvp_check_tangent",
                      "print_"})
 
 # Primitives whose result is a float, a complex or an array of them, or which raise: the

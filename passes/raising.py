@@ -209,6 +209,7 @@ RAISES = _table([
     ("format", _always),            # a bad spec; an int of more than 4300 digits
     ("print_", _always),            # an object's __str__ may raise; printing is the effect
     ("raise_ check_bound grad_check_input grad_seed", _always),   # raising is what they do
+    ("jvp_check_tangent", _always),   # a tangent that does not fit its primal
     # LinAlgError: a singular matrix (solve, inv), one not positive definite (cholesky), no
     # convergence (eigh, svd, qr of NaN); IndexError: an index out of range (take)
     ("linalg_solve linalg_inv linalg_cholesky linalg_eigh linalg_qr linalg_svd", _always),

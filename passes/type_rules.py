@@ -25,7 +25,7 @@ import warnings
 
 import numpy as np
 
-from myir.ir import einsum
+from myir.ir import einsum, tangents
 from myir.ir.ieee import ieee_pow, ieee_truediv
 from myir.ir.primitives import UNBOUND
 from passes.abstract import (ANY, BOTTOM, AArray, AEnv, AFunction, ANone, AObject, AScalar,
@@ -1187,6 +1187,27 @@ def grad_check_input_rule(x, name):
     return x
 
 
+def jvp_check_tangent_rule(x, t, index):
+    """t, if it can be the tangent of x (`myir/ir/tangents.py`): a located error when
+    compiling where shapes or dtypes say it cannot; x's zero for an integer x."""
+    if isinstance(x, ATuple) and isinstance(t, ATuple) and len(x.items) == len(t.items):
+        return ATuple(tuple(jvp_check_tangent_rule(a, b, index)
+                            for a, b in zip(x.items, t.items)))
+    if not (isinstance(x, (AArray, AScalar)) and isinstance(t, (AArray, AScalar, ATuple, ANone))):
+        return t
+    if isinstance(x, AArray) and any(d is None for d in x.shape) or \
+            isinstance(t, AArray) and any(d is None for d in t.shape):
+        return t    # checked when it runs
+    fx = (x.shape if isinstance(x, AArray) else (), x.dtype)
+    ft = (t.shape if isinstance(t, AArray) else (), t.dtype) \
+        if isinstance(t, (AArray, AScalar)) else ((), np.dtype(object))
+    i = int(index.value) if isinstance(index, AScalar) and index.known else 0
+    problem = tangents.mismatch(fx, ft, i)
+    if problem is not None:
+        raise RuleError(*problem)
+    return grad_zeros_rule(x) if fx[1].kind in "biu" else t
+
+
 def grad_cast_rule(d, x):
     """What `impls.grad_cast` makes of d: x's type without its value (see there)."""
     if isinstance(x, AUnion):
@@ -1663,6 +1684,7 @@ TYPE_RULES = {
     "getitem_grad": getitem_grad_rule,
     "grad_seed": grad_seed_rule,
     "grad_check_input": grad_check_input_rule,
+    "jvp_check_tangent": jvp_check_tangent_rule,
     "grad_cast": grad_cast_rule,
     "ieee_truediv": elementwise(ieee_truediv),
     "ieee_pow": elementwise(ieee_pow),

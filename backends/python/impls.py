@@ -17,7 +17,7 @@ import numpy as np
 
 from myir import tree
 from myir.errors import Location, MyirTypeError
-from myir.ir import einsum
+from myir.ir import einsum, tangents
 from myir.ir.ieee import ieee_pow, ieee_truediv
 from myir.ir.primitives import UNBOUND
 from myir.ir.values import EMPTY_STACK, NEWENV, Env, Stack
@@ -254,6 +254,21 @@ def grad_check_input(x, name):
     return x
 
 
+def jvp_check_tangent(x, t, index):
+    """t, the tangent of jvp's primal x, if it fits x (`myir/ir/tangents.py`); the zero of x
+    for an integer or boolean x, which has no tangent.  Inference checks what it can when
+    compiling; this checks what it could not tell."""
+    if tree.kind(x) is not tree.LEAF and tree.kind(t) is tree.kind(x):
+        return tree.map(lambda a, b: jvp_check_tangent(a, b, index), x, t)
+    fx = tangents.of_value(x)
+    if fx is None:
+        return t
+    problem = tangents.mismatch(fx, tangents.of_value(t) or ((), np.dtype(object)), index)
+    if problem is not None:
+        raise MyirTypeError(problem[0], _caller_location(), hint=problem[1])
+    return grad_zeros(x) if fx[1].kind in "biu" else t
+
+
 def grad_cast(d, x):
     """d, the gradient of parameter x, in x's type, as JAX gives a gradient its parameter's
     dtype: a float's gradient is a float, a numpy scalar's a scalar of its type, an array's
@@ -430,6 +445,7 @@ IMPLS = {
     "getitem_grad": getitem_grad,
     "grad_seed": grad_seed,
     "grad_check_input": grad_check_input,
+    "jvp_check_tangent": jvp_check_tangent,
     "grad_cast": grad_cast,
     "ieee_truediv": ieee_truediv,
     "ieee_pow": ieee_pow,

@@ -196,6 +196,7 @@ primitive("reduce_grad", "dout, x, axis, keepdims")   # dout of a reduction spre
 primitive("getitem_grad", "x, index, dout")           # scatter-add dout into zeros like x
 primitive("grad_seed", "out")               # 1 like a scalar output (errors otherwise)
 primitive("grad_check_input", "x, name")    # x, if it can be differentiated with respect to
+primitive("jvp_check_tangent", "x, t, index")  # t, if it can be x's tangent (passes.forward)
 primitive("ieee_truediv", "x, y")          # x / y, inf or nan where Python raises (myir.ir.ieee)
 primitive("ieee_pow", "x, y")              # x ** y, inf where Python raises (myir.ir.ieee)
 primitive("grad_cast", "d, x")              # d, x's gradient, in x's type, dtype and shape

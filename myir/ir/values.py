@@ -80,6 +80,40 @@ class GradMacro:
         self.wrt = wrt
         self.with_value = with_value
 
+    takes = None                        # the parameters of the function it is applied to
+
+    @property
+    def kind(self) -> str:
+        return "value_and_grad" if self.with_value else "grad"
+
     def __repr__(self) -> str:
-        kind = "value_and_grad" if self.with_value else "grad"
-        return f"{kind}[{', '.join(map(repr, self.wrt))}]"
+        return f"{self.kind}[{', '.join(map(repr, self.wrt))}]"
+
+
+class JvpMacro:
+    """`jvp(f, primals, tangents)` written inside compiled code: applied to the function, it
+    stands for `lambda primals, tangents: (f(*primals), J·tangents)` until `passes.expand`
+    replaces it (by passes/forward.py's transform)."""
+
+    __slots__ = ()
+    kind = "jvp"
+    takes = ("primals", "tangents")     # what the function it stands for takes
+
+    def __repr__(self) -> str:
+        return "jvp"
+
+
+class JacobianMacro:
+    """`jacfwd(f, ...)`, `jacrev(f, ...)` or `hessian(f, ...)` written inside compiled code:
+    applied to the function, it stands for the function's Jacobian (or Hessian) with respect
+    to the parameters `wrt` until `passes.expand` replaces it."""
+
+    __slots__ = ("kind", "wrt")
+    takes = None                        # the parameters of the function it is applied to
+
+    def __init__(self, kind: str, wrt: tuple):
+        self.kind = kind
+        self.wrt = wrt
+
+    def __repr__(self) -> str:
+        return f"{self.kind}[{', '.join(map(repr, self.wrt))}]"

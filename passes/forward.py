@@ -1,0 +1,342 @@
+"""Forward-mode automatic differentiation by source transformation, and the Jacobians and
+Hessians built on it and on reverse mode.
+
+`F(g)` is a graph taking g's parameters, then one tangent per parameter, and returning
+`(value, tangent of the value)`.  Every node x of g has two counterparts in F(g): its value
+and its tangent.  A primitive call is applied in place, its tangent computed next to it by
+the primitive's tangent rule (below).  A call of a graph or of a function value `f(a, b)`
+becomes `F(f)(a, b, da, db)`, read back as (value, tangent).  Function values are the
+transformed functions (their tangent is the empty env, a function has no tangent of its
+own: a closure's transform reads the tangents of what it captured from its enclosing
+transform, as a nested graph).  Control flow needs nothing special: `switch` picks a
+transformed branch, a call in tail position stays in tail position (F(g) returns the callee's
+pair), so loops stay loops.  A value from a graph outside the transformed ones (a function
+differentiated inside another) is a constant to the derivative: its tangent is zero.
+
+Tangent rules, one kind per primitive (tests/test_primitive_tables.py checks they cover every
+primitive, or say why not):
+
+* `ZERO`: piecewise constant (comparisons, integer results): the zero of the output;
+* `LINEAR`: linear in the operands at the positions given (`sum(x, axis)`, `getitem`, the
+  reverse mode's own `gadd`, `env_setitem`, `stack_push`, ...): the primitive applied to
+  their tangents, the other operands as they are;
+* `MULTILINEAR`: linear in each of the operands at the positions given (`mul`, `matmul`,
+  `einsum`): the sum over those operands of the primitive with one replaced by its tangent;
+* `ELEMENTWISE`: a function of one operand applied element by element: its Jacobian is
+  diagonal, so J·v is Jᵀ·v, the gradient rule (passes/grad_rules.py) applied to the tangent;
+* the rest have `jvp_<name>(inputs..., out, tangents...)` in passes/jvp_rules.py, written in
+  the subset; `builtin_min`/`builtin_max` are built here (any number of operands).
+
+Tangents known to be zero (a constant's, a `ZERO` primitive's) are tracked, so the terms they
+would make are not built: forward mode with respect to one input computes only what depends
+on it.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from frontend import parse
+from myir.errors import MyirError
+from myir.ir.analysis import primitive_name, toposort
+from myir.ir.graph import Apply, Constant, Graph, Node
+from myir.ir.primitives import PRIMITIVES, Primitive
+from myir.ir.values import NEWENV, JacobianMacro, JvpMacro
+from passes import ad, jvp_rules
+
+P = PRIMITIVES
+
+ZERO = ad.NON_DIFFERENTIABLE | frozenset({"grad_zeros", "grad_seed", "floordiv"})
+
+LINEAR: dict[str, tuple[int, ...]] = {
+    **{name: (0,) for name in """neg pos negative sum mean cumsum transpose reshape broadcast_to
+        expand_dims squeeze swapaxes concatenate stack unstack check_bound unpack depend
+        to_float cast asarray astype take take_along_axis sum_to_like broadcast_to_like
+        reduce_grad grad_check_input grad_cast stack_pop""".split()},
+    **{name: (0, 1) for name in ("add", "sub", "gadd", "stack_push")},
+    "where": (1, 2), "switch": (1, 2), "env_getitem": (0, 2), "env_setitem": (0, 2),
+    "getitem_grad": (2,), "concat_grad": (2,), "select_grad": (2,), "take_grad": (3,),
+    "take_along_axis_grad": (3,), "jvp_check_tangent": (1,),
+}
+
+MULTILINEAR: dict[str, tuple[int, ...]] = {
+    name: (0, 1) for name in ("mul", "matmul", "dot", "tensordot", "convolve")}
+
+ELEMENTWISE = frozenset("""exp expm1 log log1p sqrt sin cos tan tanh sinh cosh arcsin arccos arctan
+    abs builtin_abs square reciprocal cbrt log2 log10 exp2 arcsinh arccosh arctanh math_exp
+    math_expm1 math_log math_log1p math_sqrt math_tan math_tanh math_atan math_fabs math_sin
+    math_cos math_sinh math_cosh math_asin math_acos""".split())
+
+VARIADIC = frozenset({"make_tuple", "builtin_min", "builtin_max", "einsum"})
+
+# Primitives without a tangent rule, and why (checked by tests/test_primitive_tables.py).
+NO_TANGENT_RULE = {
+    "array": "np.array of a tuple: take the tangent with respect to the elements instead",
+    **{name: "the gradient of a contraction is computed by numpy, not as graphs: a second "
+             "derivative through einsum or tensordot is not supported"
+       for name in ("einsum_grad", "tensordot_grad")},
+    **{name: "no tangent rule yet: differentiate it by reverse mode (grad, jacrev)"
+       for name in ("linalg_eigh", "linalg_qr", "linalg_svd")},
+}
+
+
+def _base(name: str) -> str:
+    """`x += y` has the tangent of `x + y` (computed without updating anything in place)."""
+    return name[4:] if name.startswith("aug_") else name
+
+
+def has_tangent_rule(name: str) -> bool:
+    name = _base(name)
+    return (name in ZERO or name in LINEAR or name in MULTILINEAR or name in ELEMENTWISE
+            or name in VARIADIC or hasattr(jvp_rules, "jvp_" + name))
+
+
+@functools.cache
+def _rule(name: str) -> Graph:
+    return parse(getattr(jvp_rules, "jvp_" + name))
+
+
+class ForwardTransform:
+    """F of graphs, sharing one map from primal nodes to their values and tangents, so that a
+    nested graph's F is nested in its parent's F and reads its free variables there."""
+
+    def __init__(self):
+        self.graphs: dict[Graph, Graph] = {}
+        self.values: dict[Node, Node] = {}
+        self.tangents: dict[Node, Node] = {}
+        self.zero: set[Node] = set()       # tangents known to be zero
+        self.pending: list[Graph] = []
+
+    def transform(self, g: Graph) -> Graph:
+        """F of g and of every graph it reaches, from a worklist (a chain of calls may be as
+        deep as the program); a graph's body after its parent's."""
+        fg = self.graph(g)
+        while self.pending:
+            self.body(self.pending.pop())
+        return fg
+
+    def graph(self, g: Graph) -> Graph:
+        if g in self.graphs:
+            return self.graphs[g]
+        custom = getattr(g, "custom_grad", None)
+        if custom is not None:
+            return self.graph(custom.tangent_graph(g))
+        parent = self.graphs.get(g.parent, g.parent)
+        fg = Graph(f"F_{g.name}", parent, g.location)
+        fg.debug = g.debug.derive("jvp of")
+        fg.debug.name = f"F_{g.name}"
+        self.graphs[g] = fg
+        for p in g.parameters:
+            self.values[p] = fg.add_parameter(p.debug.name, p.location)
+        for p in g.parameters:
+            self.tangents[p] = fg.add_parameter(f"d{p.debug.name or ''}", p.location)
+        self.pending.append(g)
+        return fg
+
+    def value(self, node: Node, fg: Graph) -> Node:
+        if isinstance(node, Constant):
+            if isinstance(node.value, Graph):
+                return Constant(self.graph(node.value))
+            if isinstance(node.value, Primitive):
+                return Constant(self.primitive_value(node.value))
+            return node
+        return self.values.get(node, node)   # not mapped: from outside the transform
+
+    def tangent(self, node: Node, fg: Graph) -> Node:
+        if not isinstance(node, Constant) and node in self.tangents:
+            return self.tangents[node]
+        if isinstance(node, Constant) and isinstance(node.value, (Graph, Primitive)):
+            t = Constant(NEWENV)
+        else:
+            t = fg.apply(P["grad_zeros"], node)
+        self.zero.add(t)
+        return t
+
+    def primitive_value(self, prim: Primitive) -> Graph:
+        """F of a primitive used as a value (`apply_to(np.exp, x)`): a graph of its
+        parameters and their tangents."""
+        if prim.varargs:
+            raise MyirError(f"forward mode through `{prim.name}` passed as a value is not "
+                            "supported", hint="call it directly, or wrap it in a lambda")
+        fg = Graph(f"F_{prim.name}")
+        xs = [fg.add_parameter(n) for n in prim.params]
+        dxs = [fg.add_parameter("d" + n) for n in prim.params]
+        out = fg.apply(prim, *xs)
+        fg.output = fg.apply(P["make_tuple"], out,
+                             self.rule(fg, prim, xs, out, dxs, [False] * len(xs), None))
+        return fg
+
+    def body(self, g: Graph) -> None:
+        fg = self.graphs[g]
+        for node in toposort(g):
+            if not (isinstance(node, Apply) and node.graph is g):
+                continue
+            xs = [self.value(a, fg) for a in node.args]
+            dxs = [self.tangent(a, fg) for a in node.args]
+            if isinstance(node.fn, Constant) and isinstance(node.fn.value, Primitive):
+                prim = node.fn.value
+                out = fg.apply(prim, *xs, name=node.debug.name, location=node.location)
+                self.values[node] = out
+                self.tangents[node] = t = self.rule(fg, prim, xs, out, dxs,
+                                                    [d in self.zero for d in dxs], node.location)
+                continue
+            call = fg.apply(self.value(node.fn, fg), *xs, *dxs, location=node.location)
+            if node is g.output:     # a tail call stays one: F(g) returns the callee's pair
+                fg.output = call
+                return
+            self.values[node] = fg.apply(P["getitem"], call, 0, name=node.debug.name,
+                                         location=node.location)
+            self.tangents[node] = fg.apply(P["getitem"], call, 1, location=node.location)
+        if primitive_name(g.output) == "raise_":
+            fg.output = self.value(g.output, fg)
+            return
+        fg.output = fg.apply(P["make_tuple"], self.value(g.output, fg),
+                             self.tangent(g.output, fg), location=g.location)
+
+    def rule(self, fg: Graph, prim: Primitive, xs: list, out: Node, dxs: list, zero: list,
+             location) -> Node:
+        """The tangent of `out = prim(*xs)` given the operands' tangents (`zero[i]` where
+        dxs[i] is known to be zero)."""
+        name = _base(prim.name)
+        base = P[name]
+
+        def zeros() -> Node:
+            t = fg.apply(P["grad_zeros"], out)
+            self.zero.add(t)
+            return t
+
+        def total(terms: list) -> Node:
+            if not terms:
+                return zeros()
+            t = terms[0]
+            for term in terms[1:]:
+                t = fg.apply(P["add"], t, term)
+            return t
+
+        if not has_tangent_rule(name):
+            raise MyirError(f"`{prim.name}` has no tangent rule, so forward mode cannot go "
+                            "through it", location,
+                            hint=NO_TANGENT_RULE.get(prim.name) or "take the tangent with "
+                            "respect to inputs that do not flow through it")
+        if name in ZERO:
+            return zeros()
+        if name == "make_tuple":
+            return fg.apply(P["make_tuple"], *dxs)
+        positions = range(1, len(xs)) if name == "einsum" else \
+            range(len(xs)) if name in VARIADIC else LINEAR.get(name) or MULTILINEAR.get(name)
+        live = [i for i in (positions or range(len(xs))) if not zero[i]]
+        if not live:
+            return zeros()
+        if name in LINEAR:
+            return fg.apply(base, *(dxs[i] if i in positions else x for i, x in enumerate(xs)),
+                            location=location)
+        if name in MULTILINEAR or name == "einsum":
+            return total([fg.apply(base, *(dxs[i] if i == k else x for i, x in enumerate(xs)),
+                                   location=location) for k in live])
+        if name in ("builtin_min", "builtin_max"):
+            ties = [fg.apply(P["eq"], x, out) for x in xs]
+            count = total(ties)
+            return total([fg.apply(P["select_grad"], out, xs[i], dxs[i], count) for i in live])
+        if name in ELEMENTWISE:
+            rule = ad.gradient_rule(name)
+            res = fg.apply(Constant(rule), xs[0], out, dxs[0], location=location)
+            return fg.apply(P["getitem"], res, 0)
+        return fg.apply(Constant(_rule(name)), *xs, out, *dxs, location=location)
+
+
+def jvp_graph(g: Graph, location=None) -> Graph:
+    """`jvp_g(primals, tangents)`: `(g(*primals), J·tangents)`, with each tangent checked
+    against its primal.  Nested in g's parent, so it closes over what g closes over."""
+    n = len(g.parameters)
+    jg = Graph(f"jvp_{g.name}", g.parent, location or g.location)
+    primals = jg.apply(P["unpack"], jg.add_parameter("primals"), n)
+    tangents = jg.apply(P["unpack"], jg.add_parameter("tangents"), n)
+    xs = [jg.apply(P["getitem"], primals, i) for i in range(n)]
+    ts = [jg.apply(P["jvp_check_tangent"], x, jg.apply(P["getitem"], tangents, i), i,
+                   location=location) for i, x in enumerate(xs)]
+    jg.output = jg.apply(Constant(ForwardTransform().transform(g)), *xs, *ts, location=location)
+    return jg
+
+
+_LOOPS = None
+
+
+def _loops():
+    """The loops that assemble Jacobians, parsed from passes/jacobian_loops.py."""
+    global _LOOPS
+    if _LOOPS is None:
+        from passes import jacobian_loops
+        _LOOPS = {name: parse(getattr(jacobian_loops, name))
+                  for name in ("jacobian_columns", "jacobian_rows")}
+    return _LOOPS
+
+
+def jacobian_graph(g: Graph, spec: JacobianMacro, location=None) -> Graph:
+    """`jacfwd`, `jacrev` or `hessian` of g with respect to the parameters `spec.wrt`: a
+    graph of g's parameters returning the Jacobian (shape: the output's, then the input's),
+    or a tuple of them for several parameters (a tuple of tuples for a Hessian)."""
+    positions = ad.wrt_positions(g, spec.wrt, location)
+    jg = Graph(f"{spec.kind}_{g.name}", g.parent, location or g.location)
+    params = [jg.add_parameter(p.debug.name, p.location) for p in g.parameters]
+    jg.defaults = dict(g.defaults)
+    if spec.kind == "hessian":
+        grads = ad.grad_graph(g, tuple(positions), False, location)
+        if len(positions) == 1:
+            blocks = [_columns(jg, grads, params, positions[0], location)]
+        else:
+            blocks = [jg.apply(P["make_tuple"], *(
+                _columns(jg, _item(grads, i), params, j, location) for j in positions))
+                for i in range(len(positions))]
+    elif spec.kind == "jacfwd":
+        blocks = [_columns(jg, g, params, i, location) for i in positions]
+    else:
+        blocks = _rows(jg, g, params, positions, location)
+    jg.output = blocks[0] if len(blocks) == 1 else jg.apply(P["make_tuple"], *blocks)
+    return jg
+
+
+def _item(g: Graph, i: int) -> Graph:
+    """`lambda *params: g(*params)[i]`, nested where g is."""
+    h = Graph(f"{g.name}_{i}", g.parent, g.location)
+    params = [h.add_parameter(p.debug.name) for p in g.parameters]
+    h.output = h.apply(P["getitem"], h.apply(Constant(g), *params), i)
+    return h
+
+
+def _columns(jg: Graph, g: Graph, params: list, pos: int, location) -> Node:
+    """In jg, the Jacobian of g with respect to parameter `pos` by forward mode: one tangent
+    per element of that parameter."""
+    fg = ForwardTransform().transform(g)
+    push = Graph(f"push_{g.name}", jg, location)
+    v = push.add_parameter("v")
+    tangents = [v if i == pos else push.apply(P["grad_zeros"], p) for i, p in enumerate(params)]
+    push.output = push.apply(P["getitem"], push.apply(Constant(fg), *params, *tangents,
+                                                      location=location), 1)
+    out = jg.apply(Constant(g), *params, location=location)
+    return jg.apply(Constant(_loops()["jacobian_columns"]), Constant(push), params[pos], out,
+                    location=location)
+
+
+def _rows(jg: Graph, g: Graph, params: list, positions: list, location) -> list:
+    """In jg, the Jacobians of g with respect to the parameters at `positions` by reverse
+    mode: one backpropagator call per element of the output."""
+    pair = jg.apply(Constant(ad.JTransform().transform(g)), *params, location=location)
+    out = jg.apply(P["getitem"], pair, 0, name="value")
+    bprop = jg.apply(P["getitem"], pair, 1, name="bprop")
+    blocks = []
+    for pos in positions:
+        pull = Graph(f"pull_{g.name}", jg, location)
+        e = pull.add_parameter("e")
+        grads = pull.apply(bprop, e)
+        pull.output = pull.apply(P["grad_cast"], pull.apply(P["getitem"], grads, 1 + pos),
+                                 params[pos])
+        blocks.append(jg.apply(Constant(_loops()["jacobian_rows"]), Constant(pull),
+                               params[pos], out, location=location))
+    return blocks
+
+
+def expand_macro(spec, target: Graph, location) -> Graph:
+    """The graph a forward-mode or Jacobian macro applied to `target` stands for."""
+    if isinstance(spec, JvpMacro):
+        return jvp_graph(target, location)
+    return jacobian_graph(target, spec, location)

@@ -1,0 +1,153 @@
+"""Tangent rules of the primitives that are neither linear nor elementwise functions of one
+operand, written in the compiled subset (see passes/forward.py for the other kinds).
+
+This module is never run: the frontend parses each `jvp_<primitive>(inputs..., out,
+tangents...)` into a graph returning the tangent of the output.  The rules are graphs of
+primitives, so forward mode can be applied again to them, and reverse mode over them
+(a Hessian is forward mode over a gradient; the gradient's rules use these primitives).
+Conventions at kinks are those of passes/grad_rules.py, so that J·v here equals the
+gradient there: ties of maximum/minimum share half, max/min reductions share equally.
+"""
+
+import math
+
+import numpy as np
+
+from myir.ir.primitives import PRIMITIVES as _P
+
+reduce_grad = _P["reduce_grad"]
+zeros = _P["grad_zeros"]
+ieee_truediv = _P["ieee_truediv"]
+ieee_pow = _P["ieee_pow"]
+
+
+# ------------------------------------------------------------------ arithmetic
+
+def jvp_truediv(x, y, out, dx, dy):
+    return dx / y - dy * x / (y * y)
+
+
+def jvp_ieee_truediv(x, y, out, dx, dy):
+    return ieee_truediv(dx, y) - ieee_truediv(dy * x, y * y)
+
+
+def jvp_pow(x, y, out, dx, dy):
+    return dx * y * ieee_pow(x, y - (y != 0)) + dy * out * np.log(np.where(x > 0, x, 1.0))
+
+
+jvp_power = jvp_pow
+jvp_ieee_pow = jvp_pow
+jvp_math_pow = jvp_pow
+
+
+def jvp_mod(x, y, out, dx, dy):
+    return dx - dy * ((x - out) / y)
+
+
+def _share(first, tie, d):
+    return np.where(first, d, np.where(tie, d * 0.5, zeros(d)))
+
+
+def jvp_maximum(x, y, out, dx, dy):
+    return _share(x > y, x == y, dx) + _share(y > x, x == y, dy)
+
+
+def jvp_minimum(x, y, out, dx, dy):
+    return _share(x < y, x == y, dx) + _share(y < x, x == y, dy)
+
+
+def jvp_arctan2(x, y, out, dx, dy):
+    return ieee_truediv(dx * y - dy * x, x * x + y * y)
+
+
+jvp_math_atan2 = jvp_arctan2
+
+
+def jvp_hypot(x, y, out, dx, dy):
+    return ieee_truediv(dx * x + dy * y, out)
+
+
+jvp_math_hypot = jvp_hypot
+
+
+def jvp_logaddexp(x, y, out, dx, dy):
+    return dx * np.exp(x - out) + dy * np.exp(y - out)
+
+
+def jvp_logaddexp2(x, y, out, dx, dy):
+    return dx * np.exp2(x - out) + dy * np.exp2(y - out)
+
+
+def jvp_clip(x, lo, hi, out, dx, dlo, dhi):
+    return np.where(np.where(x < lo, True, x > hi), zeros(dx), dx)
+
+
+# ------------------------------------------------------------------ structure
+
+def jvp_getitem(x, index, out, dx, dindex):
+    if dx is None:      # the zero tangent of what has none (a range)
+        return zeros(out)
+    return dx[index]
+
+
+# ------------------------------------------------------------------ reductions, scans, sorting
+
+def jvp_prod(x, axis, keepdims, out, dx, daxis, dkeepdims):
+    return np.sum(dx * reduce_grad(out, x, axis, keepdims) / x, axis=axis, keepdims=keepdims)
+
+
+def _extremum(x, axis, keepdims, out, dx):
+    hit = np.where(x == reduce_grad(out, x, axis, keepdims), zeros(x) + 1.0, zeros(x))
+    return np.sum(dx * hit, axis=axis, keepdims=keepdims) / np.sum(hit, axis=axis,
+                                                                    keepdims=keepdims)
+
+
+def jvp_max(x, axis, keepdims, out, dx, daxis, dkeepdims):
+    return _extremum(x, axis, keepdims, out, dx)
+
+
+def jvp_min(x, axis, keepdims, out, dx, daxis, dkeepdims):
+    return _extremum(x, axis, keepdims, out, dx)
+
+
+def jvp_cumprod(x, axis, out, dx, daxis):
+    """For x without zeros, as the gradient rule."""
+    return out * np.cumsum(dx / x, axis=axis)
+
+
+def jvp_sort(x, axis, out, dx, daxis):
+    if axis is None:
+        return np.take_along_axis(np.reshape(dx, -1), np.argsort(np.reshape(x, -1)), -1)
+    return np.take_along_axis(dx, np.argsort(x, axis=axis), axis)
+
+
+# ------------------------------------------------------------------ linear algebra
+
+def _mT(x):
+    return np.swapaxes(x, -1, -2)
+
+
+def jvp_linalg_solve(a, b, out, da, db):
+    return np.linalg.solve(a, db - np.matmul(da, out))
+
+
+def jvp_linalg_inv(a, out, da):
+    return -np.matmul(out, np.matmul(da, out))
+
+
+def jvp_linalg_det(a, out, da):
+    return out * np.sum(_mT(np.linalg.inv(a)) * da, axis=(-2, -1))
+
+
+def jvp_linalg_slogdet(a, out, da):
+    return (zeros(out[0]), np.sum(_mT(np.linalg.inv(a)) * da, axis=(-2, -1)))
+
+
+def jvp_linalg_cholesky(a, out, da):
+    """L Phi(L^-1 S L^-T), Phi the lower triangle with half the diagonal, S the symmetric
+    part of dA (cholesky reads one triangle; its gradient rule is symmetric likewise)."""
+    i = np.arange(np.shape(a)[-1])
+    half_lower = np.where(i[:, None] > i[None, :], 1.0, np.where(i[:, None] == i[None, :], 0.5, 0.0))
+    s = 0.5 * (da + _mT(da))
+    inner = np.linalg.solve(out, _mT(np.linalg.solve(out, s)))
+    return np.matmul(out, inner * half_lower)
