@@ -143,6 +143,9 @@ class _Worklist:
             return cached[1]
         parser = _function_parser(fn, self)
         _parsed[fn] = (stamp, parser.graph)   # calls of fn, recursive ones too, refer to it
+        rule = getattr(fn, "__myir_grad_rule__", None)
+        if rule is not None:    # myir.custom_grad: the rule's graph, for passes.ad
+            parser.graph.custom_grad = self.graph_of(rule)
         self.made.append(fn)
         self.pending.append((parser, parser.header()))
         return parser.graph

@@ -268,6 +268,8 @@ def _compiled(fn, backend: str | None, transforms: tuple, options: dict) -> Comp
     """`fn` compiled with `transforms` applied last.  A function compiled already (`grad(f)`,
     `compile(f)`) is recompiled from its Python function: its own transforms come first, and
     its backend and options hold unless given again."""
+    if isinstance(fn, custom_grad):
+        fn = fn.__myir_function__
     if isinstance(fn, CompiledFunction):
         return CompiledFunction(fn.fn, backend or fn.backend, fn.__myir_transforms__ + transforms,
                                 **{**fn.options, **options})
@@ -379,3 +381,42 @@ jvp.__myir_macro__ = "jvp"
 jacfwd.__myir_macro__ = "jacfwd"
 jacrev.__myir_macro__ = "jacrev"
 hessian.__myir_macro__ = "hessian"
+
+
+class custom_grad:
+    """A function with a gradient rule of the user's, as JAX's `custom_vjp`:
+
+        @myir.custom_grad
+        def clip_gradient(x):
+            return x
+
+        @clip_gradient.defgrad
+        def _(x, out, dout):            # the inputs, the output, the output's sensitivity
+            return (np.clip(dout, -1.0, 1.0),)   # one sensitivity per input
+
+    `grad` and `value_and_grad` use the rule, inside and outside compiled code; the rule is
+    written in the subset and differentiated like any code where grad of grad needs it.
+    Forward mode (`jvp`, `jacfwd`, `hessian`) takes its tangent from the rule too, by
+    transposing it (passes/forward.py).  Called from Python, it is the function."""
+
+    def __init__(self, fn):
+        if not isinstance(fn, types.FunctionType):
+            what, hint = _not_a_function(fn)
+            raise MyirError(f"custom_grad() takes a Python function, not {what}", hint=hint)
+        self.__myir_function__ = fn
+        self.__myir_transforms__ = ()
+        functools.update_wrapper(self, fn)
+
+    def defgrad(self, rule):
+        """Set the gradient rule `rule(inputs..., out, dout) -> (d input, ...)`; returns it."""
+        if not isinstance(rule, types.FunctionType):
+            what, hint = _not_a_function(rule)
+            raise MyirError(f"defgrad() takes a Python function, not {what}", hint=hint)
+        self.__myir_function__.__myir_grad_rule__ = rule
+        return rule
+
+    def __call__(self, *args, **kwargs):
+        return self.__myir_function__(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<myir.custom_grad {self.__myir_function__.__qualname__}>"

@@ -219,6 +219,8 @@ class JTransform:
             return self.graphs[g]
         if g in self.loop_of:
             return self.segment(g)
+        if getattr(g, "custom_grad", None) is not None:
+            return self.custom(g)
         region = loop_region(g)
         if region is not None:
             return self.loop(g, region)
@@ -230,6 +232,27 @@ class JTransform:
         for p in g.parameters:
             self.nodes[p] = gj.add_parameter(p.debug.name, p.location)
         self.pending.append(g)
+        return gj
+
+    def custom(self, g: Graph) -> Graph:
+        """J of a function with a gradient rule of the user's (`myir.custom_grad`): g called
+        as it is, and a backpropagator calling the rule `(inputs..., out, dout)`.  J of this
+        graph is again J of g (the same rule) and of the rule: a rule written in the subset
+        is differentiated like any code."""
+        rule = g.custom_grad
+        check_rule_arity(g, rule)
+        gj = Graph(f"J_{g.name}", self.graphs.get(g.parent, g.parent), g.location)
+        gj.debug = g.debug.derive("grad of")
+        self.graphs[g] = gj
+        xs = [gj.add_parameter(p.debug.name, p.location) for p in g.parameters]
+        out = gj.apply(Constant(g), *xs, name="out", location=g.location)
+        bp = Graph(f"bprop_{g.name}", gj, g.location)
+        dout = bp.add_parameter("dout")
+        res = bp.apply(Constant(clone_program(rule)), *xs, out, dout, location=rule.location)
+        res = bp.apply(P["unpack"], res, len(xs), location=rule.location)
+        bp.output = bp.apply(P["make_tuple"], NEWENV,
+                             *(bp.apply(P["getitem"], res, i) for i in range(len(xs))))
+        gj.output = gj.apply(P["make_tuple"], out, Constant(bp))
         return gj
 
     def body(self, g: Graph) -> None:
@@ -617,6 +640,20 @@ def loop_region(g: Graph) -> list[Graph] | None:
             if not ((index == 0 and user in tails) or (index in (2, 3) and user in switches)):
                 return None   # used otherwise: as a value, or called not in tail position
     return region
+
+
+def check_rule_arity(g: Graph, rule: Graph) -> None:
+    """A gradient rule of the user's returns one sensitivity per input of g: a located error
+    where its `return` says otherwise."""
+    n, out = len(g.parameters), rule.output
+    if primitive_name(out) == "make_tuple" and len(out.args) != n:
+        raise MyirError(f"the gradient rule {rule.name}() of {g.name}() returns "
+                        f"{len(out.args)} sensitivit{'y' if len(out.args) == 1 else 'ies'}; "
+                        f"{g.name}() has {n} input{'s' * (n != 1)}",
+                        out.location or rule.location,
+                        hint=f"return a tuple of {n}: the sensitivity of each of "
+                             f"{', '.join(p.debug.name for p in g.parameters)}, in order "
+                             "(e.g. `return (dx,)` for one input)")
 
 
 def wrt_positions(g: Graph, wrt: tuple, location=None) -> list[int]:

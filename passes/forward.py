@@ -39,6 +39,7 @@ import functools
 from frontend import parse
 from myir.errors import MyirError
 from myir.ir.analysis import primitive_name, toposort
+from myir.ir.edit import clone_program
 from myir.ir.graph import Apply, Constant, Graph, Node
 from myir.ir.primitives import PRIMITIVES, Primitive
 from myir.ir.values import NEWENV, JacobianMacro, JvpMacro
@@ -118,9 +119,8 @@ class ForwardTransform:
     def graph(self, g: Graph) -> Graph:
         if g in self.graphs:
             return self.graphs[g]
-        custom = getattr(g, "custom_grad", None)
-        if custom is not None:
-            return self.graph(custom.tangent_graph(g))
+        if getattr(g, "custom_grad", None) is not None:
+            return self.custom(g)
         parent = self.graphs.get(g.parent, g.parent)
         fg = Graph(f"F_{g.name}", parent, g.location)
         fg.debug = g.debug.derive("jvp of")
@@ -131,6 +131,33 @@ class ForwardTransform:
         for p in g.parameters:
             self.tangents[p] = fg.add_parameter(f"d{p.debug.name or ''}", p.location)
         self.pending.append(g)
+        return fg
+
+    def custom(self, g: Graph) -> Graph:
+        """F of a function with a gradient rule of the user's (`myir.custom_grad`): the
+        tangent from the rule, transposed: `(J·v)_k = <Jᵀ·e_k, v>`, one call of the rule per
+        element of the output (one for a scalar), so forward mode agrees with the rule."""
+        rule = g.custom_grad
+        ad.check_rule_arity(g, rule)
+        fg = Graph(f"F_{g.name}", self.graphs.get(g.parent, g.parent), g.location)
+        fg.debug = g.debug.derive("jvp of")
+        self.graphs[g] = fg
+        xs = [fg.add_parameter(p.debug.name, p.location) for p in g.parameters]
+        dxs = [fg.add_parameter(f"d{p.debug.name or ''}", p.location) for p in g.parameters]
+        out = fg.apply(Constant(g), *xs, name="out", location=g.location)
+        pull = Graph(f"pull_{g.name}", fg, g.location)
+        e = pull.add_parameter("e")
+        res = pull.apply(P["unpack"], pull.apply(Constant(clone_program(rule)), *xs, out, e,
+                                                 location=rule.location), len(xs))
+        dots = [pull.apply(P["sum"], pull.apply(P["mul"], pull.apply(P["getitem"], res, i), d),
+                           None, False) for i, d in enumerate(dxs)]
+        total = dots[0]
+        for d in dots[1:]:
+            total = pull.apply(P["add"], total, d)
+        pull.output = total
+        tangent = fg.apply(Constant(_loops()["transposed"]), Constant(pull), out,
+                           location=g.location)
+        fg.output = fg.apply(P["make_tuple"], out, tangent)
         return fg
 
     def value(self, node: Node, fg: Graph) -> Node:
@@ -267,7 +294,7 @@ def _loops():
     if _LOOPS is None:
         from passes import jacobian_loops
         _LOOPS = {name: parse(getattr(jacobian_loops, name))
-                  for name in ("jacobian_columns", "jacobian_rows")}
+                  for name in ("jacobian_columns", "jacobian_rows", "transposed")}
     return _LOOPS
 
 

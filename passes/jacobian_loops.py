@@ -3,7 +3,7 @@ in the compiled subset and parsed by passes/forward.py (never run as Python).
 
 `push(v)` is the tangent of `out` for the tangent `v` of `x` (forward mode: one column per
 element of x); `pull(e)` is the gradient with respect to x of `out` weighted by `e` (reverse
-mode: one row per element of out).  The Jacobian has out's shape, then x's, as in JAX, and
+mode: one row per element of out); `transposed` gives J·v from a rule that gives Jᵀ·e.  The Jacobian has out's shape, then x's, as in JAX, and
 out's dtype.  Each product lands in its column or row with `np.where`, which copies values
 exactly.
 """
@@ -38,3 +38,13 @@ def jacobian_rows(pull, x, out):
         row = np.reshape(pull(_basis(j, m, out)), (1, n))
         jac = np.where(np.reshape(np.arange(m) == j, (m, 1)), row, jac)
     return np.reshape(jac, np.shape(out) + np.shape(x))
+
+
+def transposed(pull_dot, out):
+    """J·v from a rule that gives Jᵀ·e: `pull_dot(e)` is <Jᵀ·e, v>, so the tangent's k-th
+    element is pull_dot of the k-th unit vector (myir.custom_grad under forward mode)."""
+    m = np.size(out)
+    t = np.zeros(m, np.asarray(out).dtype)
+    for k in range(m):
+        t = np.where(np.arange(m) == k, pull_dot(_basis(k, m, out)), t)
+    return grad_cast(np.reshape(t, np.shape(out)), out)

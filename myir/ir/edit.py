@@ -71,6 +71,8 @@ class Cloner:
             if new is not into:
                 new.parent = self.mapping.get(g.parent, g.parent)
                 new.defaults = {k: self.node(v) for k, v in g.defaults.items()}
+                if getattr(g, "custom_grad", None) is not None:    # myir.custom_grad's rule
+                    new.custom_grad = g.custom_grad
         for g in graphs:
             for node in toposort(g):
                 self.node(node)
