@@ -15,6 +15,7 @@ import pytest
 
 import myir
 import passes.ad
+import passes.forward
 import passes.raising
 import passes.type_rules
 from backends.python import impls
@@ -27,6 +28,8 @@ TABLES: dict[str, tuple[set, dict[str, str]]] = {
     "python impl": (set(impls.SYNTAX) | set(impls.VARIADIC_SYNTAX) | set(impls.IMPLS), {}),
     "gradient rule": ({p for p in PRIMITIVES if passes.ad.has_gradient_rule(p)},
                       dict(passes.ad.NO_RULE)),
+    "tangent rule": ({p for p in PRIMITIVES if passes.forward.has_tangent_rule(p)},
+                     dict(passes.forward.NO_TANGENT_RULE)),
     "TVM lowering": (set(lowering.LOWERINGS), dict(lowering.KEPT_IN_NUMPY)),
     "type rule": (set(passes.type_rules.TYPE_RULES), {}),
     "raise rule": (set(passes.raising.RAISES), dict(passes.raising.CANNOT_RAISE)),

@@ -1,0 +1,149 @@
+"""Programs for tests/test_forward.py: forward mode, Jacobians and Hessians through the
+subset's control flow, closures, arrays and tuples, and functions with gradient rules of
+the user's (`myir.custom_grad`)."""
+
+import math
+
+import numpy as np
+
+import myir
+
+
+def poly(x, y):
+    return np.sin(x) * y + x ** 3 / (1.0 + y * y)
+
+
+def branches(x, y):
+    if x > y:
+        z = np.exp(x - y) * y
+    elif x > 0.0:
+        z = x * y + math.tanh(y)
+    else:
+        z = -x * x
+    return z
+
+
+def while_loop(x, y):
+    s = x
+    n = 0
+    while n < 6:
+        s = s * np.cos(s) + y
+        n += 1
+    return s
+
+
+def for_loop(x, y):
+    acc = 0.0
+    for i in range(5):
+        if acc > 1.0:
+            acc = acc * 0.5 + x
+        else:
+            acc = acc + x * y * i
+    return acc
+
+
+def power(x, n):
+    if n == 0:
+        return 1.0
+    return x * power(x, n - 1)
+
+
+def recursion(x, y):
+    return power(x, 4) + y * power(y, 2)
+
+
+def closures(x, y):
+    def scale(v):
+        return v * y + x
+
+    twice = lambda v: scale(scale(v))
+    return twice(np.sin(x))
+
+
+def tuples(x, y):
+    pair = (x * y, x + y)
+    a, b = pair
+    return a * b + pair[0]
+
+
+def arrays(w, x):
+    return np.tanh(w @ x) * np.sum(x ** 2)
+
+
+def logsumexp(x):
+    m = np.max(x)
+    return m + np.log(np.sum(np.exp(x - m)))
+
+
+def mlp(w, x):
+    h = np.tanh(w @ x)
+    return np.sum(h * h)
+
+
+def inner_jvp(x, y):
+    """jvp as a macro inside compiled code."""
+    out, tangent = myir.jvp(poly, (x, y), (1.0, 0.0))
+    return out + 2.0 * tangent
+
+
+def inner_hessian(x):
+    """hessian as a macro inside compiled code."""
+    return np.sum(myir.hessian(logsumexp)(x))
+
+
+def inner_jacfwd(w, x):
+    return myir.jacfwd(arrays, 1)(w, x)
+
+
+@myir.custom_grad
+def clip_gradient(x):
+    return x
+
+
+@clip_gradient.defgrad
+def _clip_rule(x, out, dout):
+    return (np.clip(dout, -1.0, 1.0),)
+
+
+@myir.custom_grad
+def softplus(x):
+    return np.log1p(np.exp(x))
+
+
+@softplus.defgrad
+def _softplus_rule(x, out, dout):
+    return (dout / (1.0 + np.exp(-x)),)
+
+
+def uses_clip(x):
+    return clip_gradient(3.0 * x) * 2.0
+
+
+def uses_softplus(x):
+    return np.sum(softplus(x) ** 2)
+
+
+def grad_inside(x):
+    return myir.grad(uses_clip)(x)
+
+
+@myir.custom_grad
+def two_inputs(x, y):
+    return x * y
+
+
+@two_inputs.defgrad
+def _wrong_rule(x, y, out, dout):
+    return (dout * y,)
+
+
+def uses_wrong_rule(x):
+    return two_inputs(x, 2.0)
+
+
+def bad_tangent_inside(x):
+    return myir.jvp(poly, (x, 1.0), (np.ones(3), 0.0))
+
+
+def not_scalar(x):
+    return x * 2.0

@@ -1,0 +1,170 @@
+"""Forward mode (`myir.jvp`), Jacobians (`jacfwd`, `jacrev`), Hessians and gradient rules of
+the user's (`myir.custom_grad`): against central finite differences in float64, against the
+reverse mode (J·v == v·∇), and against hand formulas.  The backend is the first of
+MYIR_TEST_BACKENDS (run a second time with MYIR_TEST_BACKENDS=tvm)."""
+
+import os
+
+import numpy as np
+import pytest
+
+import myir
+from tests import programs_forward as pf
+from tests.programs_check import DEFAULT_BACKENDS
+
+BACKEND = os.environ.get("MYIR_TEST_BACKENDS", DEFAULT_BACKENDS).split(",")[0].strip()
+BACKEND = "python" if BACKEND == "saved" else BACKEND
+
+
+def fd_jvp(f, xs, vs, eps=1e-6):
+    plus = f(*(x + eps * v for x, v in zip(xs, vs)))
+    minus = f(*(x - eps * v for x, v in zip(xs, vs)))
+    return (np.asarray(plus) - np.asarray(minus)) / (2 * eps)
+
+
+SCALAR_PROGRAMS = [pf.poly, pf.branches, pf.while_loop, pf.for_loop, pf.recursion,
+                   pf.closures, pf.tuples]
+POINTS = [(0.7, 0.3), (-0.4, 1.3), (1.9, -0.6), (0.2, 0.9)]
+
+
+@pytest.mark.parametrize("fn", SCALAR_PROGRAMS, ids=lambda f: f.__name__)
+def test_jvp_of_scalar_programs(fn):
+    rng = np.random.default_rng(0)
+    grad = myir.grad(fn, 0, 1, backend=BACKEND)
+    for x, y in POINTS:
+        v = tuple(rng.normal(size=2))
+        out, tangent = myir.jvp(fn, (x, y), v, backend=BACKEND)
+        assert out == pytest.approx(fn(x, y), rel=1e-12)
+        assert tangent == pytest.approx(fd_jvp(fn, (x, y), v), rel=1e-6, abs=1e-8)
+        gx, gy = grad(x, y)
+        assert tangent == pytest.approx(gx * v[0] + gy * v[1], rel=1e-12, abs=1e-14)
+
+
+def test_jvp_of_array_program():
+    rng = np.random.default_rng(1)
+    w, x = rng.normal(size=(3, 4)), rng.normal(size=4)
+    vw, vx = rng.normal(size=(3, 4)), rng.normal(size=4)
+    out, tangent = myir.jvp(pf.arrays, (w, x), (vw, vx), backend=BACKEND)
+    np.testing.assert_allclose(out, pf.arrays(w, x), rtol=1e-12)
+    np.testing.assert_allclose(tangent, fd_jvp(pf.arrays, (w, x), (vw, vx)), rtol=1e-6)
+    # J·v against the reverse mode: each output element's gradient, dotted with v
+    for k in range(3):
+        gw, gx = myir.grad(lambda w, x: pf.arrays(w, x)[k], 0, 1, backend=BACKEND)(w, x)
+        assert tangent[k] == pytest.approx(np.sum(gw * vw) + np.sum(gx * vx), rel=1e-12)
+
+
+def test_jvp_inside_compiled_code():
+    got = myir.compile(pf.inner_jvp, backend=BACKEND)(0.8, 0.4)
+    want = pf.poly(0.8, 0.4) + 2.0 * fd_jvp(pf.poly, (0.8, 0.4), (1.0, 0.0))
+    assert got == pytest.approx(want, rel=1e-8)
+
+
+@pytest.mark.parametrize("fn", [pf.arrays, lambda w, x: np.cumsum(np.sin(w) @ x) / (1.0 + x[0] ** 2)],
+                         ids=["arrays", "cumsum"])
+def test_jacfwd_equals_jacrev_and_differences(fn):
+    rng = np.random.default_rng(2)
+    w, x = rng.normal(size=(3, 4)), rng.normal(size=4)
+    for wrt in (0, 1):
+        fwd = myir.jacfwd(fn, wrt, backend=BACKEND)(w, x)
+        rev = myir.jacrev(fn, wrt, backend=BACKEND)(w, x)
+        arg = (w, x)[wrt]
+        assert fwd.shape == rev.shape == fn(w, x).shape + arg.shape
+        np.testing.assert_allclose(fwd, rev, rtol=1e-12, atol=1e-14)
+        for index in np.ndindex(arg.shape):
+            e = np.zeros_like(arg)
+            e[index] = 1.0
+            v = (e, np.zeros_like(x)) if wrt == 0 else (np.zeros_like(w), e)
+            np.testing.assert_allclose(fwd[(...,) + index], fd_jvp(fn, (w, x), v),
+                                       rtol=1e-6, atol=1e-8)
+
+
+def test_jacfwd_several_parameters():
+    rng = np.random.default_rng(3)
+    w, x = rng.normal(size=(3, 4)), rng.normal(size=4)
+    jw, jx = myir.jacfwd(pf.arrays, 0, 1, backend=BACKEND)(w, x)
+    rw, rx = myir.jacrev(pf.arrays, "w", "x", backend=BACKEND)(w, x)
+    np.testing.assert_allclose(jw, rw, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(jx, rx, rtol=1e-12, atol=1e-14)
+
+
+def test_hessian_of_logsumexp_matches_formula():
+    x = np.random.default_rng(4).normal(size=5)
+    h = myir.hessian(pf.logsumexp, backend=BACKEND)(x)
+    p = np.exp(x - pf.logsumexp(x))
+    np.testing.assert_allclose(h, np.diag(p) - np.outer(p, p), rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(myir.compile(pf.inner_hessian, backend=BACKEND)(x), np.sum(h),
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_hessian_of_mlp_matches_differences_of_the_gradient():
+    rng = np.random.default_rng(5)
+    w, x = rng.normal(size=(3, 4)), rng.normal(size=4)
+    h = myir.hessian(pf.mlp, 1, backend=BACKEND)(w, x)
+    grad = myir.grad(pf.mlp, 1, backend=BACKEND)
+    assert h.shape == (4, 4)
+    for i in range(4):
+        e = np.zeros(4)
+        e[i] = 1e-6
+        np.testing.assert_allclose(h[:, i], (grad(w, x + e) - grad(w, x - e)) / 2e-6,
+                                   rtol=1e-5, atol=1e-8)
+    np.testing.assert_allclose(h, h.T, rtol=1e-12)
+
+
+def test_hessian_blocks_for_several_parameters():
+    (hxx, hxy), (hyx, hyy) = myir.hessian(pf.poly, 0, 1, backend=BACKEND)(0.6, 0.8)
+    eps = 1e-5
+    gx = myir.grad(pf.poly, 0, backend=BACKEND)
+    gy = myir.grad(pf.poly, 1, backend=BACKEND)
+    assert float(hxx) == pytest.approx((gx(0.6 + eps, 0.8) - gx(0.6 - eps, 0.8)) / (2 * eps), rel=1e-6)
+    assert float(hxy) == pytest.approx((gx(0.6, 0.8 + eps) - gx(0.6, 0.8 - eps)) / (2 * eps), rel=1e-6)
+    assert float(hyy) == pytest.approx((gy(0.6, 0.8 + eps) - gy(0.6, 0.8 - eps)) / (2 * eps), rel=1e-6)
+    assert float(hxy) == pytest.approx(float(hyx), rel=1e-12)
+
+
+def test_hessian_of_non_scalar_function_is_located():
+    with pytest.raises(myir.MyirError, match="scalar") as e:
+        myir.hessian(pf.not_scalar, backend=BACKEND)(np.ones(3))
+    assert "programs_forward.py" in str(e.value) or "test_forward.py" in str(e.value)
+
+
+def test_custom_grad_outside_and_inside_compiled_code():
+    assert myir.grad(pf.uses_clip, backend=BACKEND)(1.5) == 3.0      # 3 * clip(2, -1, 1)
+    assert myir.compile(pf.grad_inside, backend=BACKEND)(1.5) == 3.0
+    assert myir.grad(pf.clip_gradient, backend=BACKEND)(2.0) == 1.0
+    assert pf.clip_gradient(2.5) == 2.5     # from Python, it is the function
+
+
+def test_custom_grad_second_order_and_forward_mode():
+    x = np.array([0.3, -1.2, 0.8])
+    s = 1.0 / (1.0 + np.exp(-x))
+    sp = np.log1p(np.exp(x))
+    np.testing.assert_allclose(myir.grad(pf.uses_softplus, backend=BACKEND)(x), 2 * sp * s,
+                               rtol=1e-12)
+    np.testing.assert_allclose(myir.hessian(pf.uses_softplus, backend=BACKEND)(x),
+                               np.diag(2 * s * s + 2 * sp * s * (1 - s)), rtol=1e-10, atol=1e-14)
+    out, tangent = myir.jvp(pf.softplus, (0.5,), (2.0,), backend=BACKEND)
+    assert tangent == pytest.approx(2.0 / (1.0 + np.exp(-0.5)), rel=1e-12)
+    s5 = 1.0 / (1.0 + np.exp(-0.5))
+    assert myir.grad(myir.grad(pf.softplus), backend=BACKEND)(0.5) == pytest.approx(
+        s5 * (1.0 - s5), rel=1e-12)
+
+
+def test_rule_with_wrong_number_of_sensitivities_is_located():
+    with pytest.raises(myir.MyirError, match="returns 1 sensitivity; two_inputs\\(\\) has 2") as e:
+        myir.grad(pf.uses_wrong_rule, backend=BACKEND)(1.0)
+    assert "programs_forward.py" in str(e.value) and "return a tuple of 2" in str(e.value)
+
+
+def test_tangent_of_wrong_shape_outside_compiled_code():
+    with pytest.raises(myir.MyirError, match="tangent 0 must match primal 0") as e:
+        myir.jvp(pf.arrays, (np.ones((3, 4)), np.ones(4)), (np.ones(4), np.ones(4)))
+    assert "test_forward.py" in str(e.value)
+    with pytest.raises(myir.MyirError, match="float64 array of shape \\(4,\\)"):
+        myir.jvp(pf.arrays, (np.ones((3, 4)), np.ones(4)),
+                 (np.ones((3, 4)), np.ones(4, np.float32)))
+
+
+def test_tangent_of_wrong_shape_inside_compiled_code_is_located():
+    with pytest.raises(myir.MyirError, match="tangent 0 must match primal 0") as e:
+        myir.compile(pf.bad_tangent_inside, backend=BACKEND)(0.5)
+    assert "programs_forward.py" in str(e.value)
