@@ -1,6 +1,8 @@
 """Correctness checks that gate timing: a result that fails its check is WRONG, not timed.
 
 - forward: against the CPython/numpy value of the same function.
+- hessian: against the hand-derived Hessian (bench/hessians.py), and that against central
+  differences of the hand-written gradient.
 - gradient: against the hand-written gradient; where there is none (and for the
   hand-written gradients themselves), against central finite differences of the workload
   in float64 along a few random directions d: (f(x + h d) - f(x - h d)) / 2h == <grad, d>.
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.systems import to_numpy
-from bench.workloads import programs
+from bench.workloads import handwritten, programs
 
 RTOL = {"float32": 1e-4, "float64": 1e-6}
 FD_DIRECTIONS = 3
@@ -68,6 +70,23 @@ def fd_errors(workload, args, grads):
     return errors
 
 
+def hessian_by_differences(workload, args):
+    """The Hessian of the first differentiated argument, column by column: central
+    differences of the hand-written gradient, in float64."""
+    args = _in_float64(args)
+    i = programs.WRT[workload][0]
+    grad = handwritten.GRADS[workload]
+    step = 1e-5
+    columns = []
+    for k in range(np.size(args[i])):
+        e = np.zeros(np.size(args[i]))
+        e[k] = step
+        e = e.reshape(np.shape(args[i]))
+        at = [[a + sign * e if j == i else a for j, a in enumerate(args)] for sign in (1, -1)]
+        columns.append((np.asarray(grad(*at[0])[0]) - np.asarray(grad(*at[1])[0])) / (2 * step))
+    return np.stack(columns, axis=-1).reshape(np.shape(args[i]) * 2)
+
+
 def check(workload, mode, args, out, reference):
     """`reference`: the CPython forward value (forward), the hand-written gradient tuple,
     or None (gradient checked by finite differences)."""
@@ -76,6 +95,12 @@ def check(workload, mode, args, out, reference):
     if mode == "forward":
         err = _rel_error(out, reference)
         return Check(err <= tol, err, tol, "cpython")
+    if mode == "hessian":
+        if reference is not None:   # against the hand-derived Hessian (bench/hessians.py)
+            err = _rel_error(out, reference)
+            return Check(err <= tol, err, tol, "hand-derived Hessian")
+        err = _rel_error(out, hessian_by_differences(workload, args))
+        return Check(err <= tol, err, tol, "differences of the hand-written gradient")
     wrt = programs.WRT[workload]
     if not isinstance(out, tuple):  # one position: a single value
         out = (out,)

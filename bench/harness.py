@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench import report, steady_malloc, threads, timing
+from bench import hessians, report, steady_malloc, threads, timing
 from bench.checks import check
 from bench.systems import NotApplicable, Unavailable, make_system, short
 from bench.workloads import check_shared, handwritten, programs
@@ -55,7 +55,8 @@ def parse_args(argv=None):
                    help="myir backend(s), comma-separated: system myir-B for each (default python); "
                         "B+fastmath compiles with fastmath=True, B+noopt with optimize=False")
     p.add_argument("--systems", help="comma-separated systems to run (default: all)")
-    p.add_argument("--mode", choices=("forward", "grad", "both"), default="both")
+    p.add_argument("--mode", choices=("forward", "grad", "both", "hessian"), default="both",
+                   help="both: forward and grad; hessian: the Hessian rows (bench/hessians.py)")
     p.add_argument("--threads", type=int, default=threads(),
                    help="threads for every library (default 2; set before numpy is imported)")
     p.add_argument("--samples", type=int, help="samples per system (default 7, quick 3)")
@@ -172,7 +173,9 @@ def run(args):
         inputs = programs.make_inputs(workload, 0)
         references = {"forward": getattr(programs, workload)(*inputs),
                       "grad": handwritten.GRADS[workload](*inputs)
-                      if workload in handwritten.GRADS else None}
+                      if workload in handwritten.GRADS else None,
+                      "hessian": hessians.HESSIANS[workload](*inputs)
+                      if workload in hessians.HESSIANS else None}
         for mode in args.modes:
             ready = {}
             for name, system in systems.items():

@@ -2,7 +2,8 @@
 
 import statistics
 
-MODE_TITLE = {"forward": "Forward", "grad": "Gradient (forward + backward)"}
+MODE_TITLE = {"forward": "Forward", "grad": "Gradient (forward + backward)",
+              "hessian": "Hessian (forward over reverse for myir)"}
 
 
 def fmt(x):

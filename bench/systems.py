@@ -1,7 +1,7 @@
 """The systems the harness compares, behind one small interface.
 
 A system is `load()`ed once (imports; raises `Unavailable` when it cannot run at all), then
-for each workload and mode ("forward" or "grad") it converts the numpy inputs to its own
+for each workload and mode ("forward", "grad" or "hessian") it converts the numpy inputs to its own
 (`inputs`) and `build`s a callable taking them.  A gradient callable returns one value per
 position in programs.WRT[workload].  Every callable's result is complete when it returns
 (JAX's is blocked on), so the harness can time all of them the same way.
@@ -13,6 +13,7 @@ import types
 import numpy as np
 
 from bench import threads
+from bench import hessians
 from bench.workloads import handwritten, load_programs, programs
 
 
@@ -73,6 +74,10 @@ class Handwritten(System):
     name = "handwritten"
 
     def build(self, workload, mode, args):
+        if mode == "hessian":
+            if workload not in hessians.HESSIANS:
+                raise NotApplicable("no hand-written Hessian")
+            return hessians.HESSIANS[workload]
         if mode != "grad":
             raise NotApplicable("gradients only")
         if workload not in handwritten.GRADS:
@@ -114,6 +119,15 @@ class Myir(System):
         return getattr(self.myir, "__version__", "dev")
 
     def build(self, workload, mode, args):
+        if mode == "hessian":
+            if workload not in hessians.HESSIANS:
+                raise NotApplicable("no Hessian row for this workload")
+            try:
+                return self.myir.compile(self.myir.hessian(getattr(programs, workload),
+                                                           *programs.WRT[workload]),
+                                         backend=self.backend, **self.options)
+            except Exception as e:
+                raise Unavailable(f"not available: myir.hessian raised {short(e)}")
         api = "compile" if mode == "forward" else "grad"
         if not callable(getattr(self.myir, api, None)):
             raise Unavailable(f"not available: myir.{api} does not exist yet")
@@ -160,6 +174,10 @@ class Jax(System):
         f = getattr(self.programs, workload)
         if mode == "grad":
             f = jax.grad(f, argnums=programs.WRT[workload])
+        if mode == "hessian":
+            if workload not in hessians.HESSIANS:
+                raise NotApplicable("no Hessian row for this workload")
+            f = jax.hessian(f, argnums=programs.WRT[workload][0])
         jitted = jax.jit(f, static_argnums=static_positions(args))
         return lambda *a: jax.block_until_ready(jitted(*a))
 
@@ -211,6 +229,8 @@ class Torch(System):
         f = getattr(self.programs, workload)
         if mode == "forward":
             return f
+        if mode == "hessian":
+            raise NotApplicable("no Hessian row for torch")
         wrt = programs.WRT[workload]
         autograd = self.torch.autograd
         return lambda *a: autograd.grad(f(*a), [a[i] for i in wrt])

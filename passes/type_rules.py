@@ -1159,7 +1159,8 @@ def grad_seed_rule(out):
     if isinstance(out, AArray):
         if out.shape != ():    # an array of one element is no scalar either, as in JAX
             raise RuleError(
-                "grad() needs a function returning a scalar; this one returned an array of "
+                "grad() and hessian() need a function returning a scalar; this one "
+                "returned an array of "
                 f"shape {_dims(out.shape)}",
                 "reduce the output to a scalar (e.g. np.sum without keepdims, or `[0]` of "
                 "a 1-element array), or take a vector-Jacobian product: value_and_grad of "

@@ -231,7 +231,8 @@ def grad_seed(out):
         return np.ones_like(out)
     if isinstance(out, np.ndarray) and out.ndim:
         raise MyirTypeError(
-            f"grad() needs a function returning a scalar; this one returned an array of shape "
+            f"grad() and hessian() need a function returning a scalar; this one returned an "
+            f"array of shape "
             f"{out.shape}", _caller_location(),
             hint="reduce the output to a scalar (e.g. np.sum without keepdims, or `[0]` of a "
                  "1-element array), or take a vector-Jacobian product: value_and_grad of "
