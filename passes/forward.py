@@ -38,7 +38,7 @@ import functools
 
 from frontend import parse
 from myir.errors import MyirError
-from myir.ir.analysis import primitive_name, toposort
+from myir.ir.analysis import graph_uses, primitive_name, reachable_graphs, toposort, users
 from myir.ir.edit import clone_program
 from myir.ir.graph import Apply, Constant, Graph, Node
 from myir.ir.primitives import PRIMITIVES, Primitive
@@ -51,7 +51,7 @@ ZERO = ad.NON_DIFFERENTIABLE | frozenset({"grad_zeros", "grad_seed", "floordiv"}
 
 LINEAR: dict[str, tuple[int, ...]] = {
     **{name: (0,) for name in """neg pos negative sum mean cumsum transpose reshape broadcast_to
-        expand_dims squeeze swapaxes concatenate stack unstack check_bound unpack depend
+        expand_dims squeeze swapaxes concatenate stack unstack getitem check_bound unpack depend
         to_float cast asarray astype take take_along_axis sum_to_like broadcast_to_like
         reduce_grad grad_check_input grad_cast stack_pop""".split()},
     **{name: (0, 1) for name in ("add", "sub", "gadd", "stack_push")},
@@ -111,6 +111,7 @@ class ForwardTransform:
     def transform(self, g: Graph) -> Graph:
         """F of g and of every graph it reaches, from a worklist (a chain of calls may be as
         deep as the program); a graph's body after its parent's."""
+        self.constant = constant_parameters(g)
         fg = self.graph(g)
         while self.pending:
             self.body(self.pending.pop())
@@ -130,6 +131,9 @@ class ForwardTransform:
             self.values[p] = fg.add_parameter(p.debug.name, p.location)
         for p in g.parameters:
             self.tangents[p] = fg.add_parameter(f"d{p.debug.name or ''}", p.location)
+            if p in self.constant:      # zero wherever g is called: known zero in F(g)
+                self.tangents[p] = fg.apply(P["grad_zeros"], self.values[p])
+                self.zero.add(self.tangents[p])
         self.pending.append(g)
         return fg
 
@@ -269,6 +273,49 @@ class ForwardTransform:
             res = fg.apply(Constant(rule), xs[0], out, dxs[0], location=location)
             return fg.apply(P["getitem"], res, 0)
         return fg.apply(Constant(_rule(name)), *xs, out, *dxs, location=location)
+
+
+def constant_parameters(root: Graph) -> set:
+    """The parameters of the graphs reached from root (root's own excepted) whose tangent is
+    zero at every call: what every call passes them is a constant, the result of a `ZERO`
+    primitive (`range(n)`, `len(x)`) or such a parameter (a loop passing its counter on).
+    A graph used otherwise than called (directly or as a branch of a called switch) keeps
+    all its tangents.  The greatest fixpoint: a loop's own tail call does not make its
+    counter's tangent nonzero.  This keeps forward mode from computing what is zero, and
+    from indexing the tangent of a `range` (which has none) in a loop over it."""
+    uses, graphs = users(root), graph_uses(root)
+    sites: dict[Graph, list] = {}
+    for g in reachable_graphs(root):
+        if g is root or getattr(g, "custom_grad", None) is not None:
+            continue
+        calls = []
+        for user, index in graphs.get(g, ()):
+            if index == 0:
+                calls.append(user)
+            elif index in (2, 3) and primitive_name(user) == "switch" and \
+                    all(i == 0 for _, i in uses.get(user, ())):
+                calls.extend(u for u, _ in uses.get(user, ()))
+            else:
+                calls = None
+                break
+        if calls:
+            sites[g] = calls
+    constant = {p for g in sites for p in g.parameters}
+
+    def known(node: Node) -> bool:
+        return isinstance(node, Constant) or node in constant or \
+            _base(primitive_name(node) or "") in ZERO
+
+    changed = True
+    while changed:
+        changed = False
+        for g, calls in sites.items():
+            for i, p in enumerate(g.parameters):
+                if p in constant and not all(i < len(c.args) and known(c.args[i])
+                                             for c in calls):
+                    constant.discard(p)
+                    changed = True
+    return constant
 
 
 def jvp_graph(g: Graph, location=None) -> Graph:

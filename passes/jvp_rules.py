@@ -82,14 +82,6 @@ def jvp_clip(x, lo, hi, out, dx, dlo, dhi):
     return np.where(np.where(x < lo, True, x > hi), zeros(dx), dx)
 
 
-# ------------------------------------------------------------------ structure
-
-def jvp_getitem(x, index, out, dx, dindex):
-    if dx is None:      # the zero tangent of what has none (a range)
-        return zeros(out)
-    return dx[index]
-
-
 # ------------------------------------------------------------------ reductions, scans, sorting
 
 def jvp_prod(x, axis, keepdims, out, dx, daxis, dkeepdims):
