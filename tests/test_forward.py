@@ -168,3 +168,34 @@ def test_tangent_of_wrong_shape_inside_compiled_code_is_located():
     with pytest.raises(myir.MyirError, match="tangent 0 must match primal 0") as e:
         myir.compile(pf.bad_tangent_inside, backend=BACKEND)(0.5)
     assert "programs_forward.py" in str(e.value)
+
+
+@pytest.mark.parametrize("make, args", [
+    (lambda: myir.hessian(pf.logsumexp, backend=BACKEND), (np.arange(4.0),)),
+    (lambda: myir.jacfwd(pf.arrays, 1, backend=BACKEND), (np.ones((3, 4)), np.arange(4.0))),
+    (lambda: myir.grad(pf.uses_softplus, backend=BACKEND), (np.arange(3.0),)),
+], ids=["hessian", "jacfwd", "custom_grad"])
+def test_programs_are_saved_and_loaded(tmp_path, monkeypatch, make, args):
+    """The same pipeline as grad's: the second compiled function loads the first's program."""
+    from myir import saved
+
+    monkeypatch.setenv("MYIR_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("MYIR_PROGRAM_CACHE", "on")
+    first, second = make(), make()
+    want = first(*args)
+    before = dict(saved.STATS)
+    np.testing.assert_array_equal(second(*args), want)
+    assert saved.STATS["loaded"] == before["loaded"] + 1
+
+
+def test_jvp_program_is_saved_and_loaded(tmp_path, monkeypatch):
+    from myir import api, saved
+
+    monkeypatch.setenv("MYIR_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("MYIR_PROGRAM_CACHE", "on")
+    monkeypatch.setattr(api, "_JVP_FUNCTIONS", {})
+    want = myir.jvp(pf.while_loop, (0.7, 0.3), (1.0, 0.5), backend=BACKEND)
+    monkeypatch.setattr(api, "_JVP_FUNCTIONS", {})
+    before = dict(saved.STATS)
+    assert myir.jvp(pf.while_loop, (0.7, 0.3), (1.0, 0.5), backend=BACKEND) == want
+    assert saved.STATS["loaded"] == before["loaded"] + 1
