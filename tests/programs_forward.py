@@ -147,3 +147,42 @@ def bad_tangent_inside(x):
 
 def not_scalar(x):
     return x * 2.0
+
+
+# One function per tangent rule of passes/jvp_rules.py and kind of passes/forward.py, of an
+# array x (4 elements; a 2x2 matrix where `mat` is used), for test_tangent_rules.
+
+def mat(x):
+    return np.reshape(x, (2, 2))
+
+
+def spd(x):
+    a = mat(x)
+    return a @ a.T + 3.0 * np.eye(2)
+
+
+RULE_PROGRAMS = {
+    "truediv": lambda x: x / (2.0 + x[::-1] ** 2),
+    "pow": lambda x: np.abs(x) ** (1.5 + 0.1 * x[::-1]),
+    "mod": lambda x: np.mod(3.0 * x, 1.7),
+    "maximum": lambda x: np.maximum(x, x[::-1]) + np.minimum(x, 0.3),
+    "arctan2": lambda x: np.arctan2(x, x[::-1] + 2.0),
+    "hypot": lambda x: np.hypot(x, x[::-1]),
+    "logaddexp": lambda x: np.logaddexp(x, x[::-1]) + np.logaddexp2(x, 2.0 * x),
+    "clip": lambda x: np.clip(x, -0.5, 0.5),
+    "prod": lambda x: np.prod(mat(x), axis=0),
+    "max": lambda x: np.max(mat(x), axis=1) + np.min(x),
+    "cumprod": lambda x: np.cumprod(x),
+    "sort": lambda x: np.sort(x * x[::-1]),
+    "elementwise": lambda x: np.exp(np.sin(x)) * np.tanh(x) + np.sqrt(x * x + 1.0),
+    "linear": lambda x: np.transpose(mat(x)) @ np.cumsum(x)[:2] + np.mean(x),
+    "matmul": lambda x: mat(x) @ mat(x) + np.dot(x, x),
+    "einsum": lambda x: np.einsum("ij,jk->ik", mat(x), mat(x)),
+    "where": lambda x: np.where(x > 0.0, x * x, -x),
+    "solve": lambda x: np.linalg.solve(spd(x), x[:2]),
+    "inv": lambda x: np.linalg.inv(spd(x)),
+    "det": lambda x: np.linalg.det(spd(x)) + np.linalg.slogdet(spd(x))[1],
+    "cholesky": lambda x: np.linalg.cholesky(spd(x)),
+    "builtin_max": lambda x: max(x[0], x[1] * 2.0, 0.1) + min(x[2], x[3]),
+    "math": lambda x: math.sin(x[0]) * math.exp(x[1]) + math.atan2(x[2], 1.5) + math.hypot(x[3], 2.0),
+}

@@ -199,3 +199,17 @@ def test_jvp_program_is_saved_and_loaded(tmp_path, monkeypatch):
     before = dict(saved.STATS)
     assert myir.jvp(pf.while_loop, (0.7, 0.3), (1.0, 0.5), backend=BACKEND) == want
     assert saved.STATS["loaded"] == before["loaded"] + 1
+
+
+@pytest.mark.parametrize("name", sorted(pf.RULE_PROGRAMS))
+def test_tangent_rules_agree_with_gradient_rules(name):
+    """<w, J·v> from forward mode == <∇<w, f>, v> from reverse mode, and finite differences."""
+    fn = pf.RULE_PROGRAMS[name]
+    rng = np.random.default_rng(7)
+    x, v = rng.normal(size=4), rng.normal(size=4)
+    out, tangent = myir.jvp(fn, (x,), (v,), backend=BACKEND)
+    np.testing.assert_allclose(out, fn(x), rtol=1e-12)
+    w = rng.normal(size=np.shape(out))
+    g = myir.grad(lambda x: np.sum(fn(x) * w), backend=BACKEND)(x)
+    assert np.sum(w * tangent) == pytest.approx(np.sum(g * v), rel=1e-10, abs=1e-12)
+    np.testing.assert_allclose(tangent, fd_jvp(fn, (x,), (v,)), rtol=1e-5, atol=1e-7)
