@@ -86,6 +86,20 @@ def inner_jvp(x, y):
     return out + 2.0 * tangent
 
 
+def tangent_of_loop(x):
+    return myir.jvp(branches, (x, 0.4), (1.0, 0.0))[1] * myir.jvp(while_loop, (x, 0.4), (1.0, 0.0))[0]
+
+
+def second_by_forward(x):
+    """Forward over forward."""
+    return myir.jvp(tangent_of_loop, (x,), (1.0,))[1]
+
+
+def tangent_with_int(x):
+    """An integer input takes an integer tangent."""
+    return myir.jvp(power, (x, 3), (1.0, 0))[1]
+
+
 def inner_hessian(x):
     """hessian as a macro inside compiled code."""
     return np.sum(myir.hessian(logsumexp)(x))

@@ -213,3 +213,16 @@ def test_tangent_rules_agree_with_gradient_rules(name):
     g = myir.grad(lambda x: np.sum(fn(x) * w), backend=BACKEND)(x)
     assert np.sum(w * tangent) == pytest.approx(np.sum(g * v), rel=1e-10, abs=1e-12)
     np.testing.assert_allclose(tangent, fd_jvp(fn, (x,), (v,)), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("x", [0.7, 0.2, -0.5])
+def test_reverse_over_forward_and_forward_over_forward(x):
+    tangent = myir.compile(pf.tangent_of_loop, backend=BACKEND)
+    by_reverse = myir.grad(pf.tangent_of_loop, backend=BACKEND)(x)
+    by_forward = myir.compile(pf.second_by_forward, backend=BACKEND)(x)
+    assert by_reverse == pytest.approx(by_forward, rel=1e-12)
+    assert by_forward == pytest.approx((tangent(x + 1e-6) - tangent(x - 1e-6)) / 2e-6, rel=1e-5)
+
+
+def test_integer_input_takes_integer_tangent():
+    assert myir.compile(pf.tangent_with_int, backend=BACKEND)(0.7) == pytest.approx(3 * 0.7 ** 2)
