@@ -313,6 +313,12 @@ def jvp(fn, primals, tangents, *, backend: str | None = None):
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise MyirError("jvp() takes the tuple of the function's arguments and the tuple of "
                         "their tangents", _caller(), hint="write `jvp(f, (x,), (v,))`")
+    count = len(inspect.signature(fn).parameters) if callable(fn) else len(primals)
+    if len(primals) != count:    # the compiled program takes every parameter, as JAX's jvp
+        raise MyirError(f"jvp(): {getattr(fn, '__name__', 'the function')}() takes {count} "
+                        f"argument{'s' * (count != 1)}, and {len(primals)} primals were given",
+                        _caller(), hint=f"give {count} primals and {count} tangents, one per "
+                        "parameter")
     if len(primals) != len(tangents):
         raise MyirError(f"jvp() got {len(primals)} primals and {len(tangents)} tangents",
                         _caller(), hint="give one tangent per argument, in the same order")

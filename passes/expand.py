@@ -10,12 +10,12 @@ ordinary graph by the time the outer J transform sees it.
 from __future__ import annotations
 
 from myir.errors import MyirError
-from myir.ir.analysis import reachable_graphs, toposort
+from myir.ir.analysis import reachable_graphs, toposort, users
 from myir.ir.edit import clone_program, replace
 from myir.ir.graph import Apply, Constant, Graph, is_graph_constant
 from myir.ir.values import GradMacro, JacobianMacro, JvpMacro
 from passes.ad import grad_graph
-from passes.forward import expand_macro
+from passes.forward import check_jvp_calls, expand_macro
 from passes.lift import lift
 
 
@@ -52,5 +52,7 @@ def expand(root: Graph) -> Graph:
             if isinstance(spec, GradMacro):
                 graph = grad_graph(target, spec.wrt, spec.with_value, node.location)
             else:
+                if isinstance(spec, JvpMacro):
+                    check_jvp_calls(node, users(root).get(node, []), target)
                 graph = expand_macro(spec, target, node.location)
             replace(root, node, Constant(graph))

@@ -409,6 +409,22 @@ def _rows(jg: Graph, g: Graph, params: list, positions: list, location) -> list:
     return blocks
 
 
+def check_jvp_calls(node: Apply, uses: list, target: Graph) -> None:
+    """`jvp(f, primals, tangents)` written with tuples (as it nearly always is): one primal
+    and one tangent per parameter of f, or a located error before anything runs."""
+    n = len(target.parameters)
+    for call, index in uses:
+        if index != 0:
+            continue
+        for what, arg in zip(("primals", "tangents"), call.args):
+            if primitive_name(arg) == "make_tuple" and len(arg.args) != n:
+                raise MyirError(f"jvp(): {target.name}() takes {n} argument"
+                                f"{'s' * (n != 1)}, and the {what} are {len(arg.args)}",
+                                call.location or node.location,
+                                hint=f"give {n} primals and {n} tangents, one per parameter "
+                                     f"({', '.join(p.debug.name for p in target.parameters)})")
+
+
 def expand_macro(spec, target: Graph, location) -> Graph:
     """The graph a forward-mode or Jacobian macro applied to `target` stands for."""
     if isinstance(spec, JvpMacro):

@@ -226,3 +226,13 @@ def test_reverse_over_forward_and_forward_over_forward(x):
 
 def test_integer_input_takes_integer_tangent():
     assert myir.compile(pf.tangent_with_int, backend=BACKEND)(0.7) == pytest.approx(3 * 0.7 ** 2)
+
+
+def test_primals_not_one_per_parameter_are_located():
+    with pytest.raises(myir.MyirError, match="poly\\(\\) takes 2 arguments, and 1 primals") as e:
+        myir.jvp(pf.poly, (0.5,), (1.0,))
+    assert "test_forward.py" in str(e.value)
+    with pytest.raises(myir.MyirError, match="poly\\(\\) takes 2 arguments, and the primals "
+                                             "are 1") as e:
+        myir.compile(pf.too_few_primals, backend=BACKEND)(0.5)
+    assert "programs_forward.py" in str(e.value) and "one per parameter (x, y)" in str(e.value)
