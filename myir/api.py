@@ -201,6 +201,14 @@ class CompiledFunction:
             args = self._bind(args, kwargs)
         return self._lookup(args, stages=True)
 
+    def prepare(self, *args, **kwargs) -> Lowered:
+        """The program a call with these arguments runs, loaded from the disk cache or
+        compiled (and saved there), without running it: for a process that compiles ahead of
+        others which then load it (`myir.distributed.compile_once`)."""
+        if kwargs or len(args) != self._nparams:
+            args = self._bind(args, kwargs)
+        return self._lookup(args, stages=False)
+
     def _run_pipeline(self, args) -> Lowered:
         from myir.pipeline import run_pipeline
 
