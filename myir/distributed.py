@@ -161,8 +161,11 @@ def _check_same_everywhere(comm, what: str, structure, described: list) -> None:
     leaf (in depth-first order) that differs: compared by a 16-byte digest gathered from every
     rank, and in full only when the digests differ."""
     description = [repr(structure)] + [f"{path}: {d}" for path, d in described]
-    digest = hashlib.sha256("\n".join(description).encode()).digest()[:16]
-    if len(set(comm.allgather(digest))) == 1:
+    digest = np.frombuffer(hashlib.sha256("\n".join(description).encode()).digest()[:16],
+                           np.uint8)
+    everyone = np.empty((comm.Get_size(), digest.size), np.uint8)
+    comm.Allgather(digest, everyone)
+    if (everyone == digest).all():
         return
     everyone = comm.allgather((repr(structure), described))
     structures = [s for s, _ in everyone]
