@@ -1,6 +1,6 @@
 """The demo's MLP (`python -m myir demo`) trained data-parallel over MPI (`myir.distributed`):
 
-    mpiexec -n 2 python examples/distributed_train.py
+    mpiexec -n 2 -bind-to core python examples/distributed_train.py
     python examples/distributed_train.py        # one process: the same training, to rounding
 
 Every rank computes the loss and gradient of its rows of the batch with one compiled

@@ -123,12 +123,21 @@ def compile_once() -> None:
 
 
 def single() -> None:
-    """Without mpiexec: one process, and every function works."""
+    """Without mpiexec: one process, and every function works; and what they refuse."""
     params, x, onehot = batch(8)
     same = digest(dist.allreduce(params, op="mean", weight=7)) == digest(params) \
         and digest(dist.broadcast(params)) == digest(params) \
         and dist.shard(x).shape == x.shape
-    report(same=same)
+    errors = {}
+    for name, call in {"op": lambda: dist.allreduce(params, op="max"),
+                       "rows": lambda: dist.shard(x, onehot[:3]),
+                       "leaf": lambda: dist.allreduce({"a": np.ones(2), "b": "text"}),
+                       "integer mean": lambda: dist.allreduce((1, 2), op="mean")}.items():
+        try:
+            call()
+        except myir.MyirError as e:
+            errors[name] = str(e).splitlines()[0]
+    report(same=same, errors=errors)
 
 
 def pool_map() -> None:

@@ -109,12 +109,17 @@ def test_one_rank_compiles_and_the_other_loads(env):
     assert first["digest"] == second["digest"]
 
 
-def test_without_mpiexec_a_script_is_one_process(env):
+def test_without_mpiexec_a_script_is_one_process_and_bad_arguments_raise(env):
     out = subprocess.run([sys.executable, "-m", "tests.mpi_programs", "single"], env=env,
                          capture_output=True, text=True, timeout=TIMEOUT, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     (result,) = ranks(env)
     assert (result["rank"], result["size"], result["same"]) == (0, 1, True)
+    errors = result["errors"]
+    assert "the ops are 'sum' and 'mean'" in errors["op"]
+    assert "need the same number of rows; they have (15, 2), (3, 2)" in errors["rows"]
+    assert "['b'] is str 'text', not a number" in errors["leaf"]
+    assert "a mean of integers is not an integer" in errors["integer mean"]
 
 
 def test_the_mpi_pool_executor_maps_a_compiled_gradient_in_order(env):

@@ -68,6 +68,7 @@ class Compiled:
     compile_seconds: float = 0.0
     aligned_inputs: bool = False   # some kernel needs 64-byte aligned inputs (schedule.py)
     source_text: str | None = None   # kept with the library in the disk cache
+    library_bytes: bytes | None = None   # as shipped to another process (`library`)
 
     @functools.cached_property
     def ir(self) -> str:
@@ -135,12 +136,15 @@ def compile_program(program: Program, target) -> Compiled:
 
 def library(region: "Region") -> bytes | None:
     """The region's kernels as the bytes of a shared library, for another process that has
-    not compiled them (`install_library`): the disk cache's copy, else exported now.  None for
+    not compiled them (`install_library`): the disk cache's copy, else exported now (and
+    kept).  None for
     kernels that need aligned inputs, which the call must know of (`Compiled.aligned_inputs`):
     the other process compiles those itself."""
     compiled = region.compiled
     if compiled.aligned_inputs:
         return None
+    if compiled.library_bytes is not None:
+        return compiled.library_bytes
     tvm = load_tvm()
     disk = open_cache()
     name = cache.key(region.program.key, region.target, tvm.__version__)
@@ -155,6 +159,7 @@ def library(region: "Region") -> bytes | None:
             return None
         finally:
             os.unlink(tmp)
+    compiled.library_bytes = data   # a process pool pickles the function with every task
     return data
 
 
