@@ -141,16 +141,17 @@ def _leaves(value, where: str = "") -> list:
     return out
 
 
-def _describe(path: str, leaf) -> tuple[np.ndarray, str]:
-    """The leaf as an array, and what every rank's leaf at this place must agree on."""
-    if isinstance(leaf, (bool, np.bool_)) or not isinstance(leaf, (int, float, np.number,
-                                                                   np.ndarray)):
-        raise MyirError(f"{path} is {type(leaf).__name__} {leaf!r:.60}, not a number or an "
-                        "array of numbers: only numbers can be reduced or broadcast",
-                        hint="keep other values out of the tree you send")
-    array = np.asarray(leaf)
-    if array.dtype.kind not in "iufc":
-        raise MyirError(f"{path} is an array of {array.dtype}, not of numbers")
+def _describe(leaf) -> tuple[np.ndarray | None, str]:
+    """The leaf as an array (None when it is not numbers), and what every rank's leaf at
+    this place must agree on."""
+    array = None
+    if not isinstance(leaf, (bool, np.bool_)) and isinstance(leaf, (int, float, np.number,
+                                                                    np.ndarray)):
+        array = np.asarray(leaf)
+    if array is None or array.dtype.kind not in "iufc":
+        what = f"an array of {leaf.dtype}" if isinstance(leaf, np.ndarray) \
+            else f"{type(leaf).__name__} {leaf!r:.60}"
+        return None, f"{what}, not a number or an array of numbers"
     if isinstance(leaf, np.ndarray):
         return array, f"a {array.dtype} array of shape {array.shape}"
     return array, f"a {'numpy ' * isinstance(leaf, np.generic)}{type(leaf).__name__}"
@@ -231,18 +232,22 @@ def _unpack(packed: dict, leaves: list, structure):
 
 
 def _prepare(what: str, value):
+    """(COMM_WORLD or None, the leaves, the structure, the leaves as arrays), once the ranks'
+    trees are known to agree.  A leaf that is not numbers raises after that check, so on
+    every rank alike."""
     comm = _world()
     paths_leaves = _leaves(value)
-    leaves = [leaf for _, leaf in paths_leaves]
+    described = [(path, _describe(leaf)) for path, leaf in paths_leaves]
     structure = tree.structure(value)
-    arrays, described = [], []
-    for path, leaf in paths_leaves:
-        array, description = _describe(path, leaf)
-        arrays.append(array)
-        described.append((path, description))
     if comm is not None and comm.Get_size() > 1:
-        _check_same_everywhere(comm, what, structure, described)
-    return comm, leaves, structure, arrays
+        _check_same_everywhere(comm, what, structure,
+                               [(path, text) for path, (_, text) in described])
+    for path, (array, text) in described:
+        if array is None:
+            raise MyirError(f"{what}: {path} is {text}: only numbers can be reduced or "
+                            "broadcast", hint="keep other values out of the tree you send")
+    return comm, [leaf for _, leaf in paths_leaves], structure, \
+        [array for _, (array, _) in described]
 
 
 def allreduce(value, op: str = "sum", weight: float | None = None):

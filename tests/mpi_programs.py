@@ -87,11 +87,12 @@ def reductions() -> None:
 
 
 def mismatched() -> None:
-    """Trees that differ between ranks, three ways: each must raise on every rank."""
+    """Trees that differ between ranks, four ways: each must raise on every rank."""
     r = dist.rank()
     cases = {"shape": (np.zeros(3), np.zeros(2 + r)),
              "dtype": {"a": np.zeros(2, np.float64 if r == 0 else np.float32)},
-             "structure": {"a": 1.0, ("b" if r == 0 else "c"): 2.0}}
+             "structure": {"a": 1.0, ("b" if r == 0 else "c"): 2.0},
+             "not a number": [1.0, 2.0 if r == 0 else "two"]}
     errors = {}
     for name, value in cases.items():
         for call in (dist.allreduce, dist.broadcast):

@@ -82,13 +82,14 @@ def test_trees_that_differ_between_ranks_raise_on_every_rank(env):
     assert len(results) == 2
     for r in results:
         errors = r["errors"]
-        assert set(errors) == {f"{case} {call}" for case in ("shape", "dtype", "structure")
+        assert set(errors) == {f"{case} {call}" for case in ("shape", "dtype", "structure", "not a number")
                                for call in ("allreduce", "broadcast")}
         assert "rank 0 has [1]: a float64 array of shape (2,); rank 1 has [1]: a float64 " \
                "array of shape (3,)" in errors["shape allreduce"]
         assert "rank 0 has ['a']: a float64 array" in errors["dtype broadcast"]
         assert "rank 1 has ['a']: a float32 array" in errors["dtype broadcast"]
         assert "rank 0 has ['b']" in errors["structure allreduce"]
+        assert "rank 1 has [1]: str 'two', not a number" in errors["not a number broadcast"]
         assert r["after"] == [2.0, 2.0]
     assert results[0]["errors"] == results[1]["errors"]
 
@@ -118,7 +119,7 @@ def test_without_mpiexec_a_script_is_one_process_and_bad_arguments_raise(env):
     errors = result["errors"]
     assert "the ops are 'sum' and 'mean'" in errors["op"]
     assert "need the same number of rows; they have (15, 2), (3, 2)" in errors["rows"]
-    assert "['b'] is str 'text', not a number" in errors["leaf"]
+    assert "allreduce(op='sum'): ['b'] is str 'text', not a number" in errors["leaf"]
     assert "a mean of integers is not an integer" in errors["integer mean"]
 
 
