@@ -202,6 +202,8 @@ def _pack(values, scale=None, weight=None) -> dict:
             part = buffer[at:at + values[i].size]
             if scale is None:
                 part[...] = values[i].ravel()
+            elif scale == 0:    # a rank without rows: its mean (nan) must not count
+                part[...] = 0
             else:
                 np.multiply(values[i].ravel(), scale, out=part, casting="unsafe")
             at += values[i].size

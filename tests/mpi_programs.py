@@ -82,7 +82,10 @@ def reductions() -> None:
                      for a, *ms in zip(tree.leaves(weighted),
                                        *[tree.leaves(mine(i)[:2]) for i in range(w)])),
         kinds=type(total[1]) is Layer and type(total[0]["b"]) is list and type(total[2]) is int,
-        broadcast=digest(dist.broadcast(mine(r), root=w - 1)) == digest(mine(w - 1)))
+        broadcast=digest(dist.broadcast(mine(r), root=w - 1)) == digest(mine(w - 1)),
+        # a rank with no rows (its mean loss's gradient: nan) weighs nothing
+        empty=dist.allreduce(np.full(2, np.nan if r else 3.0), op="mean",
+                             weight=0 if r else 5).tolist() == [3.0, 3.0])
     report(**exact, digests=[digest(total), digest(mean), digest(weighted)])
 
 

@@ -73,7 +73,8 @@ def test_two_processes_train_as_one_with_the_same_parameters_on_both(env, tmp_pa
 def test_allreduce_and_broadcast_of_nested_trees(env):
     results = run("reductions", env)
     for r in results:
-        assert r["sum"] and r["mean"] and r["weighted"] and r["kinds"] and r["broadcast"], r
+        assert r["sum"] and r["mean"] and r["weighted"] and r["kinds"] and r["broadcast"] \
+            and r["empty"], r
     assert results[0]["digests"] == results[1]["digests"]   # the same bits on every rank
 
 
