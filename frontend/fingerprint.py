@@ -20,6 +20,7 @@ from __future__ import annotations
 import builtins
 import hashlib
 import linecache
+import os
 import types
 
 import numpy as np
@@ -39,6 +40,31 @@ def fingerprint(fn) -> str:
     return fingerprints(fn)[fn]
 
 
+def _walk(fn) -> "_Fingerprint":
+    walk = _Fingerprint()
+    walk.function(fn)
+    while walk.pending:
+        walk.describe(walk.pending.pop())
+    return walk
+
+
+def sources(fn) -> dict[str, str]:
+    """The text of every source file the parser reads for `fn` (its own and its callees'),
+    by file name: what a process without those files needs to compile it, or to fingerprint
+    it as this one does (`provide_sources`)."""
+    return _walk(fn).sources
+
+
+def provide_sources(texts: dict[str, str]) -> None:
+    """Make files that are not on this machine readable to the parser and the fingerprint,
+    with the texts `sources` gave elsewhere: they go into `linecache`, where `inspect` reads
+    source, without a modification time, so `linecache.checkcache` keeps them.  A file that
+    is here is read from here, as the functions imported from it were."""
+    for filename, text in texts.items():
+        if not os.path.exists(filename):
+            linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+
+
 def fingerprints(fn) -> dict:
     """The fingerprints of fn and of every function it reaches, in time linear in their
     number (the parser checks each callee's: hashing each one's callees anew would be
@@ -48,10 +74,7 @@ def fingerprints(fn) -> dict:
     fingerprint hashes the description with the fingerprints of the functions it names.
     Functions calling each other in a cycle are hashed together: their descriptions in a
     canonical order, each naming the others of the cycle by position in it."""
-    walk = _Fingerprint()
-    walk.function(fn)
-    while walk.pending:
-        walk.describe(walk.pending.pop())
+    walk = _walk(fn)
     stamps: dict = {}
     for component in strongly_connected_components(walk.callees):
         if len(component) == 1 and component[0] not in walk.callees[component[0]]:
@@ -81,6 +104,7 @@ class _Fingerprint:
         self.callees: dict = {}     # function -> the functions its description names
         self.pending: list = []
         self.texts: dict[str, str] = {}      # file -> hash of its text
+        self.sources: dict[str, str] = {}    # file -> its text
         self.current: list = []     # the callees of the function being described
 
     def function(self, fn) -> str:
@@ -122,6 +146,7 @@ class _Fingerprint:
         if filename not in self.texts:
             linecache.checkcache(filename)
             text = "".join(linecache.getlines(filename, module_globals))
+            self.sources[filename] = text
             self.texts[filename] = hashlib.sha256(text.encode()).hexdigest()
         return self.texts[filename]
 

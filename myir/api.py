@@ -40,7 +40,8 @@ class Lowered:
     """The pipeline's result for one argument signature: the graph after each stage, the
     generated source, the function that runs it, and how long each step of the pipeline took
     (`timings`, step -> ms: where compile time goes, and what inference costs).  A program
-    loaded from the disk cache (`from_disk`, see `myir/saved.py`) has no stages."""
+    loaded from the disk cache or shipped in a pickle (`from_disk`, see `myir/saved.py`) has
+    no stages."""
 
     function: object
     stages: dict[str, Graph]
@@ -51,6 +52,7 @@ class Lowered:
     generated: object = field(default=None, repr=False)  # the generated module (`Generated`)
     code: object = field(default=None, repr=False)       # and its compiled code
     from_disk: bool = False
+    saved: bytes | None = field(default=None, repr=False)  # as saved (`myir/saved.py`)
 
     def graph(self, stage: str = "optimized") -> Graph:
         if stage == "optimized" and stage not in self.stages:
@@ -199,6 +201,14 @@ class CompiledFunction:
             args = self._bind(args, kwargs)
         return self._lookup(args, stages=True)
 
+    def prepare(self, *args, **kwargs) -> Lowered:
+        """The program a call with these arguments runs, loaded from the disk cache or
+        compiled (and saved there), without running it: for a process that compiles ahead of
+        others which then load it (`myir.distributed.compile_once`)."""
+        if kwargs or len(args) != self._nparams:
+            args = self._bind(args, kwargs)
+        return self._lookup(args, stages=False)
+
     def _run_pipeline(self, args) -> Lowered:
         from myir.pipeline import run_pipeline
 
@@ -208,11 +218,50 @@ class CompiledFunction:
         except MyirError as e:
             raise e.with_traceback(None) from None
 
+    def __reduce__(self):
+        """Pickled (for a process pool, an MPI or Dask executor) as what it is compiled from —
+        the Python function (by reference where importable; cloudpickle copies others), its
+        transforms, backend and options, and the text of the source files the parser reads —
+        with the programs compiled so far, so the receiving process calls them without
+        compiling (their TVM kernels included), and compiles new argument signatures from the
+        shipped source."""
+        from frontend.fingerprint import sources
+        from myir import saved
+
+        programs = {}
+        for key, lowered in list(self._by_signature.items()):
+            data = saved.shipped(lowered)
+            if data is not None:
+                programs[key] = data
+        return _rebuild, (self.fn, self.backend, self.__myir_transforms__, self.options,
+                          sources(self.fn), saved.runtime(), programs)
+
     def __repr__(self) -> str:
         name = self.fn.__qualname__
         for spec in self.__myir_transforms__:
             name = f"{spec!r}({name})"
         return f"<myir.compile {name} backend={self.backend}>"
+
+
+def _rebuild(fn, backend, transforms, options, sources, runtime, programs) -> CompiledFunction:
+    """A pickled compiled function (`CompiledFunction.__reduce__`), with its programs installed
+    when they were compiled by the same myir, Python and numpy as run here.  They are not
+    written into the disk cache: it holds only what this user's myir made (`myir/cache.py`)."""
+    from frontend.fingerprint import provide_sources
+    from myir import saved
+
+    provide_sources(sources)
+    compiled = CompiledFunction(fn, backend, transforms, **options)
+    if runtime != saved.runtime():
+        return compiled
+    for key, data in programs.items():
+        lowered = saved.from_shipped(data, fn)
+        if lowered is not None:
+            compiled._by_signature[key] = lowered
+    if compiled._by_signature:
+        key, lowered = next(iter(compiled._by_signature.items()))
+        compiled._call_entry_directly(key, lowered.entry)
+    return compiled
 
 
 def _not_a_function(value) -> tuple[str, str]:

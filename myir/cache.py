@@ -150,12 +150,19 @@ def _limit_mb() -> int:
 
 
 def source_version(*directories: str) -> str:
-    """A hash of the path, size and modification time of every Python file under these
-    directories: what a cached file was made by.  (Hashing their contents took 1–2 ms of a
-    first call that finds everything cached; any edit, checkout or reinstall changes a
-    file's time.)"""
-    return hashlib.sha256("\n".join(
-        line for d in directories for line in _source_files(d)).encode()).hexdigest()
+    """A hash of the contents of every Python file under these directories, with its path
+    relative to its directory: what a cached file was made by.  Contents, not places or
+    times: two copies of the same code — another checkout, install or node — share what they
+    cache, and any edit changes it.  (It reads a few hundred kB once per process.)"""
+    digest = hashlib.sha256()
+    for d in directories:
+        for path in _source_files(d):
+            with open(path, "rb") as f:
+                contents = f.read()
+            digest.update(f"{os.path.basename(d)}/{os.path.relpath(path, d)} "
+                          f"{len(contents)}\n".encode())
+            digest.update(contents)
+    return digest.hexdigest()
 
 
 def _source_files(directory: str):
@@ -163,8 +170,7 @@ def _source_files(directory: str):
         if entry.is_dir():
             yield from _source_files(entry.path)
         elif entry.name.endswith(".py"):
-            info = entry.stat()
-            yield f"{entry.path} {info.st_size} {info.st_mtime_ns}"
+            yield entry.path
 
 
 _caches: dict[Path, DiskCache | None] = {}

@@ -23,8 +23,12 @@ would have produced:
 from __future__ import annotations
 
 import functools
+import os
+import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -64,6 +68,7 @@ class Compiled:
     compile_seconds: float = 0.0
     aligned_inputs: bool = False   # some kernel needs 64-byte aligned inputs (schedule.py)
     source_text: str | None = None   # kept with the library in the disk cache
+    library_bytes: bytes | None = None   # as shipped to another process (`library`)
 
     @functools.cached_property
     def ir(self) -> str:
@@ -90,13 +95,11 @@ def generated_source(module) -> str:
 
 _compiled: dict[tuple, Compiled] = {}
 _lock = threading.Lock()
-STATS = {"compiled": 0, "disk_hits": 0, "memory_hits": 0}
+STATS = {"compiled": 0, "disk_hits": 0, "memory_hits": 0, "shipped": 0}
 
 
 def compile_program(program: Program, target) -> Compiled:
     """The compiled program, from memory, the disk cache or TVM (in that order)."""
-    import time
-
     tvm = load_tvm()
     memo = (program.key, str(target))
     with _lock:
@@ -129,6 +132,60 @@ def compile_program(program: Program, target) -> Compiled:
                           aligned_inputs=bool(kept_aligned), source_text=source)
         _compiled[memo] = result
         return result
+
+
+def library(region: "Region") -> bytes | None:
+    """The region's kernels as the bytes of a shared library, for another process that has
+    not compiled them (`install_library`): the disk cache's copy, else exported now (and
+    kept).  None for
+    kernels that need aligned inputs, which the call must know of (`Compiled.aligned_inputs`):
+    the other process compiles those itself."""
+    compiled = region.compiled
+    if compiled.aligned_inputs:
+        return None
+    if compiled.library_bytes is not None:
+        return compiled.library_bytes
+    tvm = load_tvm()
+    disk = open_cache()
+    name = cache.key(region.program.key, region.target, tvm.__version__)
+    data = disk.read(f"{name}.so") if disk is not None else None
+    if data is None:
+        fd, tmp = tempfile.mkstemp(suffix=".so")
+        os.close(fd)
+        try:
+            compiled.module.export_library(tmp)
+            data = Path(tmp).read_bytes()
+        except Exception:   # e.g. no C compiler to link it with
+            return None
+        finally:
+            os.unlink(tmp)
+    compiled.library_bytes = data   # a process pool pickles the function with every task
+    return data
+
+
+def install_library(program: Program, target, data: bytes) -> None:
+    """Make the kernels another process compiled (`library`) the compiled form of `program`
+    for `target` in this process, so that a region of it is not compiled again.  They are not
+    written into the disk cache, which holds only what this user's myir built."""
+    tvm = load_tvm()
+    device = tvm.cuda(0) if is_gpu(target) else tvm.cpu()
+    memo = (program.key, str(target))
+    if not device.exist or memo in _compiled:
+        return
+    start = time.perf_counter()
+    fd, tmp = tempfile.mkstemp(suffix=".so")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        lib = tvm.runtime.load_module(tmp)
+    except RuntimeError:    # built for another CPU or TVM: the region compiles here
+        return
+    finally:
+        os.unlink(tmp)      # loaded already: the file is no longer needed
+    with _lock:
+        STATS["shipped"] += 1
+        _compiled.setdefault(memo, Compiled(program, _main_function(lib, device), lib, True,
+                                            time.perf_counter() - start))
 
 
 def _main_function(lib, device):

@@ -1,0 +1,327 @@
+"""Beyond one machine: data-parallel training over MPI, through mpi4py (the optional extra
+`myir[dist]`: mpi4py, and the MPI library from PyPI's `mpich` wheel or the cluster's own).
+
+Every process runs the same script (`mpiexec -n 4 python train.py`, or srun under Slurm), as
+with `torchrun` and DDP or `jax.distributed`: each compiles its step (one per node compiles,
+the others load its saved program: `compile_once`), starts from rank 0's parameters
+(`broadcast`), computes the gradient of its own rows of the batch (`shard`), and the ranks
+combine their gradients (`allreduce`) before the same update everywhere:
+
+    from myir import distributed as dist
+    dist.init()
+    step = myir.value_and_grad(loss)
+    params = dist.broadcast(init_params())
+    xs, ys = dist.shard(x, y)
+    dist.compile_once(step, params, xs, ys)
+    for _ in range(steps):
+        value, g = step(params, xs, ys)
+        g = dist.allreduce(g, op="mean", weight=len(xs))
+        params = update(params, g)
+
+Parameters and gradients are trees (`myir/tree.py`: tuples, lists, dicts, NamedTuples,
+dataclasses) of arrays and numbers.  `allreduce` packs a tree's leaves into one flat buffer
+per dtype and reduces each with one `Allreduce`: a few large messages, which MPI reduces at
+its bandwidth-optimal algorithm, rather than a message per leaf.  Before any data moves,
+the ranks compare a digest of the tree (structure, shapes, dtypes): trees that differ would
+otherwise reduce one rank's weights into another's biases, a wrong answer with no error.
+
+Without a launcher, a plain `python train.py` (or a notebook) is one process of size 1 —
+with mpi4py installed or not — and every function here works unchanged.
+
+A rank that raises ends the whole job (`init` installs the hook): the others would otherwise
+wait forever in their next collective call.  The job exits non-zero, and the error is
+printed with its rank.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+
+import numpy as np
+
+from myir import tree
+from myir.errors import MyirError
+
+# Set by MPI launchers (MPICH's hydra, Open MPI, Slurm's PMI/PMIx): a process started by one
+# without mpi4py would otherwise train alone, believing it is the only rank.
+_LAUNCHER_VARIABLES = ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE")
+
+_comm = None        # COMM_WORLD once init() ran with mpi4py; None for a single process
+_started = False
+
+
+def _mpi():
+    """mpi4py's MPI module, or None when mpi4py is not installed and no launcher started
+    this process (a single process)."""
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        launcher = [v for v in _LAUNCHER_VARIABLES if v in os.environ]
+        if launcher:
+            raise MyirError(f"this process was started by an MPI launcher (${launcher[0]} is "
+                            "set) but mpi4py is not installed, so it cannot reach the other "
+                            "ranks", hint="pip install 'myir[dist]' (mpi4py and mpich)") from None
+        return None
+    return MPI
+
+
+def init() -> None:
+    """Join the job: COMM_WORLD of the processes `mpiexec` started (one process without a
+    launcher).  Calling it again does nothing.  The other functions call it when needed; call
+    it first anyway, so that a rank raising before its first collective ends the job too."""
+    global _comm, _started
+    if _started:
+        return
+    MPI = _mpi()
+    _started = True
+    if MPI is None:
+        return
+    _comm = MPI.COMM_WORLD
+    if _comm.Get_size() > 1:
+        previous = sys.excepthook
+
+        def end_the_job(kind, value, traceback):
+            """An uncaught exception on one rank: print it with the rank, and abort every
+            rank (MPI_Abort), rather than leave the others waiting in a collective."""
+            previous(kind, value, traceback)
+            sys.stderr.write(f"myir.distributed: rank {_comm.Get_rank()} of "
+                             f"{_comm.Get_size()} raised {kind.__name__}; ending the job\n")
+            sys.stderr.flush()
+            _comm.Abort(1)
+
+        sys.excepthook = end_the_job
+
+
+def _world():
+    init()
+    return _comm
+
+
+def rank() -> int:
+    """This process's number, 0 to size() - 1."""
+    comm = _world()
+    return 0 if comm is None else comm.Get_rank()
+
+
+def size() -> int:
+    """How many processes the job has."""
+    comm = _world()
+    return 1 if comm is None else comm.Get_size()
+
+
+def shard(*arrays):
+    """This rank's rows of each array, split as `np.array_split(a, size())` splits them: the
+    first `len(a) % size()` ranks have one row more.  One array gives one array back, several
+    a tuple.  The arrays must have the same number of rows (the rows of a batch)."""
+    if not arrays:
+        raise MyirError("shard() takes the arrays to split, e.g. shard(x, y)")
+    arrays = [np.asarray(a) for a in arrays]
+    rows = {len(a) if a.ndim else None for a in arrays}
+    if len(rows) != 1 or None in rows:
+        raise MyirError(f"shard() splits rows, so its arrays need the same number of rows; "
+                        f"they have {', '.join(str(a.shape) for a in arrays)}",
+                        hint="shard the arrays of one batch together: xs, ys = shard(x, y)")
+    r, w = rank(), size()
+    parts = tuple(np.array_split(a, w)[r] for a in arrays)
+    return parts[0] if len(parts) == 1 else parts
+
+
+def _leaves(value, where: str = "") -> list:
+    """(path, leaf) for each leaf of `value`, the path as it would be written in Python
+    (`[0]['W']`, `.weights`)."""
+    kind = tree.kind(value)
+    if kind is tree.LEAF:
+        return [(where or "the value", value)]
+    attribute = kind not in (tuple, list, dict) and not tree.is_namedtuple(kind)
+    out = []
+    for key, child in zip(tree.keys(value), tree.children(value)):
+        out += _leaves(child, f"{where}.{key}" if attribute else f"{where}[{key!r}]")
+    return out
+
+
+def _describe(leaf) -> tuple[np.ndarray | None, str]:
+    """The leaf as an array (None when it is not numbers), and what every rank's leaf at
+    this place must agree on."""
+    array = None
+    if not isinstance(leaf, (bool, np.bool_)) and isinstance(leaf, (int, float, np.number,
+                                                                    np.ndarray)):
+        array = np.asarray(leaf)
+    if array is None or array.dtype.kind not in "iufc":
+        what = f"an array of {leaf.dtype}" if isinstance(leaf, np.ndarray) \
+            else f"{type(leaf).__name__} {leaf!r:.60}"
+        return None, f"{what}, not a number or an array of numbers"
+    if isinstance(leaf, np.ndarray):
+        return array, f"a {array.dtype} array of shape {array.shape}"
+    return array, f"a {'numpy ' * isinstance(leaf, np.generic)}{type(leaf).__name__}"
+
+
+def _check_same_everywhere(comm, what: str, structure, described: list) -> None:
+    """Raise the same MyirError on every rank when the ranks' trees differ, naming the first
+    leaf (in depth-first order) that differs: compared by a 16-byte digest gathered from every
+    rank, and in full only when the digests differ."""
+    description = [repr(structure)] + [f"{path}: {d}" for path, d in described]
+    digest = np.frombuffer(hashlib.sha256("\n".join(description).encode()).digest()[:16],
+                           np.uint8)
+    everyone = np.empty((comm.Get_size(), digest.size), np.uint8)
+    comm.Allgather(digest, everyone)
+    if (everyone == digest).all():
+        return
+    everyone = comm.allgather((repr(structure), described))
+    structures = [s for s, _ in everyone]
+    for i in range(max(len(d) for _, d in everyone)):
+        at = [d[i] if i < len(d) else None for _, d in everyone]
+        if len({a for a in at}) > 1:
+            differing = [f"rank {r} has {a[0]}: {a[1]}" if a else f"rank {r} has no leaf there"
+                         for r, a in enumerate(at)]
+            break
+    else:
+        differing = [f"rank {r}'s is {s}" for r, s in enumerate(structures)]
+    raise MyirError(f"{what}: the ranks' trees differ (structure, shapes or dtypes); the "
+                    "first difference: " + "; ".join(differing),
+                    hint="every rank passes a tree of the same structure, shapes and dtypes "
+                         "(shard the batch, not the parameters)")
+
+
+def _pack(values, scale=None, weight=None) -> dict:
+    """The leaves by dtype, each group as one flat buffer (scaled by `scale`), in a dict
+    dtype -> (buffer, [indices of its leaves]).  With a `weight`, the float64 buffer (made
+    when there is none) ends with it, one element past its leaves."""
+    groups: dict = {}
+    for i, a in enumerate(values):
+        groups.setdefault(a.dtype, []).append(i)
+    if weight is not None:
+        groups.setdefault(np.dtype(np.float64), [])
+    packed = {}
+    for dtype, members in groups.items():
+        extra = weight is not None and dtype == np.float64
+        buffer = np.empty(sum(values[i].size for i in members) + extra, dtype)
+        at = 0
+        for i in members:
+            part = buffer[at:at + values[i].size]
+            if scale is None:
+                part[...] = values[i].ravel()
+            elif scale == 0:    # a rank without rows: its mean (nan) must not count
+                part[...] = 0
+            else:
+                np.multiply(values[i].ravel(), scale, out=part, casting="unsafe")
+            at += values[i].size
+        if extra:
+            buffer[-1] = weight
+        packed[dtype] = (buffer, members)
+    return packed
+
+
+def _unpack(packed: dict, leaves: list, structure):
+    """The tree of `structure` whose leaves come out of the packed buffers, each in the form
+    its original had (array, numpy scalar or Python number)."""
+    out = [None] * len(leaves)
+    for buffer, members in packed.values():
+        at = 0
+        for i in members:
+            original = leaves[i]
+            n = np.size(original)
+            part = buffer[at:at + n]
+            at += n
+            if isinstance(original, np.ndarray):
+                out[i] = part.reshape(original.shape)
+            elif isinstance(original, np.generic):
+                out[i] = part[0]
+            else:
+                out[i] = type(original)(part[0])
+    return tree.unflatten(structure, out)
+
+
+def _prepare(what: str, value):
+    """(COMM_WORLD or None, the leaves, the structure, the leaves as arrays), once the ranks'
+    trees are known to agree.  A leaf that is not numbers raises after that check, so on
+    every rank alike."""
+    comm = _world()
+    paths_leaves = _leaves(value)
+    described = [(path, _describe(leaf)) for path, leaf in paths_leaves]
+    structure = tree.structure(value)
+    if comm is not None and comm.Get_size() > 1:
+        _check_same_everywhere(comm, what, structure,
+                               [(path, text) for path, (_, text) in described])
+    for path, (array, text) in described:
+        if array is None:
+            raise MyirError(f"{what}: {path} is {text}: only numbers can be reduced or "
+                            "broadcast", hint="keep other values out of the tree you send")
+    return comm, [leaf for _, leaf in paths_leaves], structure, \
+        [array for _, (array, _) in described]
+
+
+def allreduce(value, op: str = "sum", weight: float | None = None):
+    """The tree of the ranks' sums (op="sum") or means (op="mean") of `value`'s leaves, the
+    same on every rank.
+
+    The mean is weighted: each rank's values count `weight` times (default 1), so with
+    `weight=` the number of rows this rank's gradient was averaged over, the mean of the
+    ranks' mean-loss gradients is the gradient of the mean loss over the whole batch, also
+    when the batch does not split evenly (`shard` of 101 rows on 2 ranks: 51 and 50).  The
+    weights travel in the float64 buffer (a float64 buffer is added when the tree has none).
+
+    Leaves are numbers or numeric arrays; the result's leaves have their types (an array, a
+    numpy scalar, a Python float) and dtypes.  Integer leaves are summed exactly; their mean
+    is a float and raises.  Trees that differ between ranks raise a MyirError on every rank.
+    """
+    if op not in ("sum", "mean"):
+        raise MyirError(f"allreduce() op={op!r}: the ops are 'sum' and 'mean'")
+    if weight is not None and op != "mean":
+        raise MyirError("allreduce(weight=) weighs the ranks in a mean", hint='use op="mean"')
+    comm, leaves, structure, arrays = _prepare(f"allreduce(op={op!r})", value)
+    if op == "mean":
+        integers = [a.dtype for a in arrays if a.dtype.kind in "iu"]
+        if integers:
+            raise MyirError(f"allreduce(op='mean') of {integers[0]} values: a mean of "
+                            "integers is not an integer", hint="sum them, or send floats")
+    if comm is None or comm.Get_size() == 1:
+        return _unpack(_pack(arrays), leaves, structure)
+    from mpi4py import MPI
+
+    mine = 1.0 if weight is None else float(weight)
+    packed = _pack(arrays, scale=mine if op == "mean" and weight is not None else None,
+                   weight=mine if op == "mean" else None)
+    for buffer, _ in packed.values():
+        comm.Allreduce(MPI.IN_PLACE, buffer, op=MPI.SUM)
+    if op == "mean":    # the weights' total came with the float64 values
+        total = packed[np.dtype(np.float64)][0][-1]
+        for buffer, _ in packed.values():
+            buffer /= total
+    return _unpack(packed, leaves, structure)
+
+
+def broadcast(value, root: int = 0):
+    """`value` as rank `root` has it, on every rank (each rank passes a tree of the same
+    structure, shapes and dtypes, e.g. its own initial parameters): the way every rank
+    starts from the same parameters."""
+    comm, leaves, structure, arrays = _prepare(f"broadcast(root={root})", value)
+    packed = _pack(arrays)
+    if comm is not None and comm.Get_size() > 1:
+        for buffer, _ in packed.values():
+            comm.Bcast(buffer, root=root)
+    return _unpack(packed, leaves, structure)
+
+
+def compile_once(compiled, *args, **kwargs):
+    """The program of `compiled` for these arguments, compiled by one rank per node and
+    loaded by the others from the node's disk cache (`myir/saved.py`), rather than every rank
+    compiling the same program at once.  Ranks with other argument types (an uneven shard)
+    compile their own.  Returns `compiled`."""
+    comm = _world()
+    if comm is None or comm.Get_size() == 1:
+        compiled.prepare(*args, **kwargs)
+        return compiled
+    from mpi4py import MPI
+
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        if node.Get_rank() == 0:
+            compiled.prepare(*args, **kwargs)
+        node.Barrier()
+        if node.Get_rank() != 0:
+            compiled.prepare(*args, **kwargs)
+    finally:
+        node.Free()
+    return compiled
