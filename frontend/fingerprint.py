@@ -55,6 +55,46 @@ def sources(fn) -> dict[str, str]:
     return _walk(fn).sources
 
 
+def definitions(fn) -> dict[tuple[str, int], str]:
+    """The file of every function the parser reads for `fn`, by (qualified name, first
+    line): cloudpickle ships a function by value with its code's file name replaced by
+    `<dynamic-code>`, and the parser finds a definition in its file (`restore_filenames`)."""
+    return {(f.__qualname__, f.__code__.co_firstlineno): f.__code__.co_filename
+            for f in _walk(fn).callees}
+
+
+def restore_filenames(fn, files: dict[tuple[str, int], str]) -> None:
+    """Give `fn` and the functions it refers to (globals it names, closure cells, defaults)
+    back the file names `definitions` recorded where a pickle replaced them."""
+    seen, todo = set(), [fn]
+    while todo:
+        f = todo.pop()
+        if not isinstance(f, types.FunctionType) or id(f) in seen:
+            continue
+        seen.add(id(f))
+        code = f.__code__
+        filename = files.get((f.__qualname__, code.co_firstlineno))
+        if filename is not None and code.co_filename != filename:
+            f.__code__ = _with_filename(code, filename)
+        todo.extend(f.__globals__.get(name) for name in code.co_names)
+        todo.extend(c.cell_contents for c in f.__closure__ or () if _filled(c))
+        todo.extend(f.__defaults__ or ())
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
+def _with_filename(code: types.CodeType, filename: str) -> types.CodeType:
+    consts = tuple(_with_filename(c, filename) if isinstance(c, types.CodeType) else c
+                   for c in code.co_consts)
+    return code.replace(co_filename=filename, co_consts=consts)
+
+
 def provide_sources(texts: dict[str, str]) -> None:
     """Make files that are not on this machine readable to the parser and the fingerprint,
     with the texts `sources` gave elsewhere: they go into `linecache`, where `inspect` reads

@@ -225,7 +225,7 @@ class CompiledFunction:
         with the programs compiled so far, so the receiving process calls them without
         compiling (their TVM kernels included), and compiles new argument signatures from the
         shipped source."""
-        from frontend.fingerprint import sources
+        from frontend.fingerprint import definitions, sources
         from myir import saved
 
         programs = {}
@@ -234,7 +234,7 @@ class CompiledFunction:
             if data is not None:
                 programs[key] = data
         return _rebuild, (self.fn, self.backend, self.__myir_transforms__, self.options,
-                          sources(self.fn), saved.runtime(), programs)
+                          sources(self.fn), definitions(self.fn), saved.runtime(), programs)
 
     def __repr__(self) -> str:
         name = self.fn.__qualname__
@@ -243,14 +243,15 @@ class CompiledFunction:
         return f"<myir.compile {name} backend={self.backend}>"
 
 
-def _rebuild(fn, backend, transforms, options, sources, runtime, programs) -> CompiledFunction:
+def _rebuild(fn, backend, transforms, options, texts, files, runtime, programs) -> CompiledFunction:
     """A pickled compiled function (`CompiledFunction.__reduce__`), with its programs installed
     when they were compiled by the same myir, Python and numpy as run here.  They are not
     written into the disk cache: it holds only what this user's myir made (`myir/cache.py`)."""
-    from frontend.fingerprint import provide_sources
+    from frontend.fingerprint import provide_sources, restore_filenames
     from myir import saved
 
-    provide_sources(sources)
+    provide_sources(texts)
+    restore_filenames(fn, files)
     compiled = CompiledFunction(fn, backend, transforms, **options)
     if runtime != saved.runtime():
         return compiled
