@@ -79,7 +79,6 @@ VARIADIC_RULES = frozenset({"make_tuple", "builtin_min", "builtin_max", "einsum"
 
 # Primitives without a gradient rule, and why (checked by tests/test_primitive_tables.py).
 NO_RULE = {
-    "array": "np.array of a tuple: differentiate with respect to the elements instead",
     **{name: "einsum's and tensordot's gradients are einsums of numpy's, computed by numpy: "
              "a second derivative through a contraction is not supported"
        for name in ("einsum_grad", "tensordot_grad")},

@@ -247,6 +247,12 @@ def bprop_asarray(x, dtype, out, dout):
     return (grad_cast(dout, x), zeros(dtype))
 
 
+def bprop_array(x, dtype, out, dout):
+    """np.array copies its operand: the identity, like np.asarray (of a tuple of numbers,
+    the tuple's gradient is taken apart by make_tuple's rule)."""
+    return (grad_cast(dout, x), zeros(dtype))
+
+
 def bprop_astype(x, dtype, out, dout):
     return (dout.astype(x.dtype), zeros(dtype))
 

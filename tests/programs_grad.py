@@ -533,6 +533,14 @@ def astype_f64(x):
     return np.sum(np.sin(x.astype(np.float64)))
 
 
+def np_array_copy(x):
+    return np.sum(np.sin(np.array(x)) * np.array(x))
+
+
+def np_array_of_tuple(x, y):
+    return np.sum(np.array(((x, x * y), (y, 2.0))) * np.array(((1.0, 2.0), (3.0, 4.0))))
+
+
 def astype_f32_sum(x):
     return float(np.sum(x.astype(np.float32) * 3.0))
 

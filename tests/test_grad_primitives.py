@@ -174,6 +174,7 @@ UNARY = [
     (G.pow_const_base, values(-3, 3)),
     (G.where_mask_constant, values(-3, 3, avoid=[0])),
     (G.astype_f64, values(-3, 3)),
+    (G.np_array_copy, values(-3, 3)),
     (G.clip_method, values(-3, 3, avoid=[-1, 2])),
 ]
 METHODS_ONLY = {G.astype_f64, G.clip_method}  # `x.method()`: not on a Python float
@@ -490,6 +491,12 @@ JOINS = [G.concatenate_0, G.concatenate_1, G.stack_0, G.stack_1, G.stack_m1]
        y=hnp.arrays(np.float64, (3, 4), elements=values(-3, 3)))
 def test_concatenate_and_stack(f, x, y):
     check_gradient(f, (x, y))
+
+
+@settings(max_examples=examples(8))
+@given(x=values(-3, 3), y=values(-3, 3))
+def test_np_array_of_a_tuple_of_floats(x, y):
+    check_gradient(G.np_array_of_tuple, (x, y))
 
 
 def test_astype_keeps_the_input_dtype():
