@@ -45,8 +45,8 @@ NUMPY.update({name: getattr(numpy_functions, name) for name in (
     "less less_equal greater greater_equal equal not_equal").split()})
 NUMPY.update({"radians": NUMPY["deg2rad"], "degrees": NUMPY["rad2deg"]})
 NUMPY.update({"absolute": P["abs"], "amax": P["max"], "amin": P["min"],
-              "add": P["add"], "subtract": P["sub"], "multiply": P["mul"],
-              "divide": P["truediv"], "true_divide": P["truediv"]})
+              "add": P["np_add"], "subtract": P["np_subtract"], "multiply": P["np_multiply"],
+              "divide": P["np_divide"], "true_divide": P["np_divide"]})
 
 # numpy's linear algebra, contractions, scans, sorting and gathers: `np.NAME` and
 # `np.linalg.NAME` (a namespace of its own).

@@ -64,6 +64,17 @@ def bprop_truediv(x, y, out, dout):
     return (sum_to(dout / y, x), sum_to(-dout * x / (y * y), y))
 
 
+# numpy's arithmetic (np.add, ...) has the operators' derivatives; np.divide divides by 0
+# as numpy does (inf), where `/` would have raised before its gradient ran.
+bprop_np_add = bprop_add
+bprop_np_subtract = bprop_sub
+bprop_np_multiply = bprop_mul
+
+
+def bprop_np_divide(x, y, out, dout):
+    return (sum_to(ieee_truediv(dout, y), x), sum_to(ieee_truediv(-dout * x, y * y), y))
+
+
 def bprop_pow(x, y, out, dout):
     dx = dout * y * ieee_pow(x, y - (y != 0))
     dy = dout * out * np.log(np.where(x > 0, x, 1.0))

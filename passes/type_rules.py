@@ -1599,6 +1599,8 @@ _AUGMENTED = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "/
 TYPE_RULES = {
     **{name: elementwise(fn) for name, fn in _OPERATORS.items()},
     **{name: elementwise(getattr(np, name)) for name in _NUMPY_ELEMENTWISE},
+    **{"np_" + name: elementwise(getattr(np, name))
+       for name in ("add", "subtract", "multiply", "divide")},
     **{"math_" + name: _math(getattr(math, name)) for name in _MATH},
     "add": add_rule,
     "mul": mul_rule,

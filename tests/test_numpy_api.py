@@ -252,3 +252,58 @@ def test_float32_gradient_stays_float32(f):
     x = (np.arange(9, dtype=np.float32).reshape(3, 3) + 1.0) / 4
     g = gradient(LOSSES[f.__name__])(x)
     assert g.dtype == np.float32 and g.shape == x.shape
+
+
+# ------------------------------------------------------------------ numpy's arithmetic
+# np.add, np.subtract, np.multiply and np.divide are numpy's ufuncs, not Python's operators:
+# on Python numbers they give numpy scalars, bools stay bools, and a division by 0 is inf.
+
+def arithmetic(x, y):
+    return np.add(x, y), np.subtract(x, y), np.multiply(x, y), np.divide(x, y), \
+        np.true_divide(x, y)
+
+
+ARITHMETIC_OPERANDS = [
+    (2.0, 3.0), (2, 3), (True, 2.5), (np.float32(1.5), 2.0), (1.5, 0.0), (3, 0),
+    (np.arange(3.0), 2), (np.arange(4, dtype=np.float32).reshape(2, 2), 0.5),
+    (np.array(2.0), np.arange(3.0)),
+]
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("x, y", ARITHMETIC_OPERANDS, ids=repr)
+def test_arithmetic_ufuncs_like_numpy(x, y):
+    assert_same(compiled(arithmetic)(x, y), arithmetic(x, y))
+
+
+def bool_arithmetic(x, y):
+    return np.add(x, y), np.multiply(x, y)
+
+
+def test_arithmetic_ufuncs_of_bools_are_logical():
+    assert_same(compiled(bool_arithmetic)(True, True), (np.True_, np.True_))
+    assert_same(compiled(bool_arithmetic)(True, False), (np.True_, np.False_))
+
+
+def arithmetic_loss(x, y):
+    return np.sum(np.multiply(np.add(x, y), np.subtract(x, 2.0 * y)) + np.divide(x, y * y + 1.0))
+
+
+@pytest.mark.parametrize("x, y", [(0.7, -1.3), (np.linspace(-1.0, 1.0, 6).reshape(2, 3), 0.4),
+                                  (1.5, np.array([0.5, -2.0, 1.0]))], ids=["floats", "array-float",
+                                                                          "float-array"])
+def test_arithmetic_ufuncs_gradient(x, y):
+    got = myir.grad(arithmetic_loss, 0, 1, backend=BACKEND)(x, y)
+    want = tuple(numerical_grad(arithmetic_loss, (x, y), i) for i in (0, 1))
+    assert_grads_close(got, want)
+    assert all(type(g) is type(a) for g, a in zip(got, (x, y)))
+
+
+def divide_by_zero_gradient(x, y):
+    return np.divide(x, y)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_divide_by_zero_gradient_is_numpys_inf():
+    dx, dy = myir.grad(divide_by_zero_gradient, 0, 1, backend=BACKEND)(1.0, 0.0)
+    assert dx == np.inf and dy == -np.inf

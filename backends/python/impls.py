@@ -399,6 +399,9 @@ LINALG_IMPLS = {
 _NUMPY_UFUNCS = ("cbrt log2 exp2 log10 arcsinh arccosh arctanh rint trunc isnan isinf isfinite "
                  "hypot logaddexp logaddexp2").split()
 
+# np.add and co.: numpy's arithmetic, apart from Python's operators (myir.ir.primitives).
+_NUMPY_ARITHMETIC = ("add", "subtract", "multiply", "divide")
+
 IMPLS = {
     **{name: getattr(np, name) for name in (
         "exp log log1p expm1 sqrt sin cos tan arcsin arccos arctan sinh cosh tanh abs sign "
@@ -406,6 +409,7 @@ IMPLS = {
         "argmax argmin dot broadcast_to expand_dims squeeze concatenate stack zeros ones empty "
         "full zeros_like ones_like array asarray arange swapaxes argsort").split()},
     **{name: getattr(np, name) for name in _NUMPY_UFUNCS},
+    **{"np_" + name: getattr(np, name) for name in _NUMPY_ARITHMETIC},
     **{name: _sum_like(getattr(np, name)) for name in ("sum", "mean", "prod", "max", "min")},
     **{"math_" + name: getattr(math, name) for name in (
         "exp log log1p expm1 sqrt sin cos tan asin acos atan sinh cosh tanh fabs floor ceil "

@@ -396,7 +396,8 @@ def _matmul_accepts(args, out):
 
 
 _ARITH = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide",
-          "ieee_truediv": "divide", "gadd": "add"}
+          "ieee_truediv": "divide", "gadd": "add", "np_add": "add", "np_subtract": "subtract",
+          "np_multiply": "multiply", "np_divide": "divide"}
 _MATH = {"exp": "exp", "log": "log", "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tan": "tan",
          "arcsin": "asin", "arccos": "acos", "arctan": "atan",
          "tanh": "tanh", "floor": "floor", "ceil": "ceil"}

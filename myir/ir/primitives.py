@@ -100,6 +100,10 @@ _family("aug_add aug_sub aug_mul aug_truediv aug_floordiv aug_mod aug_pow aug_ma
 _family("exp log log1p expm1 sqrt sin cos tan arcsin arccos arctan sinh cosh tanh abs sign "
         "floor ceil square negative reciprocal", "x")
 _family("maximum minimum arctan2 power", "x, y")
+# np.add, np.subtract, np.multiply, np.divide: numpy's arithmetic, which differs from Python's
+# operators on Python numbers (np.multiply(2.0, 3.0) is an np.float64, np.add(True, True) is
+# True, np.divide(1.0, 0.0) is inf with a warning).
+_family("np_add np_subtract np_multiply np_divide", "x, y")
 primitive("where", "cond, x, y")
 # numpy ufuncs that no composition of the others reproduces to the last bit (numpy's own loops).
 _family("cbrt log2 exp2 log10 arcsinh arccosh arctanh rint trunc isnan isinf isfinite", "x")
