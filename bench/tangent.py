@@ -24,11 +24,11 @@ Inputs are Tangent's: scalars a, b, c from its list (-2 ... 2, every combination
 1..3, vectors x of lengths 3, 5, 10, square matrices of sizes 1 and 5, and for the
 functions with their own test (logistic_regression, rnn, bilinear, dict_saxpy, ...) the
 shapes that test uses.  For each function:
-- value: `myir.compile(f)(*args)` equals CPython's `f(*args)` (same kind of number, close
-  in float64), on fresh copies of the arguments; the caller's arguments are unchanged;
+- value: `myir.compile(f)(*args)` equals CPython's `f(*args)` (the same type and dtype,
+  close in float64), on fresh copies of the arguments; the caller's arguments are unchanged;
 - gradient: `myir.grad(f, *names)` with respect to every float parameter (a scalar, an
-  array or a container of them) against central finite differences in float64, element
-  by element.  Points where the function is not differentiable (the two one-sided
+  array or a container of them), of the parameter's structure, types and shapes, against
+  central finite differences in float64, element by element.  Points where the function is not differentiable (the two one-sided
   differences disagree: a branch boundary) or not finite are skipped.
 Result: pass / refused (a MyirError: the construct, its first line) / wrong value / wrong
 gradient / crash (any other exception: the innermost frame of its traceback).
@@ -212,8 +212,7 @@ def check_value(fn, compiled, args):
     if not _same_tree(given, args):
         raise Failure("wrong value", f"changed its argument at {_show(args)}")
     e, g = np.asarray(expected), np.asarray(got)
-    kinds_differ = (e.dtype.kind in "iub") != (g.dtype.kind in "iub")
-    if g.shape != e.shape or kinds_differ or \
+    if type(got) is not type(expected) or g.dtype != e.dtype or g.shape != e.shape or \
             not np.allclose(g, e, rtol=RTOL_VALUE, atol=0.0, equal_nan=True):
         raise Failure("wrong value", f"{got!r} ({type(got).__name__}), CPython {expected!r} "
                                      f"({type(expected).__name__}) at {_show(args)}")
@@ -262,10 +261,11 @@ def check_gradient(fn, graded, args, wrt):
             raise Failure("wrong gradient", f"d/d{params(fn)[position]} has structure "
                                             f"{tree.structure(g)}, not {tree.structure(param)}")
         for leaf, (gv, pv) in enumerate(zip(tree.leaves(g), tree.leaves(param))):
+            if type(gv) is not type(pv) or np.shape(gv) != np.shape(pv) or \
+                    np.asarray(gv).dtype != np.asarray(pv).dtype:
+                raise Failure("wrong gradient", f"d/d{params(fn)[position]} is {gv!r}: not of "
+                                                f"the parameter's type, dtype and shape")
             gv = np.asarray(gv, dtype=np.float64)
-            if gv.shape != np.shape(pv):
-                raise Failure("wrong gradient", f"d/d{params(fn)[position]} has shape "
-                                                f"{gv.shape}, not {np.shape(pv)}")
             for index in np.ndindex(gv.shape):
                 fd = finite_difference(fn, args, position, leaf, index)
                 if fd is None:
