@@ -40,6 +40,12 @@ def _all_numeric(args, out) -> bool:
     return all(_numeric(a) or isinstance(a, (int, float, bool)) for a in args) and _numeric(out)
 
 
+def _not_bool_out(args, out) -> bool:
+    """Arithmetic on bools is logical in numpy (True + True is True); TVM's LLVM code
+    generator has no add or multiply of bools."""
+    return _all_numeric(args, out) and out.dtype != np.bool_
+
+
 def _float_out(args, out) -> bool:
     return _all_numeric(args, out) and out.dtype.kind == "f"
 
@@ -405,7 +411,7 @@ _COMPARE = {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_eq
             "eq": "equal", "ne": "not_equal"}
 
 LOWERINGS: dict[str, Rule] = {
-    **{p: _elementwise(op) for p, op in _ARITH.items()},
+    **{p: _elementwise(op, _not_bool_out) for p, op in _ARITH.items()},
     **{p: _elementwise(op, _float_out) for p, op in _MATH.items()},
     **{p: _compare(op) for p, op in _COMPARE.items()},
     **{p: _elementwise("power", _float_out) for p in ("pow", "power", "ieee_pow")},
