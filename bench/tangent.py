@@ -1,5 +1,5 @@
-"""`python -m bench.tangent PATH/TO/functions.py [--backend B] [--only NAME[,NAME]]
-[--points K]` — Tangent's test functions, compiled and differentiated by myir.
+"""`python -m bench.tangent PATH/TO/functions.py [--backend B] [--only NAME[,NAME]]` —
+Tangent's test functions, compiled and differentiated by myir.
 
 google/tangent's `tests/functions.py` is a catalogue of small differentiable Python
 programs (branches, loops, calls, subscripts, numpy calls) that Tangent's own tests
@@ -12,6 +12,7 @@ Loading.  The file imports `tangent` (for `insert_grad_of`, `trace` and a tape: 
 the file is imported; tensorflow is made absent, as Tangent's tests allow.
 
 Selection: every function the file defines, except
+- the helpers the others call, named with a leading underscore (`_inner_fn`);
 - those that use TensorFlow or Tangent's own runtime (their code names `tf`, `tangent` or
   `insert_grad_of`): they are tests of Tangent, not programs a user writes;
 - those that are not scalar functions of Tangent's inputs: CPython raises on them
@@ -28,8 +29,9 @@ shapes that test uses.  For each function:
   close in float64), on fresh copies of the arguments; the caller's arguments are unchanged;
 - gradient: `myir.grad(f, *names)` with respect to every float parameter (a scalar, an
   array or a container of them), of the parameter's structure, types and shapes, against
-  central finite differences in float64, element by element.  Points where the function is not differentiable (the two one-sided
-  differences disagree: a branch boundary) or not finite are skipped.
+  central finite differences in float64, element by element.  Points where the function
+  is not differentiable (the two one-sided differences disagree: a branch boundary) or
+  not finite are skipped.
 Result: pass / refused (a MyirError: the construct, its first line) / wrong value / wrong
 gradient / crash (any other exception: the innermost frame of its traceback).
 """
@@ -151,7 +153,8 @@ def select(module):
     rng = np.random.default_rng(0)
     chosen = []
     for fn in list(vars(module).values()):
-        if not isinstance(fn, types.FunctionType) or fn.__module__ != module.__name__:
+        if not isinstance(fn, types.FunctionType) or fn.__module__ != module.__name__ \
+                or fn.__name__.startswith("_"):
             continue
         if RUNTIME_NAMES & set(fn.__code__.co_names):
             continue
