@@ -42,6 +42,8 @@ NUMPY.update({name: getattr(numpy_functions, name) for name in (
     "median isclose allclose logical_and logical_or logical_xor logical_not deg2rad rad2deg "
     "empty_like round around remainder mod floor_divide").split()})
 NUMPY.update({name: getattr(numpy_functions, name) for name in (
+    "copy positive fabs float_power fmax fmin nansum nanmean").split()})
+NUMPY.update({name: getattr(numpy_functions, name) for name in (
     "less less_equal greater greater_equal equal not_equal").split()})
 NUMPY.update({"radians": NUMPY["deg2rad"], "degrees": NUMPY["rad2deg"]})
 NUMPY.update({"absolute": P["abs"], "amax": P["max"], "amin": P["min"],
@@ -87,7 +89,7 @@ METHODS = {"sum": P["sum"], "mean": P["mean"], "prod": P["prod"], "max": P["max"
            "cumprod": P["cumprod"], "take": P["take"]}
 # Methods that are numpy functions of frontend/numpy_functions.py: `x.var(axis=0)`.
 METHODS.update({name: getattr(numpy_functions, name) for name in (
-    "var std any all ravel trace diagonal repeat").split()})
+    "var std any all ravel trace diagonal repeat round").split()})
 METHODS["flatten"] = numpy_functions.ravel
 ATTRIBUTES = {"T": P["transpose"], "shape": P["shape"], "ndim": P["ndim"], "size": P["size"],
               "dtype": P["dtype"]}

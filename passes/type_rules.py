@@ -1149,6 +1149,8 @@ def getitem_grad_rule(x, index, dout):
         return ANY
     if isinstance(x, AArray):
         return x
+    if isinstance(x, AScalar) and issubclass(x.pytype, np.inexact):
+        return AScalar(x.pytype)    # a numpy scalar indexed as a 0-d array: x[()], x[None]
     return grad_zeros_rule(x)
 
 

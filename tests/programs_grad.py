@@ -589,6 +589,12 @@ def index_chain(x):
     return np.sum(x[1][3:] * x[3][::-2][1:])
 
 
+def index_numpy_scalar(x):
+    """A numpy scalar indexed as the 0-d array it stands for."""
+    s = np.sum(np.sin(x))
+    return s[()] * 2.0 + np.sum(s[None] * s[...])
+
+
 def tuple_index(t):
     return t[0] * t[2] ** 2 + np.sum(np.sin(t[1]))
 

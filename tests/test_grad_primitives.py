@@ -466,6 +466,7 @@ SHAPE_OPS = [
     (G.index_slice_2d, [(4, 5)]),
     (G.index_mixed, [(4, 5)]),
     (G.index_chain, [(4, 5)]),
+    (G.index_numpy_scalar, [(4, 5), (3,)]),
 ]
 
 

@@ -219,6 +219,10 @@ def getitem_grad(x, index, dout):
         d = np.zeros_like(x)
         np.add.at(d, index, dout)
         return d
+    if isinstance(x, np.inexact):   # a numpy float indexed as a 0-d array: x[()], x[None]
+        d = np.zeros_like(np.asarray(x))
+        np.add.at(d, index, dout)
+        return d[()]
     return grad_zeros(x)
 
 
