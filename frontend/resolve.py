@@ -72,10 +72,12 @@ MATH = {name: P["math_" + name] for name in (
 ).split()}
 MATH_VALUES = {name: getattr(math, name) for name in ("pi", "e", "tau", "inf", "nan")}
 
-# Builtins that are primitives.  range/zip/enumerate have special meaning in `for`.
+# Builtins that are primitives.  range, zip, enumerate and reversed have special meaning in
+# `for`.
 BUILTINS = {"abs": P["builtin_abs"], "len": P["len"], "min": P["builtin_min"],
             "max": P["builtin_max"], "float": P["to_float"], "int": P["to_int"],
-            "bool": P["to_bool"], "range": P["range"]}
+            "bool": P["to_bool"], "range": P["range"], "pow": P["pow"],
+            "round": P["builtin_round"], "divmod": P["builtin_divmod"]}
 
 EXCEPTIONS = {name: getattr(builtins, name) for name in dir(builtins)
               if isinstance(getattr(builtins, name), type)

@@ -97,6 +97,11 @@ def bprop_floordiv(x, y, out, dout):
     return (zeros(x), zeros(y))
 
 
+def bprop_builtin_divmod(x, y, out, dout):
+    """The quotient's gradient is 0: the remainder's."""
+    return bprop_mod(x, y, out[1], dout[1])
+
+
 # ------------------------------------------------------------------ elementwise math
 
 def bprop_exp(x, out, dout):

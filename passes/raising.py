@@ -101,6 +101,11 @@ def _to_int(args, out) -> bool:
     return _kind(args[0]) not in ("b", "i", "u")
 
 
+def _round(args, out) -> bool:
+    """round(nan) and round(inf) raise as int() does; with ndigits they stay nan and inf."""
+    return _to_int(args, out) and isinstance(args[1], ANone)
+
+
 def _to_float(args, out) -> bool:
     """float("x") raises ValueError (an int too large: `_int_to_float`)."""
     return _kind(args[0]) == ""
@@ -183,7 +188,7 @@ def _table(groups: list[tuple[str, object]]) -> dict:
 
 
 RAISES = _table([
-    ("truediv floordiv mod", _division),
+    ("truediv floordiv mod builtin_divmod", _division),
     ("pow power", _power),
     # gradient rules' `/` and `**`, inf where x / 0 (myir/ir/ieee.py); an int too large for a
     # float still raises OverflowError, so they are kept like `/` and `**` (the cost: a
@@ -195,6 +200,7 @@ RAISES = _table([
      "math_acos math_sinh math_cosh math_floor math_ceil math_pow", _math),
     ("math_atan math_tanh math_fabs math_atan2 math_hypot", _math_total),
     ("to_int", _to_int),
+    ("builtin_round", _round),
     ("to_float", _to_float),
     ("cast", _cast),
     ("truth not_ to_bool", _truth),

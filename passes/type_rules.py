@@ -1010,6 +1010,12 @@ def unpack_rule(x, n):
     return x
 
 
+@rule
+def builtin_divmod_rule(x, y):
+    """divmod(x, y) is (x // y, x % y), but for its ZeroDivisionError's message."""
+    return ATuple((TYPE_RULES["floordiv"](x, y), TYPE_RULES["mod"](x, y)))
+
+
 def make_slice_rule(start, stop, step):
     return ASlice(start, stop, step)
 
@@ -1650,6 +1656,8 @@ TYPE_RULES = {
     "builtin_max": _builtin_extremum(max),
     "to_float": _conversion(float),
     "to_int": _conversion(int),
+    "builtin_round": elementwise(round),
+    "builtin_divmod": builtin_divmod_rule,
     "make_tuple": make_tuple_rule,
     "getitem": getitem_rule,
     "unpack": unpack_rule,

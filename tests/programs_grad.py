@@ -1189,3 +1189,15 @@ def tuple_grown_in_a_loop(x):
         i += 1
     return parts[0] + parts[2]
 
+
+
+def builtin_pow_divmod(x, y):
+    q, r = divmod(x, 0.75)
+    return pow(x, y) + r * y + q
+
+
+def reversed_loop(x):
+    s = 0.0
+    for v in reversed(x):
+        s = s * 0.5 + v * v
+    return s

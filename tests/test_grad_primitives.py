@@ -500,6 +500,14 @@ def test_np_array_of_a_tuple_of_floats(x, y):
     check_gradient(G.np_array_of_tuple, (x, y))
 
 
+@settings(max_examples=examples(8))
+@given(x=values(0.1, 3, avoid=[0.75, 1.5, 2.25, 3.0]), y=values(-2, 2),
+       v=hnp.arrays(np.float64, (4,), elements=values(-3, 3)))
+def test_builtins_pow_divmod_and_reversed(x, y, v):
+    check_gradient(G.builtin_pow_divmod, (x, y))
+    check_gradient(G.reversed_loop, (v,))
+
+
 def test_astype_keeps_the_input_dtype():
     x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
     d = gradient(G.astype_f32_sum)(x)

@@ -30,6 +30,7 @@ SYNTAX = {
     "lshift": "{} << {}", "rshift": "{} >> {}", "is_": "{} is {}", "is_not": "{} is not {}",
     "neg": "-{}", "pos": "+{}", "invert": "~{}", "not_": "not {}", "truth": "bool({})",
     "getitem": "{}[{}]", "len": "len({})", "builtin_abs": "abs({})",
+    "builtin_round": "round({}, {})", "builtin_divmod": "divmod({}, {})",
     "to_float": "float({})", "to_int": "int({})", "to_bool": "bool({})",
     "make_slice": "slice({}, {}, {})", "shape": "{}.shape", "ndim": "{}.ndim",
     "size": "{}.size", "dtype": "{}.dtype", "raise_": "raise {}",
