@@ -17,7 +17,7 @@ import types
 import numpy as np
 
 from frontend import numpy_functions
-from myir.ir.primitives import PRIMITIVES, Primitive
+from myir.ir.primitives import MATH_MORE, PRIMITIVES, Primitive
 
 P = PRIMITIVES
 
@@ -70,6 +70,7 @@ MATH = {name: P["math_" + name] for name in (
     "exp log log1p expm1 sqrt sin cos tan asin acos atan sinh cosh tanh fabs floor ceil "
     "pow atan2 hypot"
 ).split()}
+MATH.update({name: P["math_" + name] for name in MATH_MORE.split()})
 MATH_VALUES = {name: getattr(math, name) for name in ("pi", "e", "tau", "inf", "nan")}
 
 # Builtins that are primitives.  range, zip, enumerate and reversed have special meaning in

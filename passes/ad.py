@@ -72,6 +72,7 @@ NON_DIFFERENTIABLE = frozenset("""
     argsort shape ndim size dtype len range make_slice to_int to_bool zeros ones empty full
     zeros_like ones_like arange eye make_exception raise_ format concat_str grad_seed
     math_floor math_ceil stack_empty isnan isinf isfinite print_ rint trunc builtin_round
+    math_isnan math_isinf math_isfinite math_trunc
 """.split()) | frozenset({"searchsorted"})   # numpy's integer-valued functions
 
 # Gradient rules built here rather than parsed, for primitives with any number of inputs.

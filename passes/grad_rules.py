@@ -288,6 +288,29 @@ bprop_math_atan = bprop_arctan
 bprop_math_fabs = bprop_abs
 bprop_math_pow = bprop_pow
 bprop_math_atan2 = bprop_arctan2
+bprop_math_log2 = bprop_log2
+bprop_math_log10 = bprop_log10
+bprop_math_cbrt = bprop_cbrt
+bprop_math_exp2 = bprop_exp2
+bprop_math_asinh = bprop_arcsinh
+bprop_math_acosh = bprop_arccosh
+bprop_math_atanh = bprop_arctanh
+
+
+def bprop_math_erf(x, out, dout):
+    return (dout * (2.0 / math.sqrt(math.pi)) * math.exp(-x * x),)
+
+
+def bprop_math_erfc(x, out, dout):
+    return (dout * (-2.0 / math.sqrt(math.pi)) * math.exp(-x * x),)
+
+
+def bprop_math_degrees(x, out, dout):
+    return (dout * (180.0 / math.pi),)
+
+
+def bprop_math_radians(x, out, dout):
+    return (dout * (math.pi / 180.0),)
 
 
 def bprop_math_sin(x, out, dout):

@@ -91,8 +91,8 @@ def _math(args, out) -> bool:
 
 
 def _math_total(args, out) -> bool:
-    """atan, tanh, fabs, atan2 and hypot are defined (and finite or inf) for every float,
-    NaN and inf included; an int is converted to a float first (see `_int_to_float`)."""
+    """atan, tanh, fabs, atan2, hypot, cbrt, asinh, erf, erfc, degrees, radians and the
+    float tests are defined (and finite or inf) for every float, NaN and inf included; an int is converted to a float first (see `_int_to_float`)."""
     return False
 
 
@@ -199,6 +199,9 @@ RAISES = _table([
     ("math_exp math_log math_log1p math_expm1 math_sqrt math_sin math_cos math_tan math_asin "
      "math_acos math_sinh math_cosh math_floor math_ceil math_pow", _math),
     ("math_atan math_tanh math_fabs math_atan2 math_hypot", _math_total),
+    ("math_log2 math_log10 math_exp2 math_acosh math_atanh math_trunc", _math),
+    ("math_cbrt math_asinh math_erf math_erfc math_degrees math_radians math_isnan math_isinf "
+     "math_isfinite", _math_total),
     ("to_int", _to_int),
     ("builtin_round", _round),
     ("to_float", _to_float),

@@ -27,7 +27,7 @@ import numpy as np
 
 from myir.ir import einsum
 from myir.ir.ieee import ieee_pow, ieee_truediv
-from myir.ir.primitives import UNBOUND
+from myir.ir.primitives import MATH_MORE, UNBOUND
 from passes.abstract import (ANY, BOTTOM, AArray, AEnv, AFunction, ANone, AObject, AScalar,
                              ASlice, AStack, ATuple, AUnion, _value_key, abstract_of, join)
 
@@ -1609,7 +1609,7 @@ TYPE_RULES = {
     **{name: elementwise(getattr(np, name)) for name in _NUMPY_ELEMENTWISE},
     **{"np_" + name: elementwise(getattr(np, name))
        for name in ("add", "subtract", "multiply", "divide")},
-    **{"math_" + name: _math(getattr(math, name)) for name in _MATH},
+    **{"math_" + name: _math(getattr(math, name)) for name in _MATH + MATH_MORE.split()},
     "add": add_rule,
     "mul": mul_rule,
     "pow": pow_rule,

@@ -273,6 +273,13 @@ def math_fabs(x):
     return math.sin(math.fabs(x))
 
 
+def math_more(x):
+    """math.log2 ... math.radians: the rest of math's differentiable functions."""
+    y = math.log2(x) + math.log10(x) + math.cbrt(x) + math.exp2(x) + math.asinh(x)
+    return y + math.acosh(x + 1.0) + math.atanh(x / 6.0) + math.erf(x) * math.erfc(x) \
+        + math.degrees(x) * math.radians(x)
+
+
 def math_pow(x, y):
     return math.pow(x, y)
 

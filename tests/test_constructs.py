@@ -714,6 +714,7 @@ MATH_UNARY = [
     (N.math_floor, floats),
     (N.math_ceil, floats),
     (N.math_fabs, floats),
+    (N.math_more, positive),
     (N.math_combined, floats),
 ]
 
@@ -743,6 +744,8 @@ def test_math_atan2(jit, y, x):
 def test_math_domain_error(jit):
     check(jit, N.math_sqrt, -1.0, raises=ValueError)
     check(jit, N.math_log, 0.0, raises=ValueError)
+    check(jit, N.math_more, -1.0, raises=ValueError)    # math.log2(-1.0)
+    check(jit, N.math_more, math.inf, raises=ValueError)    # math.atanh(inf)
 
 
 # --------------------------------------------------------------------------------------------

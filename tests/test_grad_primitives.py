@@ -287,6 +287,7 @@ MATH_UNARY = [
     (G.math_cosh, values(-3, 3)),
     (G.math_tanh, values(-3, 3)),
     (G.math_fabs, values(-3, 3, avoid=[0])),
+    (G.math_more, values(0.1, 5)),
     (G.to_float, values(-3, 3)),
     (G.scalar_floor, values(-3, 3, avoid=range(-3, 4))),
 ]

@@ -19,7 +19,7 @@ from myir import tree
 from myir.errors import Location, MyirTypeError
 from myir.ir import einsum
 from myir.ir.ieee import ieee_pow, ieee_truediv
-from myir.ir.primitives import UNBOUND
+from myir.ir.primitives import MATH_MORE, UNBOUND
 from myir.ir.values import EMPTY_STACK, NEWENV, Env, Stack
 
 SYNTAX = {
@@ -416,6 +416,7 @@ IMPLS = {
     **{name: getattr(np, name) for name in _NUMPY_UFUNCS},
     **{"np_" + name: getattr(np, name) for name in _NUMPY_ARITHMETIC},
     **{name: _sum_like(getattr(np, name)) for name in ("sum", "mean", "prod", "max", "min")},
+    **{"math_" + name: getattr(math, name) for name in MATH_MORE.split()},
     **{"math_" + name: getattr(math, name) for name in (
         "exp log log1p expm1 sqrt sin cos tan asin acos atan sinh cosh tanh fabs floor ceil "
         "pow atan2 hypot").split()},

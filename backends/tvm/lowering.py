@@ -21,6 +21,7 @@ from typing import Callable
 import numpy as np
 
 from backends.tvm.program import Op, Program, Ref, Spec
+from myir.ir.primitives import MATH_MORE
 
 
 @dataclass(frozen=True)
@@ -473,6 +474,7 @@ KEPT_IN_NUMPY: dict[str, str] = {
         "size", "dtype", "cast", "env_getitem", "env_setitem", "select_grad", "switch",
         "make_exception", "raise_", "depend", "check_bound", "format", "concat_str",
         "print_")},
+    **{"math_" + p: _MATH_MODULE for p in MATH_MORE.split()},
     **{"math_" + p: _MATH_MODULE for p in (
         "exp log log1p expm1 sqrt sin cos tan asin acos atan sinh cosh tanh fabs floor ceil "
         "pow atan2 hypot").split()},

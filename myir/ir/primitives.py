@@ -110,11 +110,17 @@ _family("cbrt log2 exp2 log10 arcsinh arccosh arctanh rint trunc isnan isinf isf
 _family("hypot logaddexp logaddexp2", "x, y")
 primitive("clip", "x, lo, hi")
 
+# More of the `math` module: `math.NAME` is the primitive `math_NAME`, its implementation,
+# type rule and TVM status are math's (the tables read this list).
+MATH_MORE = ("log2 log10 cbrt exp2 asinh acosh atanh erf erfc degrees radians isnan isinf "
+             "isfinite trunc")
+
 # `math` module functions keep their own semantics (math.sqrt(-1) raises, np.sqrt gives nan).
 _family("math_exp math_log math_log1p math_expm1 math_sqrt math_sin math_cos math_tan "
         "math_asin math_acos math_atan math_sinh math_cosh math_tanh math_fabs math_floor "
         "math_ceil", "x")
 _family("math_pow math_atan2 math_hypot", "x, y")
+_family(" ".join("math_" + n for n in MATH_MORE.split()), "x")
 
 # Reductions.
 _family("sum mean prod", "x, axis=None, keepdims=False")
