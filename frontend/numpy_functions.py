@@ -768,3 +768,10 @@ def nanmean(a, axis=None, keepdims=False):
     total = nansum(x, axis=axis, keepdims=keepdims)
     count = np.sum(np.logical_not(np.isnan(x)), axis=axis, keepdims=keepdims)
     return np.divide(total, count).astype(x.dtype)[()]
+
+
+def heaviside(x1, x2):
+    """0 below 0, x2 at 0, 1 above, NaN for NaN; a float (the 0.0 and 1.0 make an int x1 and
+    x2 float64, as numpy's float-only loops do)."""
+    at_zero = np.where(x1 == 0, x2, x1)
+    return np.where(x1 < 0, 0.0, np.where(x1 > 0, 1.0, at_zero))[()]

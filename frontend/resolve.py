@@ -42,7 +42,7 @@ NUMPY.update({name: getattr(numpy_functions, name) for name in (
     "median isclose allclose logical_and logical_or logical_xor logical_not deg2rad rad2deg "
     "empty_like round around remainder mod floor_divide").split()})
 NUMPY.update({name: getattr(numpy_functions, name) for name in (
-    "copy positive fabs float_power fmax fmin nansum nanmean").split()})
+    "copy positive fabs float_power fmax fmin nansum nanmean heaviside").split()})
 NUMPY.update({name: getattr(numpy_functions, name) for name in (
     "less less_equal greater greater_equal equal not_equal").split()})
 NUMPY.update({"radians": NUMPY["deg2rad"], "degrees": NUMPY["rad2deg"]})

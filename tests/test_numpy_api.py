@@ -100,6 +100,7 @@ def nansum_nanmean(x):
     y = np.where(x > 1.5, np.nan, x)
     return np.nansum(y, axis=0, keepdims=True) + np.nanmean(np.append(y, 1.0)) + np.nansum(y)
 def round_method(x): return x.round(1) + x.round()
+def heaviside(x): return np.heaviside(x, 0.5) * x + np.heaviside(x - x, x)
 
 # Two-dimensional and more.
 def trace(m): return np.trace(m)
@@ -119,7 +120,7 @@ ANY_RANK = [var_all, var_ax0_ddof1, var_last_keep, std_all, std_ax0_keep, averag
             repeat0, tile, pad, pad_values, hstack, vstack, split, full_like, diff0, diff2,
             append, median_all, median0, isclose, logical, compare, degrees, methods, round2,
             remainder, inverse_hyperbolic, np_copy, positive, fabs, float_power, fmax_fmin,
-            nansum_nanmean, round_method]
+            nansum_nanmean, round_method, heaviside]
 MATRIX = [trace, diagonal, diag_of_matrix, triu, tril, diag_of_row, fliplr, swap_last,
           matrix_methods]
 VECTOR = [outer, inner, vdot]
@@ -133,7 +134,7 @@ NOT_DIFFERENTIABLE = {any_ax0, all_all, count_nonzero_all, isfinite, isinf_isnan
                       logical, compare, round2, remainder, round_method}
 # Subjects whose values the finite differences must keep away from a kink or a pole.
 KINKED = {ptp_all, ptp_ax0, cbrt, hypot, log2, log10, nan_to_num, average_w, sinc, median_all,
-          median0, fabs, fmax_fmin, float_power}
+          median0, fabs, fmax_fmin, float_power, heaviside}
 
 
 def arrays(kind, dtype=np.float64, low=-2.0, high=2.0):
@@ -227,6 +228,7 @@ def loss_fabs(x): return weighted(np.sin(fabs(x)))
 def loss_float_power(x): return weighted(np.sin(float_power(x)))
 def loss_fmax_fmin(x): return weighted(np.sin(fmax_fmin(x)))
 def loss_nansum_nanmean(x): return weighted(np.sin(nansum_nanmean(x)))
+def loss_heaviside(x): return weighted(np.sin(heaviside(x)))
 def loss_trace(x): return weighted(np.sin(trace(x)))
 def loss_diagonal(x): return weighted(np.sin(diagonal(x)))
 def loss_diag_of_matrix(x): return weighted(np.sin(diag_of_matrix(x)))
@@ -294,7 +296,7 @@ def test_arithmetic_ufuncs_like_numpy(x, y):
 
 def scalar_functions(a):
     return np.copy(a), np.positive(a), np.fabs(a), np.float_power(a, 2), np.fmax(a, np.nan), \
-        np.fmin(a, 0.5), np.nansum(a), np.nanmean(a)
+        np.fmin(a, 0.5), np.nansum(a), np.nanmean(a), np.heaviside(a, 0.5), np.heaviside(a, 1)
 
 
 @pytest.mark.parametrize("a", [1.5, -2, np.float32(0.25), np.nan, True], ids=repr)
