@@ -282,11 +282,11 @@ def check_gradient(fn, graded, args, wrt):
 
 def measure(fn, points, backend):
     """(category, detail) of one function over its input points."""
-    compiled = myir.compile(fn, backend=backend)
-    first = points[0]
-    wrt = tuple(i for i, a in enumerate(first) if _is_float_tree(a))
-    graded = myir.grad(fn, *(params(fn)[i] for i in wrt), backend=backend)
+    wrt = tuple(i for i, a in enumerate(points[0]) if _is_float_tree(a))
     try:
+        compiled = _guarded("compile", lambda: myir.compile(fn, backend=backend))
+        graded = _guarded("grad", lambda: myir.grad(fn, *(params(fn)[i] for i in wrt),
+                                                     backend=backend))
         for args in points:
             value = check_value(fn, compiled, args)
             if np.isfinite(value):
