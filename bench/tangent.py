@@ -129,7 +129,8 @@ def inputs(fn, rng):
     by_name = {"a": SCALARS, "b": SCALARS, "c": SCALARS, "n": INTS, "i": [0, 1, 2],
                "x": _vectors(rng),
                "sqm": [rng.standard_normal((1, 1)), rng.standard_normal((5, 5))],
-               "val": [dict(a=a, b=b, c=c) for a, b, c in itertools.product(SCALARS[::3], repeat=3)],
+               "val": [dict(a=a, b=b, c=c)
+                       for a, b, c in itertools.product(SCALARS[::3], repeat=3)],
                "abc_packed_in_tuple": list(itertools.product(SCALARS[::3], repeat=3))}
     if not all(p in by_name for p in names):
         return None
@@ -300,7 +301,8 @@ CATEGORIES = ("pass", "refused", "wrong value", "wrong gradient", "crash")
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m bench.tangent", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.tangent",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("functions", help="path to tangent's tests/functions.py")
     parser.add_argument("--backend", default="python")
     parser.add_argument("--only", help="comma-separated function names")

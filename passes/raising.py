@@ -92,7 +92,8 @@ def _math(args, out) -> bool:
 
 def _math_total(args, out) -> bool:
     """atan, tanh, fabs, atan2, hypot, cbrt, asinh, erf, erfc, degrees, radians and the
-    float tests are defined (and finite or inf) for every float, NaN and inf included; an int is converted to a float first (see `_int_to_float`)."""
+    float tests are defined (and finite or inf) for every float, NaN and inf included; an
+    int is converted to a float first (see `_int_to_float`)."""
     return False
 
 

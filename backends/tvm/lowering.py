@@ -470,7 +470,8 @@ KEPT_IN_NUMPY: dict[str, str] = {
           "numpy is exact" for p in ("bitand", "bitor", "bitxor", "lshift", "rshift", "invert")},
     **{p: _PYTHON_ONLY for p in (
         "is_", "is_not", "not_", "truth", "len", "range", "builtin_min", "builtin_max",
-        "to_float", "to_int", "to_bool", "builtin_round", "builtin_divmod", "make_tuple", "unpack", "make_slice", "shape", "ndim",
+        "to_float", "to_int", "to_bool", "builtin_round", "builtin_divmod", "make_tuple",
+        "unpack", "make_slice", "shape", "ndim",
         "size", "dtype", "cast", "env_getitem", "env_setitem", "select_grad", "switch",
         "make_exception", "raise_", "depend", "check_bound", "format", "concat_str",
         "print_")},
