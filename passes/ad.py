@@ -153,7 +153,10 @@ class JTransform:
     """J of graphs, sharing one map from primal to transformed nodes and graphs, so that a
     nested graph's J is nested in its parent's J and reads its free variables there."""
 
-    def __init__(self):
+    def __init__(self, location=None):
+        # where an error with no place of its own points: the differentiated function (a
+        # node of a gradient rule's graph, differentiated again, has no place in the source)
+        self.location = location
         self.graphs: dict[Graph, Graph] = {}
         self.nodes: dict[Node, Node] = {}
         self.keys: dict[Node, GradKey] = {}
@@ -182,7 +185,8 @@ class JTransform:
         """A private copy of the primitive's J graph: later passes may edit it in place."""
         key = (prim.name, arity)
         if key not in self.primitives:
-            self.primitives[key] = clone_program(primitive_j(prim, arity, location))
+            self.primitives[key] = clone_program(
+                primitive_j(prim, arity, location or self.location))
         return self.primitives[key]
 
     def key(self, node: Node) -> Constant:
@@ -642,7 +646,8 @@ def grad_graph(g: Graph, wrt: tuple, with_value: bool, location=None) -> Graph:
     gg.defaults = dict(g.defaults)
     args = [gg.apply(P["grad_check_input"], p, p.debug.name) if i in positions else p
             for i, p in enumerate(params)]
-    pair = gg.apply(Constant(JTransform().transform(g)), *args, location=location)
+    pair = gg.apply(Constant(JTransform(location or g.location).transform(g)), *args,
+                    location=location)
     out = gg.apply(P["getitem"], pair, 0, name="value")
     bprop = gg.apply(P["getitem"], pair, 1, name="bprop")
     seed = gg.apply(P["grad_seed"], out, location=location)

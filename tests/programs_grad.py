@@ -1036,8 +1036,12 @@ def returns_array(x):
     return x * 2.0
 
 
-def uses_np_array(x):
-    return np.sum(np.array((x, 2.0 * x)))
+def uses_einsum(x):
+    return np.einsum("i,i->", x, x) * 3.0
+
+
+def grad_of_einsum(x):
+    return np.sum(grad(uses_einsum)(x))
 
 
 def grad_of_parameter(f, x):
