@@ -720,3 +720,58 @@ mod = remainder
 
 def floor_divide(x1, x2):
     return np.asarray(x1) // x2
+
+
+# ------------------------------------------------ copies, signs, NaN-aware maxima and sums
+# Compiled code never writes into an array another name sees, so a copy is np.array's.
+
+
+def copy(a):
+    return np.array(a)
+
+
+def positive(x):
+    return +np.asarray(x)
+
+
+def fabs(x):
+    """Always a float: the int loops of np.abs are not np.fabs's."""
+    return np.abs(np.asarray(x) * 1.0)
+
+
+def float_power(x1, x2):
+    """In float64 at least, whatever the operands' dtypes."""
+    return np.power(np.asarray(x1, dtype=np.float64), np.asarray(x2, dtype=np.float64))
+
+
+def fmax(x1, x2):
+    """np.maximum, except that a NaN loses to a number; [()] makes a 0-d result numpy's
+    scalar, as the ufunc returns it."""
+    return np.where(np.isnan(x2), x1, np.where(np.isnan(x1), x2, np.maximum(x1, x2)))[()]
+
+
+def fmin(x1, x2):
+    return np.where(np.isnan(x2), x1, np.where(np.isnan(x1), x2, np.minimum(x1, x2)))[()]
+
+
+def nansum(a, axis=None, keepdims=False):
+    x = np.asarray(a)
+    return np.sum(np.where(np.isnan(x), 0, x), axis=axis, keepdims=keepdims)
+
+
+def nanmean(a, axis=None, keepdims=False):
+    """numpy's steps: the sum of the numbers over their count, in the sum's dtype (nan where
+    there are none)."""
+    x = np.asarray(a)
+    if not _is_float(x.dtype):
+        return np.mean(x, axis=axis, keepdims=keepdims)
+    total = nansum(x, axis=axis, keepdims=keepdims)
+    count = np.sum(np.logical_not(np.isnan(x)), axis=axis, keepdims=keepdims)
+    return np.divide(total, count).astype(x.dtype)[()]
+
+
+def heaviside(x1, x2):
+    """0 below 0, x2 at 0, 1 above, NaN for NaN; a float (the 0.0 and 1.0 make an int x1 and
+    x2 float64, as numpy's float-only loops do)."""
+    at_zero = np.where(x1 == 0, x2, x1)
+    return np.where(x1 < 0, 0.0, np.where(x1 > 0, 1.0, at_zero))[()]

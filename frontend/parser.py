@@ -555,7 +555,7 @@ class FunctionParser:
             return Constant(value)
         if resolve.is_embeddable(value):
             return Constant(resolve.frozen(value))
-        if value in (zip, enumerate):
+        if value in (zip, enumerate, reversed):
             self.error(node, f"`{name}` can only be used as the iterable of a `for` loop",
                        f"write `for a, b in {name}(...):`")
         self.error(node, f"global '{name}' has a value of type {type(value).__name__}, "
@@ -986,6 +986,20 @@ class FunctionParser:
         loc = self.loc(it)
         if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and not it.keywords:
             name = it.func.id
+            if name == "reversed" and name not in self.locals and \
+                    resolve.lookup_global(name, self.source.globals) is reversed:
+                if len(it.args) != 1:
+                    self.error(it, "reversed() takes one sequence", "write `reversed(xs)`")
+                inner = it.args[0]
+                if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and \
+                        inner.func.id in ("zip", "enumerate"):
+                    self.error(it, f"'{inner.func.id}' object is not reversible",
+                               "reverse the sequences instead, e.g. `zip(reversed(xs), "
+                               "reversed(ys))` for sequences of the same length")
+                length, element = self.iteration(it.args[0], block)
+                last = g.apply(P["sub"], length, 1, location=loc)
+                return length, lambda b, k: element(
+                    b, b.graph.apply(P["sub"], last, k, location=loc))
             if name in ("zip", "enumerate") and name not in self.locals and \
                     resolve.lookup_global(name, self.source.globals) in (zip, enumerate):
                 if name == "enumerate":

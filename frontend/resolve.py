@@ -17,7 +17,7 @@ import types
 import numpy as np
 
 from frontend import numpy_functions
-from myir.ir.primitives import PRIMITIVES, Primitive
+from myir.ir.primitives import MATH_MORE, PRIMITIVES, Primitive
 
 P = PRIMITIVES
 
@@ -42,11 +42,13 @@ NUMPY.update({name: getattr(numpy_functions, name) for name in (
     "median isclose allclose logical_and logical_or logical_xor logical_not deg2rad rad2deg "
     "empty_like round around remainder mod floor_divide").split()})
 NUMPY.update({name: getattr(numpy_functions, name) for name in (
+    "copy positive fabs float_power fmax fmin nansum nanmean heaviside").split()})
+NUMPY.update({name: getattr(numpy_functions, name) for name in (
     "less less_equal greater greater_equal equal not_equal").split()})
 NUMPY.update({"radians": NUMPY["deg2rad"], "degrees": NUMPY["rad2deg"]})
 NUMPY.update({"absolute": P["abs"], "amax": P["max"], "amin": P["min"],
-              "add": P["add"], "subtract": P["sub"], "multiply": P["mul"],
-              "divide": P["truediv"], "true_divide": P["truediv"]})
+              "add": P["np_add"], "subtract": P["np_subtract"], "multiply": P["np_multiply"],
+              "divide": P["np_divide"], "true_divide": P["np_divide"]})
 
 # numpy's linear algebra, contractions, scans, sorting and gathers: `np.NAME` and
 # `np.linalg.NAME` (a namespace of its own).
@@ -68,12 +70,15 @@ MATH = {name: P["math_" + name] for name in (
     "exp log log1p expm1 sqrt sin cos tan asin acos atan sinh cosh tanh fabs floor ceil "
     "pow atan2 hypot"
 ).split()}
+MATH.update({name: P["math_" + name] for name in MATH_MORE.split()})
 MATH_VALUES = {name: getattr(math, name) for name in ("pi", "e", "tau", "inf", "nan")}
 
-# Builtins that are primitives.  range/zip/enumerate have special meaning in `for`.
+# Builtins that are primitives.  range, zip, enumerate and reversed have special meaning in
+# `for`.
 BUILTINS = {"abs": P["builtin_abs"], "len": P["len"], "min": P["builtin_min"],
             "max": P["builtin_max"], "float": P["to_float"], "int": P["to_int"],
-            "bool": P["to_bool"], "range": P["range"]}
+            "bool": P["to_bool"], "range": P["range"], "pow": P["pow"],
+            "round": P["builtin_round"], "divmod": P["builtin_divmod"]}
 
 EXCEPTIONS = {name: getattr(builtins, name) for name in dir(builtins)
               if isinstance(getattr(builtins, name), type)
@@ -87,7 +92,7 @@ METHODS = {"sum": P["sum"], "mean": P["mean"], "prod": P["prod"], "max": P["max"
            "cumprod": P["cumprod"], "take": P["take"]}
 # Methods that are numpy functions of frontend/numpy_functions.py: `x.var(axis=0)`.
 METHODS.update({name: getattr(numpy_functions, name) for name in (
-    "var std any all ravel trace diagonal repeat").split()})
+    "var std any all ravel trace diagonal repeat round").split()})
 METHODS["flatten"] = numpy_functions.ravel
 ATTRIBUTES = {"T": P["transpose"], "shape": P["shape"], "ndim": P["ndim"], "size": P["size"],
               "dtype": P["dtype"]}

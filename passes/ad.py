@@ -71,7 +71,8 @@ NON_DIFFERENTIABLE = frozenset("""
     lt le gt ge eq ne is_ is_not not_ truth invert floordiv bitand bitor bitxor lshift rshift sign floor ceil argmax argmin
     argsort shape ndim size dtype len range make_slice to_int to_bool zeros ones empty full
     zeros_like ones_like arange eye make_exception raise_ format concat_str grad_seed
-    math_floor math_ceil stack_empty isnan isinf isfinite print_ rint trunc
+    math_floor math_ceil stack_empty isnan isinf isfinite print_ rint trunc builtin_round
+    math_isnan math_isinf math_isfinite math_trunc
 """.split()) | frozenset({"searchsorted"})   # numpy's integer-valued functions
 
 # Gradient rules built here rather than parsed, for primitives with any number of inputs.
@@ -79,7 +80,6 @@ VARIADIC_RULES = frozenset({"make_tuple", "builtin_min", "builtin_max", "einsum"
 
 # Primitives without a gradient rule, and why (checked by tests/test_primitive_tables.py).
 NO_RULE = {
-    "array": "np.array of a tuple: differentiate with respect to the elements instead",
     **{name: "einsum's and tensordot's gradients are einsums of numpy's, computed by numpy: "
              "a second derivative through a contraction is not supported"
        for name in ("einsum_grad", "tensordot_grad")},
@@ -153,7 +153,10 @@ class JTransform:
     """J of graphs, sharing one map from primal to transformed nodes and graphs, so that a
     nested graph's J is nested in its parent's J and reads its free variables there."""
 
-    def __init__(self):
+    def __init__(self, location=None):
+        # where an error with no place of its own points: the differentiated function (a
+        # node of a gradient rule's graph, differentiated again, has no place in the source)
+        self.location = location
         self.graphs: dict[Graph, Graph] = {}
         self.nodes: dict[Node, Node] = {}
         self.keys: dict[Node, GradKey] = {}
@@ -182,7 +185,8 @@ class JTransform:
         """A private copy of the primitive's J graph: later passes may edit it in place."""
         key = (prim.name, arity)
         if key not in self.primitives:
-            self.primitives[key] = clone_program(primitive_j(prim, arity, location))
+            self.primitives[key] = clone_program(
+                primitive_j(prim, arity, location or self.location))
         return self.primitives[key]
 
     def key(self, node: Node) -> Constant:
@@ -687,7 +691,8 @@ def grad_graph(g: Graph, wrt: tuple, with_value: bool, location=None) -> Graph:
     gg.defaults = dict(g.defaults)
     args = [gg.apply(P["grad_check_input"], p, p.debug.name) if i in positions else p
             for i, p in enumerate(params)]
-    pair = gg.apply(Constant(JTransform().transform(g)), *args, location=location)
+    pair = gg.apply(Constant(JTransform(location or g.location).transform(g)), *args,
+                    location=location)
     out = gg.apply(P["getitem"], pair, 0, name="value")
     bprop = gg.apply(P["getitem"], pair, 1, name="bprop")
     seed = gg.apply(P["grad_seed"], out, location=location)

@@ -64,6 +64,17 @@ def bprop_truediv(x, y, out, dout):
     return (sum_to(dout / y, x), sum_to(-dout * x / (y * y), y))
 
 
+# numpy's arithmetic (np.add, ...) has the operators' derivatives; np.divide divides by 0
+# as numpy does (inf), where `/` would have raised before its gradient ran.
+bprop_np_add = bprop_add
+bprop_np_subtract = bprop_sub
+bprop_np_multiply = bprop_mul
+
+
+def bprop_np_divide(x, y, out, dout):
+    return (sum_to(ieee_truediv(dout, y), x), sum_to(ieee_truediv(-dout * x, y * y), y))
+
+
 def bprop_pow(x, y, out, dout):
     dx = dout * y * ieee_pow(x, y - (y != 0))
     dy = dout * out * np.log(np.where(x > 0, x, 1.0))
@@ -84,6 +95,11 @@ def bprop_mod(x, y, out, dout):
 
 def bprop_floordiv(x, y, out, dout):
     return (zeros(x), zeros(y))
+
+
+def bprop_builtin_divmod(x, y, out, dout):
+    """The quotient's gradient is 0: the remainder's."""
+    return bprop_mod(x, y, out[1], dout[1])
 
 
 # ------------------------------------------------------------------ elementwise math
@@ -247,6 +263,12 @@ def bprop_asarray(x, dtype, out, dout):
     return (grad_cast(dout, x), zeros(dtype))
 
 
+def bprop_array(x, dtype, out, dout):
+    """np.array copies its operand: the identity, like np.asarray (of a tuple of numbers,
+    the tuple's gradient is taken apart by make_tuple's rule)."""
+    return (grad_cast(dout, x), zeros(dtype))
+
+
 def bprop_astype(x, dtype, out, dout):
     return (dout.astype(x.dtype), zeros(dtype))
 
@@ -266,6 +288,29 @@ bprop_math_atan = bprop_arctan
 bprop_math_fabs = bprop_abs
 bprop_math_pow = bprop_pow
 bprop_math_atan2 = bprop_arctan2
+bprop_math_log2 = bprop_log2
+bprop_math_log10 = bprop_log10
+bprop_math_cbrt = bprop_cbrt
+bprop_math_exp2 = bprop_exp2
+bprop_math_asinh = bprop_arcsinh
+bprop_math_acosh = bprop_arccosh
+bprop_math_atanh = bprop_arctanh
+
+
+def bprop_math_erf(x, out, dout):
+    return (dout * (2.0 / math.sqrt(math.pi)) * math.exp(-x * x),)
+
+
+def bprop_math_erfc(x, out, dout):
+    return (dout * (-2.0 / math.sqrt(math.pi)) * math.exp(-x * x),)
+
+
+def bprop_math_degrees(x, out, dout):
+    return (dout * (180.0 / math.pi),)
+
+
+def bprop_math_radians(x, out, dout):
+    return (dout * (math.pi / 180.0),)
 
 
 def bprop_math_sin(x, out, dout):

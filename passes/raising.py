@@ -91,14 +91,20 @@ def _math(args, out) -> bool:
 
 
 def _math_total(args, out) -> bool:
-    """atan, tanh, fabs, atan2 and hypot are defined (and finite or inf) for every float,
-    NaN and inf included; an int is converted to a float first (see `_int_to_float`)."""
+    """atan, tanh, fabs, atan2, hypot, cbrt, asinh, erf, erfc, degrees, radians and the
+    float tests are defined (and finite or inf) for every float, NaN and inf included; an
+    int is converted to a float first (see `_int_to_float`)."""
     return False
 
 
 def _to_int(args, out) -> bool:
     """int(nan) raises ValueError, int(inf) OverflowError, int("x") ValueError."""
     return _kind(args[0]) not in ("b", "i", "u")
+
+
+def _round(args, out) -> bool:
+    """round(nan) and round(inf) raise as int() does; with ndigits they stay nan and inf."""
+    return _to_int(args, out) and isinstance(args[1], ANone)
 
 
 def _to_float(args, out) -> bool:
@@ -183,7 +189,7 @@ def _table(groups: list[tuple[str, object]]) -> dict:
 
 
 RAISES = _table([
-    ("truediv floordiv mod", _division),
+    ("truediv floordiv mod builtin_divmod", _division),
     ("pow power", _power),
     # gradient rules' `/` and `**`, inf where x / 0 (myir/ir/ieee.py); an int too large for a
     # float still raises OverflowError, so they are kept like `/` and `**` (the cost: a
@@ -194,7 +200,11 @@ RAISES = _table([
     ("math_exp math_log math_log1p math_expm1 math_sqrt math_sin math_cos math_tan math_asin "
      "math_acos math_sinh math_cosh math_floor math_ceil math_pow", _math),
     ("math_atan math_tanh math_fabs math_atan2 math_hypot", _math_total),
+    ("math_log2 math_log10 math_exp2 math_acosh math_atanh math_trunc", _math),
+    ("math_cbrt math_asinh math_erf math_erfc math_degrees math_radians math_isnan math_isinf "
+     "math_isfinite", _math_total),
     ("to_int", _to_int),
+    ("builtin_round", _round),
     ("to_float", _to_float),
     ("cast", _cast),
     ("truth not_ to_bool", _truth),
@@ -219,6 +229,8 @@ RAISES = _table([
 CANNOT_RAISE = _table([
     ("add sub mul neg pos matmul dot", "numbers overflow to inf, not an exception; shapes "
      "inference knows were checked at compile time"),
+    ("np_add np_subtract np_multiply np_divide", "numpy: inf or nan (x / 0 too), with a "
+     "warning; shapes inference knows were checked at compile time"),
     ("lt le gt ge eq ne is_ is_not", "comparisons of numbers are exact (int with float "
      "too); arrays of shapes inference knows broadcast"),
     ("bitand bitor bitxor invert", "bitwise operations of ints and bools are total"),

@@ -27,7 +27,7 @@ import numpy as np
 
 from myir.ir import einsum, tangents
 from myir.ir.ieee import ieee_pow, ieee_truediv
-from myir.ir.primitives import UNBOUND
+from myir.ir.primitives import MATH_MORE, UNBOUND
 from passes.abstract import (ANY, BOTTOM, AArray, AEnv, AFunction, ANone, AObject, AScalar,
                              ASlice, AStack, ATuple, AUnion, _value_key, abstract_of, join)
 
@@ -1010,6 +1010,12 @@ def unpack_rule(x, n):
     return x
 
 
+@rule
+def builtin_divmod_rule(x, y):
+    """divmod(x, y) is (x // y, x % y), but for its ZeroDivisionError's message."""
+    return ATuple((TYPE_RULES["floordiv"](x, y), TYPE_RULES["mod"](x, y)))
+
+
 def make_slice_rule(start, stop, step):
     return ASlice(start, stop, step)
 
@@ -1149,6 +1155,8 @@ def getitem_grad_rule(x, index, dout):
         return ANY
     if isinstance(x, AArray):
         return x
+    if isinstance(x, AScalar) and issubclass(x.pytype, np.inexact):
+        return AScalar(x.pytype)    # a numpy scalar indexed as a 0-d array: x[()], x[None]
     return grad_zeros_rule(x)
 
 
@@ -1621,7 +1629,9 @@ _AUGMENTED = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "/
 TYPE_RULES = {
     **{name: elementwise(fn) for name, fn in _OPERATORS.items()},
     **{name: elementwise(getattr(np, name)) for name in _NUMPY_ELEMENTWISE},
-    **{"math_" + name: _math(getattr(math, name)) for name in _MATH},
+    **{"np_" + name: elementwise(getattr(np, name))
+       for name in ("add", "subtract", "multiply", "divide")},
+    **{"math_" + name: _math(getattr(math, name)) for name in _MATH + MATH_MORE.split()},
     "add": add_rule,
     "mul": mul_rule,
     "pow": pow_rule,
@@ -1668,6 +1678,8 @@ TYPE_RULES = {
     "builtin_max": _builtin_extremum(max),
     "to_float": _conversion(float),
     "to_int": _conversion(int),
+    "builtin_round": elementwise(round),
+    "builtin_divmod": builtin_divmod_rule,
     "make_tuple": make_tuple_rule,
     "getitem": getitem_rule,
     "unpack": unpack_rule,

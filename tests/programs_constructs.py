@@ -882,3 +882,51 @@ def asserts_in_loop(n):
 # Defined after its caller `calls_later_defined`, on purpose.
 def defined_after_caller(x):
     return x + 1
+
+
+# ------------------------------------------------------------------ pow, round, divmod, reversed
+
+
+def builtin_pow(x, y):
+    return pow(x, y)
+
+
+def builtin_round(x):
+    return round(x), round(x, 2), round(x, -1)
+
+
+def builtin_divmod(x, y):
+    q, r = divmod(x, y)
+    return q, r
+
+
+def for_reversed_range(n):
+    order = ()
+    for i in reversed(range(1, n, 2)):
+        order = order + (i,)
+    return order
+
+
+def for_reversed_tuple(t):
+    s = 0
+    for i, v in enumerate(reversed(t)):
+        s = 3 * s + i * v
+    return s
+
+
+def for_reversed_array(x):
+    s = 0.0
+    for v in reversed(x):
+        s = s * 0.5 + v
+    return s
+
+
+def for_reversed_zip(t, u):
+    s = 0
+    for a, b in reversed(zip(t, u)):    # TypeError: 'zip' object is not reversible
+        s = 2 * s + a * b
+    return s
+
+
+def reversed_outside_for(t):
+    return reversed(t)

@@ -273,6 +273,13 @@ def math_fabs(x):
     return math.sin(math.fabs(x))
 
 
+def math_more(x):
+    """math.log2 ... math.radians: the rest of math's differentiable functions."""
+    y = math.log2(x) + math.log10(x) + math.cbrt(x) + math.exp2(x) + math.asinh(x)
+    return y + math.acosh(x + 1.0) + math.atanh(x / 6.0) + math.erf(x) * math.erfc(x) \
+        + math.degrees(x) * math.radians(x)
+
+
 def math_pow(x, y):
     return math.pow(x, y)
 
@@ -533,6 +540,14 @@ def astype_f64(x):
     return np.sum(np.sin(x.astype(np.float64)))
 
 
+def np_array_copy(x):
+    return np.sum(np.sin(np.array(x)) * np.array(x))
+
+
+def np_array_of_tuple(x, y):
+    return np.sum(np.array(((x, x * y), (y, 2.0))) * np.array(((1.0, 2.0), (3.0, 4.0))))
+
+
 def astype_f32_sum(x):
     return float(np.sum(x.astype(np.float32) * 3.0))
 
@@ -579,6 +594,12 @@ def index_mixed(x):
 
 def index_chain(x):
     return np.sum(x[1][3:] * x[3][::-2][1:])
+
+
+def index_numpy_scalar(x):
+    """A numpy scalar indexed as the 0-d array it stands for."""
+    s = np.sum(np.sin(x))
+    return s[()] * 2.0 + np.sum(s[None] * s[...])
 
 
 def tuple_index(t):
@@ -1015,8 +1036,12 @@ def returns_array(x):
     return x * 2.0
 
 
-def uses_np_array(x):
-    return np.sum(np.array((x, 2.0 * x)))
+def uses_einsum(x):
+    return np.einsum("i,i->", x, x) * 3.0
+
+
+def grad_of_einsum(x):
+    return np.sum(grad(uses_einsum)(x))
 
 
 def grad_of_parameter(f, x):
@@ -1175,3 +1200,15 @@ def tuple_grown_in_a_loop(x):
         i += 1
     return parts[0] + parts[2]
 
+
+
+def builtin_pow_divmod(x, y):
+    q, r = divmod(x, 0.75)
+    return pow(x, y) + r * y + q
+
+
+def reversed_loop(x):
+    s = 0.0
+    for v in reversed(x):
+        s = s * 0.5 + v * v
+    return s

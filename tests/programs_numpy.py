@@ -50,6 +50,14 @@ def math_fabs(x):
     return math.fabs(x)
 
 
+def math_more(x):
+    """Python floats from the float functions, an int from trunc, bools from the tests."""
+    return math.log2(x), math.log10(x), math.cbrt(x), math.exp2(x / 100.0), math.asinh(x), \
+        math.acosh(x + 1.0), math.atanh(x / 2000.0), math.erf(x), math.erfc(x), \
+        math.degrees(x), math.radians(x), math.trunc(x), math.isnan(x), math.isinf(x), \
+        math.isfinite(x)
+
+
 def math_pow(x, y):
     return math.pow(x, y)
 

@@ -21,6 +21,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+import myir
 from tests import programs_constructs as P
 from tests import programs_numpy as N
 from tests.programs_check import ANY, assert_same, check, compiled, jit  # noqa: F401
@@ -713,6 +714,7 @@ MATH_UNARY = [
     (N.math_floor, floats),
     (N.math_ceil, floats),
     (N.math_fabs, floats),
+    (N.math_more, positive),
     (N.math_combined, floats),
 ]
 
@@ -742,6 +744,8 @@ def test_math_atan2(jit, y, x):
 def test_math_domain_error(jit):
     check(jit, N.math_sqrt, -1.0, raises=ValueError)
     check(jit, N.math_log, 0.0, raises=ValueError)
+    check(jit, N.math_more, -1.0, raises=ValueError)    # math.log2(-1.0)
+    check(jit, N.math_more, math.inf, raises=ValueError)    # math.atanh(inf)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1201,3 +1205,55 @@ def test_lower_does_not_run(compiled):
     # lowering a signature whose call would raise must not raise
     lowered = compiled(P.raise_value_error).lower(-1.0)
     assert isinstance(lowered.source, str)
+
+
+# --------------------------------------------------------------------------------------------
+# pow, round, divmod, reversed
+
+
+@given(x=unit_floats, i=small_ints)
+def test_builtin_pow(jit, x, i):
+    check(jit, P.builtin_pow, x, i, raises=ANY)     # 0.0 ** -1 raises ZeroDivisionError
+    check(jit, P.builtin_pow, i, 2)
+    check(jit, P.builtin_pow, abs(x), 0.5)
+
+
+@given(x=floats, i=ints)
+@example(x=2.5, i=0)
+@example(x=-0.5, i=15)
+def test_builtin_round(jit, x, i):
+    check(jit, P.builtin_round, x)
+    check(jit, P.builtin_round, i)
+    check(jit, P.builtin_round, np.float64(x))
+
+
+def test_builtin_round_of_nan_and_inf_raises_like_cpython(jit):
+    check(jit, P.builtin_round, math.nan, raises=ValueError)
+    check(jit, P.builtin_round, math.inf, raises=OverflowError)
+
+
+@given(x=floats, y=floats, i=ints, j=small_ints)
+def test_builtin_divmod(jit, x, y, i, j):
+    check(jit, P.builtin_divmod, x, y, raises=ANY)  # by 0: ZeroDivisionError
+    check(jit, P.builtin_divmod, i, j, raises=ANY)
+    check(jit, P.builtin_divmod, np.array([x, i]), 3.5)
+
+
+@given(n=small_ints.map(lambda k: k * 3), t=int_tuples, x=vectors(min_side=0))
+def test_for_reversed(jit, n, t, x):
+    check(jit, P.for_reversed_range, n)
+    check(jit, P.for_reversed_tuple, t)
+    check(jit, P.for_reversed_array, x)
+
+
+def test_reversed_of_zip_is_refused_where_cpython_raises():
+    with pytest.raises(myir.MyirError, match="'zip' object is not reversible") as e:
+        myir.compile(P.for_reversed_zip)((1, 2), (3, 4))
+    assert "programs_constructs.py" in str(e.value)
+    with pytest.raises(TypeError, match="not reversible"):
+        P.for_reversed_zip((1, 2), (3, 4))
+
+
+def test_reversed_outside_a_for_loop_is_refused():
+    with pytest.raises(myir.MyirError, match="can only be used as the iterable of a `for` loop"):
+        myir.compile(P.reversed_outside_for)((1, 2))

@@ -174,6 +174,7 @@ UNARY = [
     (G.pow_const_base, values(-3, 3)),
     (G.where_mask_constant, values(-3, 3, avoid=[0])),
     (G.astype_f64, values(-3, 3)),
+    (G.np_array_copy, values(-3, 3)),
     (G.clip_method, values(-3, 3, avoid=[-1, 2])),
 ]
 METHODS_ONLY = {G.astype_f64, G.clip_method}  # `x.method()`: not on a Python float
@@ -286,6 +287,7 @@ MATH_UNARY = [
     (G.math_cosh, values(-3, 3)),
     (G.math_tanh, values(-3, 3)),
     (G.math_fabs, values(-3, 3, avoid=[0])),
+    (G.math_more, values(0.1, 5)),
     (G.to_float, values(-3, 3)),
     (G.scalar_floor, values(-3, 3, avoid=range(-3, 4))),
 ]
@@ -465,6 +467,7 @@ SHAPE_OPS = [
     (G.index_slice_2d, [(4, 5)]),
     (G.index_mixed, [(4, 5)]),
     (G.index_chain, [(4, 5)]),
+    (G.index_numpy_scalar, [(4, 5), (3,)]),
 ]
 
 
@@ -490,6 +493,20 @@ JOINS = [G.concatenate_0, G.concatenate_1, G.stack_0, G.stack_1, G.stack_m1]
        y=hnp.arrays(np.float64, (3, 4), elements=values(-3, 3)))
 def test_concatenate_and_stack(f, x, y):
     check_gradient(f, (x, y))
+
+
+@settings(max_examples=examples(8))
+@given(x=values(-3, 3), y=values(-3, 3))
+def test_np_array_of_a_tuple_of_floats(x, y):
+    check_gradient(G.np_array_of_tuple, (x, y))
+
+
+@settings(max_examples=examples(8))
+@given(x=values(0.1, 3, avoid=[0.75, 1.5, 2.25, 3.0]), y=values(-2, 2),
+       v=hnp.arrays(np.float64, (4,), elements=values(-3, 3)))
+def test_builtins_pow_divmod_and_reversed(x, y, v):
+    check_gradient(G.builtin_pow_divmod, (x, y))
+    check_gradient(G.reversed_loop, (v,))
 
 
 def test_astype_keeps_the_input_dtype():

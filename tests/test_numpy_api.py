@@ -91,6 +91,16 @@ def methods(x): return x.var(axis=0) + x.std() + np.sum(x.flatten()) * x.ravel()
 def round2(x): return np.round(x * 10.0, 1) + np.around(x, -1) + np.rint(x) + np.trunc(x)
 def remainder(x): return np.remainder(x, 0.75) + np.floor_divide(x, 0.5)
 def inverse_hyperbolic(x): return np.arcsinh(x) + np.arccosh(x * x + 1.5) + np.arctanh(x / 3.0)
+def np_copy(x): return np.copy(x) * x
+def positive(x): return np.positive(x) - x * 0.5
+def fabs(x): return np.fabs(x)
+def float_power(x): return np.float_power(np.abs(x) + 0.5, 1.5)
+def fmax_fmin(x): return np.fmax(x, -x) + np.fmin(np.nan, x) + np.fmax(x, np.nan)
+def nansum_nanmean(x):
+    y = np.where(x > 1.5, np.nan, x)
+    return np.nansum(y, axis=0, keepdims=True) + np.nanmean(np.append(y, 1.0)) + np.nansum(y)
+def round_method(x): return x.round(1) + x.round()
+def heaviside(x): return np.heaviside(x, 0.5) * x + np.heaviside(x - x, x)
 
 # Two-dimensional and more.
 def trace(m): return np.trace(m)
@@ -109,7 +119,8 @@ ANY_RANK = [var_all, var_ax0_ddof1, var_last_keep, std_all, std_ax0_keep, averag
             atleast_2d, atleast_3d, moveaxis, flip_all, flip0, roll_flat, roll0, repeat_flat,
             repeat0, tile, pad, pad_values, hstack, vstack, split, full_like, diff0, diff2,
             append, median_all, median0, isclose, logical, compare, degrees, methods, round2,
-            remainder, inverse_hyperbolic]
+            remainder, inverse_hyperbolic, np_copy, positive, fabs, float_power, fmax_fmin,
+            nansum_nanmean, round_method, heaviside]
 MATRIX = [trace, diagonal, diag_of_matrix, triu, tril, diag_of_row, fliplr, swap_last,
           matrix_methods]
 VECTOR = [outer, inner, vdot]
@@ -120,10 +131,10 @@ KIND = {**{f: "any" for f in ANY_RANK}, **{f: "matrix" for f in MATRIX},
         **{f: "vector" for f in VECTOR}}
 # Subjects without a gradient: boolean or integer results.
 NOT_DIFFERENTIABLE = {any_ax0, all_all, count_nonzero_all, isfinite, isinf_isnan, isclose,
-                      logical, compare, round2, remainder}
+                      logical, compare, round2, remainder, round_method}
 # Subjects whose values the finite differences must keep away from a kink or a pole.
 KINKED = {ptp_all, ptp_ax0, cbrt, hypot, log2, log10, nan_to_num, average_w, sinc, median_all,
-          median0}
+          median0, fabs, fmax_fmin, float_power, heaviside}
 
 
 def arrays(kind, dtype=np.float64, low=-2.0, high=2.0):
@@ -211,6 +222,13 @@ def loss_median0(x): return weighted(np.sin(median0(x)))
 def loss_degrees(x): return weighted(np.sin(degrees(x)))
 def loss_methods(x): return weighted(np.sin(methods(x)))
 def loss_inverse_hyperbolic(x): return weighted(np.sin(inverse_hyperbolic(x)))
+def loss_np_copy(x): return weighted(np.sin(np_copy(x)))
+def loss_positive(x): return weighted(np.sin(positive(x)))
+def loss_fabs(x): return weighted(np.sin(fabs(x)))
+def loss_float_power(x): return weighted(np.sin(float_power(x)))
+def loss_fmax_fmin(x): return weighted(np.sin(fmax_fmin(x)))
+def loss_nansum_nanmean(x): return weighted(np.sin(nansum_nanmean(x)))
+def loss_heaviside(x): return weighted(np.sin(heaviside(x)))
 def loss_trace(x): return weighted(np.sin(trace(x)))
 def loss_diagonal(x): return weighted(np.sin(diagonal(x)))
 def loss_diag_of_matrix(x): return weighted(np.sin(diag_of_matrix(x)))
@@ -252,3 +270,74 @@ def test_float32_gradient_stays_float32(f):
     x = (np.arange(9, dtype=np.float32).reshape(3, 3) + 1.0) / 4
     g = gradient(LOSSES[f.__name__])(x)
     assert g.dtype == np.float32 and g.shape == x.shape
+
+
+# ------------------------------------------------------------------ numpy's arithmetic
+# np.add, np.subtract, np.multiply and np.divide are numpy's ufuncs, not Python's operators:
+# on Python numbers they give numpy scalars, bools stay bools, and a division by 0 is inf.
+
+def arithmetic(x, y):
+    return np.add(x, y), np.subtract(x, y), np.multiply(x, y), np.divide(x, y), \
+        np.true_divide(x, y)
+
+
+ARITHMETIC_OPERANDS = [
+    (2.0, 3.0), (2, 3), (True, 2.5), (np.float32(1.5), 2.0), (1.5, 0.0), (3, 0),
+    (np.arange(3.0), 2), (np.arange(4, dtype=np.float32).reshape(2, 2), 0.5),
+    (np.array(2.0), np.arange(3.0)),
+]
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("x, y", ARITHMETIC_OPERANDS, ids=repr)
+def test_arithmetic_ufuncs_like_numpy(x, y):
+    assert_same(compiled(arithmetic)(x, y), arithmetic(x, y))
+
+
+def scalar_functions(a):
+    return np.copy(a), np.positive(a), np.fabs(a), np.float_power(a, 2), np.fmax(a, np.nan), \
+        np.fmin(a, 0.5), np.nansum(a), np.nanmean(a), np.heaviside(a, 0.5), np.heaviside(a, 1)
+
+
+@pytest.mark.parametrize("a", [1.5, -2, np.float32(0.25), np.nan, True], ids=repr)
+def test_numpy_functions_of_scalars_like_numpy(a):
+    """numpy's scalar results: 0-d arrays from np.copy, numpy scalars from the ufuncs."""
+    if a is True:   # np.positive of a bool raises, as numpy does
+        with pytest.raises(TypeError):
+            compiled(scalar_functions)(a)
+        return
+    with np.errstate(all="ignore"):
+        assert_same(compiled(scalar_functions)(a), scalar_functions(a))
+
+
+def bool_arithmetic(x, y):
+    return np.add(x, y), np.multiply(x, y)
+
+
+def test_arithmetic_ufuncs_of_bools_are_logical():
+    assert_same(compiled(bool_arithmetic)(True, True), (np.True_, np.True_))
+    assert_same(compiled(bool_arithmetic)(True, False), (np.True_, np.False_))
+
+
+def arithmetic_loss(x, y):
+    return np.sum(np.multiply(np.add(x, y), np.subtract(x, 2.0 * y)) + np.divide(x, y * y + 1.0))
+
+
+@pytest.mark.parametrize("x, y", [(0.7, -1.3), (np.linspace(-1.0, 1.0, 6).reshape(2, 3), 0.4),
+                                  (1.5, np.array([0.5, -2.0, 1.0]))], ids=["floats", "array-float",
+                                                                          "float-array"])
+def test_arithmetic_ufuncs_gradient(x, y):
+    got = myir.grad(arithmetic_loss, 0, 1, backend=BACKEND)(x, y)
+    want = tuple(numerical_grad(arithmetic_loss, (x, y), i) for i in (0, 1))
+    assert_grads_close(got, want)
+    assert all(type(g) is type(a) for g, a in zip(got, (x, y)))
+
+
+def divide_by_zero_gradient(x, y):
+    return np.divide(x, y)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_divide_by_zero_gradient_is_numpys_inf():
+    dx, dy = myir.grad(divide_by_zero_gradient, 0, 1, backend=BACKEND)(1.0, 0.0)
+    assert dx == np.inf and dy == -np.inf

@@ -74,6 +74,10 @@ V = rng.uniform(0.1, 0.9, 8)
 CASES = {
     **{p: [(F, F), (F32, 2.0), (I, F), (F32, V)] for p in ("add", "sub", "mul", "gadd")},
     "truediv": [(F, F + 1), (I, I * 0 + 3), (F32, 3)],
+    # numpy's arithmetic ufuncs (np.add, ...): on arrays, what the operators do
+    **{p: [(F, F), (F32, 2.0), (I, F), (F32, V)] for p in ("np_subtract", "np_multiply")},
+    "np_add": [(F, F), (F32, 2.0), (I, F)],
+    "np_divide": [(F, F + 1), (I, I * 0 + 3), (F32, 3)],
     "pow": [(F, 2), (F32, 0.5)], "power": [(F, F)], "arctan2": [(F, V)],
     # the gradient rules' division and power: on arrays, numpy's (inf where x / 0)
     "ieee_truediv": [(F, F + 1), (F32, np.where(F32 > 0.5, F32, 0))],
@@ -763,6 +767,34 @@ def test_a_shared_value_smaller_than_the_kernel_loop_is_computed_once_and_broadc
     assert len(lowered.regions) == 1
     np.testing.assert_allclose(tvm_compile(shared_broadcast_operand)(m, v),
                                shared_broadcast_operand(m, v), rtol=1e-12)
+
+
+def shared_scalar(x, a, b):
+    s = a / b
+    return np.cos(x * s) * s + 1.0
+
+
+def test_a_shared_scalar_compiles_in_the_region(recwarn):
+    """s, a float32 scalar the region computes and reads twice, has no loop to schedule."""
+    x = np.linspace(-1.0, 1.0, 9, dtype=np.float32).reshape(3, 3)
+    a, b = np.float32(1.5), np.float32(0.25)
+    lowered = tvm_compile(shared_scalar).lower(x, a, b)
+    assert len(lowered.regions) == 1
+    assert not [w for w in recwarn if "could not compile" in str(w.message)]
+    np.testing.assert_allclose(tvm_compile(shared_scalar)(x, a, b), shared_scalar(x, a, b),
+                               rtol=1e-6)
+
+
+def bool_arithmetic(x, y):
+    a, b = x > 0.0, y > 0.0
+    return np.sum((a + b) * (a * b) + np.add(a, b) * np.multiply(a, b)) * x
+
+
+def test_arithmetic_on_bools_runs_in_numpy(recwarn):
+    """numpy's + and * of bool arrays are `or` and `and`; TVM has no such arithmetic."""
+    x, y = np.linspace(-1.0, 1.0, 1000), np.linspace(1.0, -1.0, 1000)
+    np.testing.assert_array_equal(tvm_compile(bool_arithmetic)(x, y), bool_arithmetic(x, y))
+    assert not [w for w in recwarn if "could not compile" in str(w.message)]
 
 
 def compares_with_itself(x):

@@ -19,7 +19,7 @@ from myir import tree
 from myir.errors import Location, MyirTypeError
 from myir.ir import einsum, tangents
 from myir.ir.ieee import ieee_pow, ieee_truediv
-from myir.ir.primitives import UNBOUND
+from myir.ir.primitives import MATH_MORE, UNBOUND
 from myir.ir.values import EMPTY_STACK, NEWENV, Env, Stack
 
 SYNTAX = {
@@ -30,6 +30,7 @@ SYNTAX = {
     "lshift": "{} << {}", "rshift": "{} >> {}", "is_": "{} is {}", "is_not": "{} is not {}",
     "neg": "-{}", "pos": "+{}", "invert": "~{}", "not_": "not {}", "truth": "bool({})",
     "getitem": "{}[{}]", "len": "len({})", "builtin_abs": "abs({})",
+    "builtin_round": "round({}, {})", "builtin_divmod": "divmod({}, {})",
     "to_float": "float({})", "to_int": "int({})", "to_bool": "bool({})",
     "make_slice": "slice({}, {}, {})", "shape": "{}.shape", "ndim": "{}.ndim",
     "size": "{}.size", "dtype": "{}.dtype", "raise_": "raise {}",
@@ -219,6 +220,10 @@ def getitem_grad(x, index, dout):
         d = np.zeros_like(x)
         np.add.at(d, index, dout)
         return d
+    if isinstance(x, np.inexact):   # a numpy float indexed as a 0-d array: x[()], x[None]
+        d = np.zeros_like(np.asarray(x))
+        np.add.at(d, index, dout)
+        return d[()]
     return grad_zeros(x)
 
 
@@ -415,6 +420,9 @@ LINALG_IMPLS = {
 _NUMPY_UFUNCS = ("cbrt log2 exp2 log10 arcsinh arccosh arctanh rint trunc isnan isinf isfinite "
                  "hypot logaddexp logaddexp2").split()
 
+# np.add and co.: numpy's arithmetic, apart from Python's operators (myir.ir.primitives).
+_NUMPY_ARITHMETIC = ("add", "subtract", "multiply", "divide")
+
 IMPLS = {
     **{name: getattr(np, name) for name in (
         "exp log log1p expm1 sqrt sin cos tan arcsin arccos arctan sinh cosh tanh abs sign "
@@ -422,7 +430,9 @@ IMPLS = {
         "argmax argmin dot broadcast_to expand_dims squeeze concatenate stack zeros ones empty "
         "full zeros_like ones_like array asarray arange swapaxes argsort").split()},
     **{name: getattr(np, name) for name in _NUMPY_UFUNCS},
+    **{"np_" + name: getattr(np, name) for name in _NUMPY_ARITHMETIC},
     **{name: _sum_like(getattr(np, name)) for name in ("sum", "mean", "prod", "max", "min")},
+    **{"math_" + name: getattr(math, name) for name in MATH_MORE.split()},
     **{"math_" + name: getattr(math, name) for name in (
         "exp log log1p expm1 sqrt sin cos tan asin acos atan sinh cosh tanh fabs floor ceil "
         "pow atan2 hypot").split()},

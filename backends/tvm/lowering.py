@@ -21,6 +21,7 @@ from typing import Callable
 import numpy as np
 
 from backends.tvm.program import Op, Program, Ref, Spec
+from myir.ir.primitives import MATH_MORE
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,12 @@ def _numeric(spec) -> bool:
 
 def _all_numeric(args, out) -> bool:
     return all(_numeric(a) or isinstance(a, (int, float, bool)) for a in args) and _numeric(out)
+
+
+def _not_bool_out(args, out) -> bool:
+    """Arithmetic on bools is logical in numpy (True + True is True); TVM's LLVM code
+    generator has no add or multiply of bools."""
+    return _all_numeric(args, out) and out.dtype != np.bool_
 
 
 def _float_out(args, out) -> bool:
@@ -396,7 +403,8 @@ def _matmul_accepts(args, out):
 
 
 _ARITH = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide",
-          "ieee_truediv": "divide", "gadd": "add"}
+          "ieee_truediv": "divide", "gadd": "add", "np_add": "add", "np_subtract": "subtract",
+          "np_multiply": "multiply", "np_divide": "divide"}
 _MATH = {"exp": "exp", "log": "log", "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tan": "tan",
          "arcsin": "asin", "arccos": "acos", "arctan": "atan",
          "tanh": "tanh", "floor": "floor", "ceil": "ceil"}
@@ -404,7 +412,7 @@ _COMPARE = {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_eq
             "eq": "equal", "ne": "not_equal"}
 
 LOWERINGS: dict[str, Rule] = {
-    **{p: _elementwise(op) for p, op in _ARITH.items()},
+    **{p: _elementwise(op, _not_bool_out) for p, op in _ARITH.items()},
     **{p: _elementwise(op, _float_out) for p, op in _MATH.items()},
     **{p: _compare(op) for p, op in _COMPARE.items()},
     **{p: _elementwise("power", _float_out) for p in ("pow", "power", "ieee_pow")},
@@ -464,10 +472,12 @@ KEPT_IN_NUMPY: dict[str, str] = {
           "numpy is exact" for p in ("bitand", "bitor", "bitxor", "lshift", "rshift", "invert")},
     **{p: _PYTHON_ONLY for p in (
         "is_", "is_not", "not_", "truth", "len", "range", "builtin_min", "builtin_max",
-        "to_float", "to_int", "to_bool", "make_tuple", "unpack", "make_slice", "shape", "ndim",
+        "to_float", "to_int", "to_bool", "builtin_round", "builtin_divmod", "make_tuple",
+        "unpack", "make_slice", "shape", "ndim",
         "size", "dtype", "cast", "env_getitem", "env_setitem", "select_grad", "switch",
         "make_exception", "raise_", "depend", "check_bound", "format", "concat_str",
         "print_")},
+    **{"math_" + p: _MATH_MODULE for p in MATH_MORE.split()},
     **{"math_" + p: _MATH_MODULE for p in (
         "exp log log1p expm1 sqrt sin cos tan asin acos atan sinh cosh tanh fabs floor ceil "
         "pow atan2 hypot").split()},

@@ -138,7 +138,8 @@ def _compute_shared_at(sch, shared, anchor) -> None:
                 if inner:
                     _vectorize_lanes(sch, sch.fuse(*inner) if len(inner) > 1 else inner[0])
                 continue
-        _schedule_injective(sch, info, sch.get_loops(info.block_rv), lead)
+        if lead:    # a 0-d value (a scalar the region computes once) has no loop
+            _schedule_injective(sch, info, sch.get_loops(info.block_rv), lead)
 
 
 def _vectorize_lanes(sch, loop) -> None:

@@ -100,17 +100,27 @@ _family("aug_add aug_sub aug_mul aug_truediv aug_floordiv aug_mod aug_pow aug_ma
 _family("exp log log1p expm1 sqrt sin cos tan arcsin arccos arctan sinh cosh tanh abs sign "
         "floor ceil square negative reciprocal", "x")
 _family("maximum minimum arctan2 power", "x, y")
+# np.add, np.subtract, np.multiply, np.divide: numpy's arithmetic, which differs from Python's
+# operators on Python numbers (np.multiply(2.0, 3.0) is an np.float64, np.add(True, True) is
+# True, np.divide(1.0, 0.0) is inf with a warning).
+_family("np_add np_subtract np_multiply np_divide", "x, y")
 primitive("where", "cond, x, y")
 # numpy ufuncs that no composition of the others reproduces to the last bit (numpy's own loops).
 _family("cbrt log2 exp2 log10 arcsinh arccosh arctanh rint trunc isnan isinf isfinite", "x")
 _family("hypot logaddexp logaddexp2", "x, y")
 primitive("clip", "x, lo, hi")
 
+# More of the `math` module: `math.NAME` is the primitive `math_NAME`, its implementation,
+# type rule and TVM status are math's (the tables read this list).
+MATH_MORE = ("log2 log10 cbrt exp2 asinh acosh atanh erf erfc degrees radians isnan isinf "
+             "isfinite trunc")
+
 # `math` module functions keep their own semantics (math.sqrt(-1) raises, np.sqrt gives nan).
 _family("math_exp math_log math_log1p math_expm1 math_sqrt math_sin math_cos math_tan "
         "math_asin math_acos math_atan math_sinh math_cosh math_tanh math_fabs math_floor "
         "math_ceil", "x")
 _family("math_pow math_atan2 math_hypot", "x, y")
+_family(" ".join("math_" + n for n in MATH_MORE.split()), "x")
 
 # Reductions.
 _family("sum mean prod", "x, axis=None, keepdims=False")
@@ -171,6 +181,8 @@ primitive("eye", "n, dtype=None")
 primitive("len", "x")
 primitive("range", varargs=True)
 primitive("builtin_abs", "x")
+primitive("builtin_round", "x, ndigits=None")
+primitive("builtin_divmod", "x, y")
 primitive("builtin_min", varargs=True)
 primitive("builtin_max", varargs=True)
 primitive("to_float", "x")
