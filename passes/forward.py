@@ -54,19 +54,20 @@ LINEAR: dict[str, tuple[int, ...]] = {
         expand_dims squeeze swapaxes concatenate stack unstack getitem check_bound unpack depend
         to_float cast asarray astype take take_along_axis sum_to_like broadcast_to_like
         reduce_grad grad_check_input grad_cast stack_pop""".split()},
-    **{name: (0, 1) for name in ("add", "sub", "gadd", "stack_push")},
+    **{name: (0, 1) for name in ("add", "sub", "np_add", "np_subtract", "gadd", "stack_push")},
     "where": (1, 2), "switch": (1, 2), "env_getitem": (0, 2), "env_setitem": (0, 2),
     "getitem_grad": (2,), "concat_grad": (2,), "select_grad": (2,), "take_grad": (3,),
     "take_along_axis_grad": (3,), "jvp_check_tangent": (1,),
 }
 
 MULTILINEAR: dict[str, tuple[int, ...]] = {
-    name: (0, 1) for name in ("mul", "matmul", "dot", "tensordot", "convolve")}
+    name: (0, 1) for name in ("mul", "np_multiply", "matmul", "dot", "tensordot", "convolve")}
 
 ELEMENTWISE = frozenset("""exp expm1 log log1p sqrt sin cos tan tanh sinh cosh arcsin arccos arctan
     abs builtin_abs square reciprocal cbrt log2 log10 exp2 arcsinh arccosh arctanh math_exp
     math_expm1 math_log math_log1p math_sqrt math_tan math_tanh math_atan math_fabs math_sin
-    math_cos math_sinh math_cosh math_asin math_acos""".split())
+    math_cos math_sinh math_cosh math_asin math_acos math_log2 math_log10 math_exp2 math_cbrt
+    math_asinh math_acosh math_atanh math_erf math_erfc math_degrees math_radians""".split())
 
 VARIADIC = frozenset({"make_tuple", "builtin_min", "builtin_max", "einsum"})
 

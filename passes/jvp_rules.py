@@ -35,6 +35,7 @@ def jvp_pow(x, y, out, dx, dy):
     return dx * y * ieee_pow(x, y - (y != 0)) + dy * out * np.log(np.where(x > 0, x, 1.0))
 
 
+jvp_np_divide = jvp_ieee_truediv      # numpy divides by 0 as IEEE does (inf)
 jvp_power = jvp_pow
 jvp_ieee_pow = jvp_pow
 jvp_math_pow = jvp_pow
@@ -42,6 +43,11 @@ jvp_math_pow = jvp_pow
 
 def jvp_mod(x, y, out, dx, dy):
     return dx - dy * ((x - out) / y)
+
+
+def jvp_builtin_divmod(x, y, out, dx, dy):
+    """The quotient is piecewise constant: the remainder's tangent only."""
+    return (zeros(out[0]), jvp_mod(x, y, out[1], dx, dy))
 
 
 def _share(first, tie, d):

@@ -66,6 +66,13 @@ def tuples(x, y):
     return a * b + pair[0]
 
 
+def numpy_and_math(x, y):
+    """numpy's arithmetic functions, divmod and the math module's functions."""
+    q, r = divmod(x, y)
+    return (np.divide(x, y) + np.multiply(x, y) + np.add(x, y) - np.subtract(y, x) + r
+            + math.erf(x) + math.log2(x * x + 1.0) + math.degrees(y) + math.asinh(x))
+
+
 def arrays(w, x):
     return np.tanh(w @ x) * np.sum(x ** 2)
 
