@@ -16,6 +16,8 @@ Conventions at kinks (subgradients), chosen as JAX does:
   0 for y = 0, as JAX has it for an integer exponent 0 (x ** 0 is the constant 1; the same
   for 0.0, where JAX's 0 * inf gives nan).
 Broadcasting: each operand's gradient is summed back to its shape (`sum_to_like`).
+`+` also concatenates tuples and lists: each operand's gradient is its side of the result's
+(`sum_to_side`, which for numbers and arrays is `sum_to_like`).
 """
 
 import math
@@ -25,6 +27,8 @@ import numpy as np
 from myir.ir.primitives import PRIMITIVES as _P
 
 sum_to = _P["sum_to_like"]
+sum_to_side = _P["sum_to_side"]
+broadcast_to_side = _P["broadcast_to_side"]
 broadcast_like = _P["broadcast_to_like"]
 reduce_grad = _P["reduce_grad"]
 getitem_grad = _P["getitem_grad"]
@@ -49,7 +53,7 @@ take_along_axis_grad = _P["take_along_axis_grad"]
 # ------------------------------------------------------------------ arithmetic
 
 def bprop_add(x, y, out, dout):
-    return (sum_to(dout, x), sum_to(dout, y))
+    return (sum_to_side(dout, x, False), sum_to_side(dout, y, True))
 
 
 def bprop_sub(x, y, out, dout):
@@ -459,6 +463,14 @@ def bprop_sum_to_like(d, x, out, dout):
 
 def bprop_broadcast_to_like(d, x, out, dout):
     return (sum_to(dout, d), zeros(x))
+
+
+def bprop_sum_to_side(d, x, right, out, dout):
+    return (broadcast_to_side(dout, d, right), zeros(x), zeros(right))
+
+
+def bprop_broadcast_to_side(d, x, right, out, dout):
+    return (sum_to_side(dout, d, right), zeros(x), zeros(right))
 
 
 def bprop_reduce_grad(d, x, axis, keepdims, out, dout):

@@ -650,6 +650,19 @@ def sum_to_like_same_shape(node: Apply, ctx) -> Node | None:
     return None
 
 
+SIDES = {"sum_to_side": "sum_to_like", "broadcast_to_side": "broadcast_to_like"}
+
+
+def side_of_number(node: Apply, ctx) -> Node | None:
+    """sum_to_side(d, x, right) -> sum_to_like(d, x), and broadcast_to_side ->
+    broadcast_to_like, for a number or array x: `+` adds them, and the side of a sum does
+    not matter (what the side primitives compute for them)."""
+    name = SIDES.get(primitive_name(node))
+    if name is None or not isinstance(ctx.type_of(node.args[1]), (AScalar, AArray)):
+        return None
+    return node.graph.apply(P[name], *node.args[:2], location=node.location)
+
+
 SHAPE_ONLY = {"reduce_grad": 1, "sum_to_like": 1, "broadcast_to_like": 1}
 
 
@@ -862,7 +875,7 @@ def _same_type(a, b) -> bool:
 TYPED_REWRITES = [checks_proved, grad_check_passes, grad_cast_by_type, ieee_on_numpy,
                   depend_on_what_raises, grad_seed_of_float, shape_facts,
                   known_integer, mul_one, add_zero, negation_absorbed, gadd_of_numbers,
-                  sum_to_like_same_shape, shape_from_input, implicit_broadcast, spread_late,
+                  side_of_number, sum_to_like_same_shape, shape_from_input, implicit_broadcast, spread_late,
                   spread_out, spread_of_spread]
 
 
@@ -881,7 +894,8 @@ MATCHES = {
     grad_check_passes: {"grad_check_input"}, grad_seed_of_float: {"grad_seed"},
     shape_facts: {"ndim", "size", "shape"}, known_integer: ANY_PRIMITIVE, mul_one: {"mul"},
     add_zero: {"add", "sub"}, negation_absorbed: {"mul", "add", "sub"},
-    gadd_of_numbers: {"gadd"}, sum_to_like_same_shape: {"sum_to_like"},
+    gadd_of_numbers: {"gadd"}, side_of_number: set(SIDES),
+    sum_to_like_same_shape: {"sum_to_like"},
     shape_from_input: set(SHAPE_ONLY), implicit_broadcast: BROADCASTING,
     spread_late: ELEMENTWISE, spread_out: ROUNDED_ONCE, spread_of_spread: {"reduce_grad"},
     grad_cast_by_type: {"grad_cast"}, ieee_on_numpy: {"ieee_truediv", "ieee_pow"},

@@ -1116,6 +1116,38 @@ def sum_to_like_rule(d, x):
     return d if x.shape == () else ANY
 
 
+# The abstract values of containers whose `+` concatenates (`sum_to_side`): the sensitivity
+# of an operand is the result's items at its side.
+CONCATENATED = (ATuple,)
+
+
+def _side(whole, part, right):
+    """The slice of `whole`'s items that `part`, the left (or, if `right`, the right)
+    operand of the concatenation `whole`, takes; None where a length is not known."""
+    n, total = len_rule(part), len_rule(whole)
+    if not (isinstance(n, AScalar) and n.known and isinstance(total, AScalar) and total.known
+            and isinstance(right, AScalar) and right.known):
+        return None
+    start = total.value - n.value if right.value else 0
+    return ASlice(AScalar(int, start), AScalar(int, start + n.value), ANone())
+
+
+@rule
+def sum_to_side_rule(d, x, right):
+    if not isinstance(x, CONCATENATED):
+        return sum_to_like_rule(d, x)
+    side = _side(d, x, right)
+    return ANY if side is None else getitem_rule(d, side)
+
+
+@rule
+def broadcast_to_side_rule(d, x, right):
+    if not isinstance(x, CONCATENATED):
+        return broadcast_to_like_rule(d, x)
+    side = _side(x, d, right)
+    return ANY if side is None else getitem_grad_rule(x, side, d)
+
+
 @rule
 def broadcast_to_like_rule(d, x):
     if not isinstance(x, AArray):
@@ -1659,6 +1691,8 @@ TYPE_RULES = {
     "stack_empty": stack_empty_rule,
     "sum_to_like": sum_to_like_rule,
     "broadcast_to_like": broadcast_to_like_rule,
+    "sum_to_side": sum_to_side_rule,
+    "broadcast_to_side": broadcast_to_side_rule,
     "reduce_grad": reduce_grad_rule,
     "getitem_grad": getitem_grad_rule,
     "grad_seed": grad_seed_rule,

@@ -1175,3 +1175,13 @@ def tuple_grown_in_a_loop(x):
         i += 1
     return parts[0] + parts[2]
 
+
+def tuple_concatenated_unequally(x):
+    parts = (x * x, 1.0) + (x * 3.0,)
+    return parts[0] * parts[2] * parts[1]
+
+
+def tuple_arguments_concatenated(x, y):
+    both = x + y + ()
+    return both[0] * np.sum(both[1] * both[2]) + both[3] * 2.0
+

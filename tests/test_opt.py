@@ -824,6 +824,13 @@ TYPED_CASES = [
      lambda: _one_op("sum_to_like", [A34, A4], result=A4), None),
     ("sum_to_like_same_shape", "array_to_scalar_kept",
      lambda: _one_op("sum_to_like", [A4, F64], result=F64), None),
+    ("side_of_number", "array", lambda: _one_op("sum_to_side", [A34, A4], True, result=A4),
+     lambda: _expect_op("sum_to_like", 2)),
+    ("side_of_number", "float", lambda: _one_op("broadcast_to_side", [F64, A34], False,
+                                                result=A34),
+     lambda: _expect_op("broadcast_to_like", 2)),
+    ("side_of_number", "tuple_kept", lambda: _one_op(
+        "sum_to_side", [ATuple((F64, F64)), ATuple((F64,))], True, result=ATuple((F64,))), None),
     ("known_integer", "len", lambda: _one_op("len", [ATuple((F64, F64))],
                                              result=AScalar(int, 2)),
      lambda: _expect_constant(1, 2)),
