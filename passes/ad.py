@@ -118,7 +118,7 @@ def primitive_j(prim: Primitive, arity: int, location=None) -> Graph:
     names = list(prim.params) if not prim.varargs else [f"x{i}" for i in range(arity)]
     jg = Graph(f"J_{prim.name}")
     xs = [jg.add_parameter(n) for n in names[:arity]]
-    out = jg.apply(prim, *xs, name="out")
+    out = jg.apply(prim, *xs)  # unnamed: once inlined, it takes the program's name (opt)
     bp = Graph(f"bprop_{prim.name}", parent=jg)
     dout = bp.add_parameter("dout")
     grads = _rule_gradients(prim, bp, xs, out, dout)

@@ -94,13 +94,19 @@ def effect_free(node: Node) -> bool:
 # ------------------------------------------------------------------ local rewrites
 
 def getitem_of_tuple(node: Apply, ctx) -> Node | None:
-    """getitem(make_tuple(a, b, ...), i) -> the i-th element."""
+    """getitem(make_tuple(a, b, ...), i) -> the i-th element.  An unnamed element takes the
+    getitem's name: the AD reads each value of the program as an item of a primitive's J
+    graph's result, named as the program's variable, so that once the J graph is inlined
+    the computation carries the variable's name (error messages name it)."""
     if primitive_name(node) == "getitem" and primitive_name(node.args[0]) == "make_tuple" \
             and _const(node.args[1], int) and not isinstance(node.args[1].value, bool):
         elements = node.args[0].args
         i = node.args[1].value
         if -len(elements) <= i < len(elements):
-            return elements[i]
+            element = elements[i]
+            if isinstance(element, Apply) and element.debug.name is None:
+                element.debug.name = node.debug.name
+            return element
     return None
 
 

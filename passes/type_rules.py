@@ -1186,6 +1186,8 @@ def getitem_grad_rule(x, index, dout):
 
 @rule
 def grad_seed_rule(out):
+    if isinstance(out, AUnion):
+        return _union_seed(out)
     if isinstance(out, AScalar) and issubclass(out.pytype, (float, np.floating)):
         return AScalar(out.pytype, out.pytype(1.0))
     if isinstance(out, AArray):
@@ -1203,6 +1205,33 @@ def grad_seed_rule(out):
         raise RuleError(f"grad() needs a function returning a float; this one returned {kind}",
                         "return a float (an integer or boolean output has no gradient)")
     return ANY
+
+
+def _integer_scalar(a) -> bool:
+    return isinstance(a, AScalar) and issubclass(a.pytype, (int, np.integer, np.bool_))
+
+
+def _union_seed(out: AUnion):
+    """The seed of an output of several types (passes.infer passes grad_seed the union
+    whole): a float on some paths and an int or a bool on others (an accumulator started at
+    `0`) is differentiable, and the paths where it is an integer are constant, so their seed
+    is 0.  Any other option fails as alone, named as one of the output's types."""
+    seed = BOTTOM
+    for option in out.options:
+        if _integer_scalar(option):
+            seed = join(seed, AScalar(int, 0))
+            continue
+        try:
+            seed = join(seed, grad_seed_rule(option))
+        except RuleError as e:
+            kinds = " or ".join(map(type_name, out.options))
+            raise RuleError(f"{e.message}, on the paths where it returns {type_name(option)} "
+                            f"(it returns {kinds})", e.hint) from None
+    if all(map(_integer_scalar, out.options)):
+        raise RuleError(f"grad() needs a function returning a float; this one returned "
+                        f"{' or '.join(map(type_name, out.options))}",
+                        "return a float (an integer or boolean output has no gradient)")
+    return seed
 
 
 def grad_check_input_rule(x, name):

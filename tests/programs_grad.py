@@ -1185,3 +1185,62 @@ def tuple_arguments_concatenated(x, y):
     both = x + y + ()
     return both[0] * np.sum(both[1] * both[2]) + both[3] * 2.0
 
+
+
+# An accumulator started at an int: an int where the loop does not run, a float where it does.
+
+def int_accumulator(a, n):
+    total = 0
+    for i in range(n):
+        total = total + a * i
+    return total
+
+
+def int_product(a, n):
+    p = 1
+    for i in range(n):
+        p = p * (a + i)
+    return p
+
+
+def int_accumulator_augmented(a, n):
+    total = 0
+    i = 0
+    while i < n:
+        total += a * a
+        i += 1
+    return total
+
+
+def int_or_float_in_between(a, n):
+    s = 0
+    for i in range(n):
+        s = s + a
+    return np.sin(s) * a + math.cos(s) + s ** 2 + max(s, 0.5)
+
+
+def int_accumulator_of_arrays(v, n):
+    total = 0
+    for i in range(n):
+        total = total + v * i
+    return np.sum(total)
+
+
+def int_accumulator_of_rows(v, n):
+    total = 0
+    for i in range(n):
+        total = total + v * i
+    return total
+
+
+def int_or_float_index(a, v):
+    u = max(a, 3)
+    return a * v[u]
+
+
+def grad_of_int_accumulator(a, n):
+    return grad(int_accumulator)(a, n)
+
+
+def value_and_grad_of_int_product(a, n):
+    return value_and_grad(int_product)(a, n)

@@ -790,3 +790,54 @@ def test_second_derivative_through_a_tuple_concatenation():
     for x in (1.5, -0.5):
         want = numerical_grad(gradient(G.tuple_concatenated_unequally), (x,), 0)
         assert second(x) == pytest.approx(want, rel=1e-6)
+
+
+# --------------------------------------------------------------------------------------------
+# A value that is an int on some paths and a float on others (an accumulator started at 0)
+
+
+@pytest.mark.parametrize("n", [0, 1, 4])
+@pytest.mark.parametrize("f", [G.int_accumulator, G.int_product, G.int_accumulator_augmented,
+                               G.int_or_float_in_between], ids=lambda f: f.__name__)
+def test_int_on_some_paths_is_differentiable(f, n):
+    """The paths where the value is an int contribute zero; the value has CPython's type,
+    and the gradient its parameter's."""
+    check_gradient(f, (1.5, n))
+    value, d = value_and_gradient(f)(1.5, n)
+    want = f(1.5, n)
+    assert type(value) is type(want) and value == pytest.approx(want, rel=1e-12)
+    assert type(d) is float
+
+
+@pytest.mark.parametrize("n", [0, 3])
+def test_int_on_some_paths_with_arrays(n):
+    v = np.array([1.0, -2.0, 0.5])
+    d = check_gradient(G.int_accumulator_of_arrays, (v, n))
+    assert d.dtype == v.dtype and d.shape == v.shape
+
+
+def test_int_on_some_paths_under_grad_inside_compiled_code():
+    f = compiled(G.grad_of_int_accumulator)
+    assert f(1.5, 0) == 0.0 and f(1.5, 3) == pytest.approx(3.0)
+    g = compiled(G.value_and_grad_of_int_product)
+    value, d = g(1.5, 0)
+    assert (value, d) == (1, 0.0) and type(value) is int
+    assert g(1.5, 2) == pytest.approx((1.5 * 2.5, 4.0))
+
+
+def test_union_error_under_grad_names_the_programs_variable():
+    """The AD's own values (a primitive's result in its J graph) never lend their names to
+    the program's: the message names `u`, as it does without grad."""
+    with pytest.raises(myir.MyirError) as info:
+        gradient(G.int_or_float_index)(1.5, np.ones(5))
+    text = str(info.value)
+    assert "`u` is a float or an int" in text and "`out`" not in text
+    assert _location_line(info.value) == _line_of(G.int_or_float_index, "v[u]")
+
+
+def test_grad_of_an_output_that_is_an_array_on_some_paths():
+    with pytest.raises(myir.MyirError) as info:
+        gradient(G.int_accumulator_of_rows)(np.ones(3), 2)
+    e = info.value
+    assert "scalar" in e.message and "int" in e.message and "ndarray" in e.message and e.hint
+    assert _location_line(e) in _line_range(G.int_accumulator_of_rows)

@@ -244,9 +244,14 @@ def getitem_grad(x, index, dout):
 
 def grad_seed(out):
     """The gradient of the output with respect to itself: 1, for a float scalar output (a
-    0-d array is one; an array of shape (1,) is not, as in JAX)."""
+    0-d array is one; an array of shape (1,) is not, as in JAX); 0 for an integer or a
+    bool, which inference refuses as the only type of the output but lets through where the
+    output is a float on other paths (an accumulator started at `0`): where it is an
+    integer, it is constant."""
     if isinstance(out, (float, np.floating)):
         return type(out)(1.0)
+    if isinstance(out, (int, np.integer, np.bool_)):
+        return 0
     if isinstance(out, np.ndarray) and out.ndim == 0 and out.dtype.kind == "f":
         return np.ones_like(out)
     if isinstance(out, np.ndarray) and out.ndim:
