@@ -1226,13 +1226,6 @@ def int_accumulator_of_arrays(v, n):
     return np.sum(total)
 
 
-def int_accumulator_of_rows(v, n):
-    total = 0
-    for i in range(n):
-        total = total + v * i
-    return total
-
-
 def int_or_float_index(a, v):
     u = max(a, 3)
     return a * v[u]
