@@ -1237,3 +1237,40 @@ def grad_of_int_accumulator(a, n):
 
 def value_and_grad_of_int_product(a, n):
     return value_and_grad(int_product)(a, n)
+
+
+# The grad macro binds a call as a call of the function it differentiates: keywords, defaults.
+
+def scaled_norm(v, scale=2.0, power=2):
+    return scale * np.sum(v ** power)
+
+
+def grad_using_defaults(v):
+    return grad(scaled_norm)(v)
+
+
+def grad_with_a_keyword(v):
+    return grad(scaled_norm)(v, power=3)
+
+
+def grad_wrt_a_defaulted_parameter(v):
+    return grad(scaled_norm, 'scale')(v)
+
+
+def value_and_grad_with_keywords(v):
+    return value_and_grad(scaled_norm, 'v', 'scale')(scale=0.5, v=v)
+
+
+def grad_held_in_a_variable(v):
+    df = grad(scaled_norm, 'scale')
+    return df(v, power=1)
+
+
+def grad_of_grad_with_defaults(x):
+    def cube(x, k=3.0):
+        return x * x * x / k
+    return grad(grad(cube))(x)
+
+
+def grad_missing_an_argument(v):
+    return grad(scaled_norm)(scale=1.0)

@@ -841,3 +841,27 @@ def test_grad_of_an_output_that_is_an_array_on_some_paths():
     e = info.value
     assert "scalar" in e.message and "int" in e.message and "ndarray" in e.message and e.hint
     assert _location_line(e) in _line_range(G.int_accumulator)
+
+
+# --------------------------------------------------------------------------------------------
+# The grad macro in compiled code binds its call as a call of the function it differentiates
+
+
+def test_grad_macro_honours_defaults_and_keywords():
+    v = np.array([1.0, -2.0, 0.5])
+    f = G.scaled_norm
+    assert np.allclose(compiled(G.grad_using_defaults)(v), fd(f, (v,), 0))
+    assert np.allclose(compiled(G.grad_with_a_keyword)(v), fd(f, (v, 2.0, 3), 0))
+    assert compiled(G.grad_wrt_a_defaulted_parameter)(v) == pytest.approx(fd(f, (v, 2.0), 1))
+    value, (dv, dscale) = compiled(G.value_and_grad_with_keywords)(v)
+    assert value == pytest.approx(f(v, scale=0.5))
+    assert np.allclose(dv, fd(f, (v, 0.5), 0)) and dscale == pytest.approx(fd(f, (v, 0.5), 1))
+    assert compiled(G.grad_held_in_a_variable)(v) == pytest.approx(fd(f, (v, 2.0, 1), 1))
+    assert compiled(G.grad_of_grad_with_defaults)(1.5) == pytest.approx(2.0 * 1.5)
+
+
+def test_grad_macro_call_missing_an_argument():
+    with pytest.raises(myir.MyirError) as info:
+        compiled(G.grad_missing_an_argument)(np.ones(2))
+    assert "missing required argument 'v'" in str(info.value)
+    assert _location_line(info.value) == _line_of(G.grad_missing_an_argument, "grad(")
