@@ -312,7 +312,16 @@ def bprop_mean(x, axis, keepdims, out, dout):
 
 
 def bprop_prod(x, axis, keepdims, out, dout):
-    return (reduce_grad(dout * out, x, axis, keepdims) / x, zeros(axis), zeros(keepdims))
+    # An element's gradient is the product of the others: out / x, but where x is 0, the
+    # product of the nonzero others if it is the only zero of its product, else 0.
+    zero = x == 0
+    one = zeros(x) + 1.0
+    nonzero = np.where(zero, one, x)
+    others = np.prod(nonzero, axis=axis, keepdims=keepdims)
+    alone = reduce_grad(np.sum(zero, axis=axis, keepdims=keepdims), x, axis, keepdims) == 1
+    at_zero = reduce_grad(dout * others, x, axis, keepdims) * np.where(alone, one, zeros(x))
+    return (np.where(zero, at_zero, reduce_grad(dout * out, x, axis, keepdims) / nonzero),
+            zeros(axis), zeros(keepdims))
 
 
 def _extremum_grad(x, axis, keepdims, out, dout):
@@ -356,7 +365,24 @@ def bprop_matmul(x, y, out, dout):
 def bprop_dot(x, y, out, dout):
     if np.ndim(x) == 0 or np.ndim(y) == 0:  # np.dot with a scalar multiplies
         return bprop_mul(x, y, out, dout)
-    return _matmul_grads(x, y, dout)
+    if np.ndim(y) > 2:
+        return _dot_of_stacked_grads(x, y, dout)
+    return _matmul_grads(x, y, dout)  # y a vector or a matrix: np.dot is matmul
+
+
+def _dot_of_stacked_grads(x, y, dout):
+    """np.dot(x, y) for y of 3 or more axes sums x's last axis against y's second-to-last
+    for every row of x and every other position of y (not matmul's batches): a matrix
+    product of x's rows (Q, n) and y's columns, taken as the rows (P, n) of y with its last
+    two axes swapped, whose gradients are matrix products."""
+    n = np.shape(x)[-1]
+    swapped = np.swapaxes(y, -1, -2)
+    rows = np.reshape(swapped, (-1, n))
+    x2 = np.reshape(x, (-1, n))
+    d2 = np.reshape(dout, (np.shape(x2)[0], np.shape(rows)[0]))
+    dx = np.reshape(d2 @ rows, np.shape(x))
+    dy = np.swapaxes(np.reshape(d2.T @ x2, np.shape(swapped)), -1, -2)
+    return (dx, dy)
 
 
 def bprop_transpose(x, axes, out, dout):

@@ -389,6 +389,10 @@ def prod_all(x):
     return np.prod(x)
 
 
+def d_prod_first(x):
+    return grad(prod_all)(x)[0]
+
+
 def prod_0(x):
     return np.sum(np.sin(np.prod(x, axis=0)))
 
