@@ -69,9 +69,19 @@ def bprop_truediv(x, y, out, dout):
 
 
 def bprop_pow(x, y, out, dout):
-    dx = dout * y * ieee_pow(x, y - (y != 0))
     dy = dout * out * np.log(np.where(x > 0, x, 1.0))
-    return (sum_to(dx, x), sum_to(dy, y))
+    return (_pow_base_grad(x, y, dout), sum_to(dy, y))
+
+
+def _pow_base_grad(x, y, dout):
+    return sum_to(dout * y * ieee_pow(x, y - (y != 0)), x)
+
+
+def pow_of_constant_exponent(x, y, out, dout):
+    """`x ** c` for a constant c (passes.ad puts c in y's place and folds `y - (y != 0)`):
+    no gradient for the exponent, whose computation (log x) a higher derivative would
+    differentiate, turning its zero sensitivity into nan near x = 0 (0 * inf)."""
+    return (_pow_base_grad(x, y, dout), zeros(y))
 
 
 def bprop_neg(x, out, dout):
