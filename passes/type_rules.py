@@ -289,8 +289,11 @@ def broadcast(*shapes) -> tuple:
 
 
 def int_value(a):
-    """The value of a known integer argument, ANY for an unknown one, or RuleError (a float
-    where an int is needed is an error early; anything else fails at run time)."""
+    """The value of a known integer argument, ANY for an unknown one (ANY itself too: an
+    item of a tuple may be), or RuleError (a float where an int is needed is an error early;
+    anything else fails at run time)."""
+    if a is ANY:
+        return ANY
     if isinstance(a, AScalar) and (a.pytype in (int, bool) or issubclass(a.pytype, np.integer)):
         return int(a.value) if a.known else ANY
     if isinstance(a, AScalar) and issubclass(a.pytype, (float, np.floating)):
