@@ -1185,6 +1185,11 @@ def tuple_concatenated_unequally(x):
     return parts[0] * parts[2] * parts[1]
 
 
+def tuple_repeated(x):
+    parts = (x, x * 2.0) * 3
+    return parts[0] + parts[3] * parts[5]
+
+
 def tuple_arguments_concatenated(x, y):
     both = x + y + ()
     return both[0] * np.sum(both[1] * both[2]) + both[3] * 2.0

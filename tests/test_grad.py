@@ -777,6 +777,13 @@ def test_gradient_through_a_tuple_concatenation(f):
     check_gradient(f, (1.5,))
 
 
+@pytest.mark.xfail(strict=True, reason="bug (silent wrong gradient): bprop_mul's "
+                   "sum_to_like(dout * y, x) repeats a sequence's sensitivity again rather than "
+                   "summing its y chunks (the sensitivity of `t * n` for a tuple t)")
+def test_gradient_through_a_tuple_repetition():
+    check_gradient(G.tuple_repeated, (1.5,))
+
+
 def test_gradient_of_tuple_arguments_concatenated():
     x, y = (1.5, np.array([0.5, -2.0])), (np.array([3.0, 1.0]), 2.5)
     check_gradient(G.tuple_arguments_concatenated, (x, y))
