@@ -1234,6 +1234,10 @@ class FunctionParser:
             return self.macro_call(fn.value, e, block)
         args = [self.expr(a, block) for a in e.args]
         kwargs = {k.arg: self.expr(k.value, block) for k in e.keywords}
+        target = _macro_target(fn)
+        if target is not None:  # grad(f)(...): f's parameters, keywords and defaults
+            return block.graph.apply(fn, *self.bind_graph(target, args, kwargs, e),
+                                     location=loc)
         if isinstance(fn, Constant):
             value = fn.value
             if isinstance(value, Primitive):
@@ -1339,6 +1343,17 @@ class FunctionParser:
             parts.append(block.graph.apply(P["format"], self.expr(value.value, block),
                                            conversion, spec, location=self.loc(value)))
         return block.graph.apply(P["concat_str"], *parts, location=self.loc(e))
+
+
+def _macro_target(fn: Node) -> Graph | None:
+    """The function that `fn`, a grad macro applied to it (`grad(f, 'x')`, `grad(grad(f))`),
+    differentiates, where it is known when parsing: the gradient takes f's parameters, so a
+    call of it binds keywords and defaults as a call of f does."""
+    macro = False
+    while isinstance(fn, Apply) and isinstance(fn.fn, Constant) \
+            and isinstance(fn.fn.value, GradMacro):
+        fn, macro = fn.inputs[1], True
+    return fn.value if macro and is_graph_constant(fn) else None
 
 
 # The truth of a condition raises only for an array of several elements: an `if` or loop

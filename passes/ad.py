@@ -58,11 +58,12 @@ from frontend import parse
 from myir.errors import MyirError
 from myir.ir.analysis import bump_version, free_variables, graph_uses, is_nested_in, \
     primitive_name, switch_call, toposort, users
-from myir.ir.edit import clone_program
+from myir.ir.edit import clone_program, replace
 from myir.ir.graph import Apply, Constant, Graph, Node, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, Primitive
 from myir.ir.values import EMPTY_STACK, NEWENV, GradKey
 from passes import grad_rules
+from passes.opt import constant_fold
 
 P = PRIMITIVES
 
@@ -86,6 +87,44 @@ NO_RULE = {
 }
 
 
+# Rules for calls whose operand at a position is a number constant (`x ** 3`): rule name ->
+# (position, rule of grad_rules).  The rule graph gets the constant in that parameter's
+# place, with what it alone computes folded, so that a derived constant (the `y - 1` of
+# `x ** (y - 1)`) is a constant again for the next derivative.
+CONSTANT_OPERAND_RULES = {name: (1, grad_rules.pow_of_constant_exponent)
+                          for name in ("pow", "power", "ieee_pow", "math_pow")}
+
+
+def constant_operand(node: Apply) -> tuple[int, object] | None:
+    """(position, value) of the number constant that a rule of `CONSTANT_OPERAND_RULES`
+    takes for this call of a primitive, if it has one."""
+    prim = node.fn.value if isinstance(node.fn, Constant) else None
+    if not isinstance(prim, Primitive):
+        return None
+    entry = CONSTANT_OPERAND_RULES.get(_aug_rule_name(prim.name))
+    if entry is None or entry[0] >= len(node.args):
+        return None
+    arg = node.args[entry[0]]
+    if isinstance(arg, Constant) and type(arg.value) in (int, float):
+        return entry[0], arg.value
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def _specialised_rule(rule, position: int, kind: type, text: str) -> Graph:
+    """The graph of `rule` with the number `kind(text)` (1 and 1.0 differ, and so do 0.0
+    and -0.0) in place of its parameter at `position` (which it keeps, unused: calls pass
+    every operand), and the computations of constants alone folded."""
+    g = clone_program(parse(rule))
+    replace(g, g.parameters[position], Constant(kind(text)))
+    for node in toposort(g):
+        if isinstance(node, Apply) and node.graph is g:
+            folded = constant_fold(node, None)
+            if folded is not None:
+                replace(g, node, folded)
+    return g
+
+
 def _aug_rule_name(name: str) -> str:
     """`x += y` differentiates like `x + y`."""
     return name[4:] if name.startswith("aug_") else name
@@ -105,9 +144,10 @@ def has_gradient_rule(name: str) -> bool:
 _PRIMITIVE_J: dict[tuple[str, int], Graph] = {}
 
 
-def primitive_j(prim: Primitive, arity: int, location=None) -> Graph:
-    """J of a primitive called with `arity` arguments: `(prim(xs), bprop)`."""
-    key = (prim.name, arity)
+def primitive_j(prim: Primitive, arity: int, location=None, constant=None) -> Graph:
+    """J of a primitive called with `arity` arguments: `(prim(xs), bprop)`; with `constant`,
+    `(position, value)` from `constant_operand`, for calls with that constant operand."""
+    key = (prim.name, arity, constant and (constant[0], type(constant[1]), repr(constant[1])))
     if key in _PRIMITIVE_J:
         return _PRIMITIVE_J[key]
     if not has_gradient_rule(prim.name):
@@ -118,17 +158,18 @@ def primitive_j(prim: Primitive, arity: int, location=None) -> Graph:
     names = list(prim.params) if not prim.varargs else [f"x{i}" for i in range(arity)]
     jg = Graph(f"J_{prim.name}")
     xs = [jg.add_parameter(n) for n in names[:arity]]
-    out = jg.apply(prim, *xs, name="out")
+    out = jg.apply(prim, *xs)  # unnamed: once inlined, it takes the program's name (opt)
     bp = Graph(f"bprop_{prim.name}", parent=jg)
     dout = bp.add_parameter("dout")
-    grads = _rule_gradients(prim, bp, xs, out, dout)
+    grads = _rule_gradients(prim, bp, xs, out, dout, constant)
     bp.output = bp.apply(P["make_tuple"], NEWENV, *grads)
     jg.output = jg.apply(P["make_tuple"], out, Constant(bp))
     _PRIMITIVE_J[key] = jg
     return jg
 
 
-def _rule_gradients(prim: Primitive, bp: Graph, xs: list, out: Node, dout: Node) -> list:
+def _rule_gradients(prim: Primitive, bp: Graph, xs: list, out: Node, dout: Node,
+                    constant=None) -> list:
     name = prim.name
     if name in NON_DIFFERENTIABLE:
         return [bp.apply(P["grad_zeros"], x) for x in xs]
@@ -144,7 +185,12 @@ def _rule_gradients(prim: Primitive, bp: Graph, xs: list, out: Node, dout: Node)
         res = bp.apply(P["einsum_grad"], *xs, dout)
         return [bp.apply(P["grad_zeros"], xs[0])] + [
             bp.apply(P["getitem"], res, i) for i in range(len(xs) - 1)]
-    rule = gradient_rule(name)
+    if constant is not None:
+        position, value = constant
+        rule = _specialised_rule(CONSTANT_OPERAND_RULES[_aug_rule_name(name)][1], position,
+                                 type(value), repr(value))
+    else:
+        rule = gradient_rule(name)
     res = bp.apply(Constant(rule), *xs, out, dout, name="grads", location=rule.location)
     return [bp.apply(P["getitem"], res, i) for i in range(len(xs))]
 
@@ -181,12 +227,13 @@ class JTransform:
             self.body(self.pending.pop())
         return gj
 
-    def primitive(self, prim: Primitive, arity: int, location) -> Graph:
+    def primitive(self, prim: Primitive, arity: int, location, constant=None) -> Graph:
         """A private copy of the primitive's J graph: later passes may edit it in place."""
-        key = (prim.name, arity)
+        key = (prim.name, arity, constant and (constant[0], type(constant[1]),
+                                               repr(constant[1])))
         if key not in self.primitives:
             self.primitives[key] = clone_program(
-                primitive_j(prim, arity, location or self.location))
+                primitive_j(prim, arity, location or self.location, constant))
         return self.primitives[key]
 
     def key(self, node: Node) -> Constant:
@@ -267,7 +314,12 @@ class JTransform:
         for node in toposort(g):
             if not (isinstance(node, Apply) and node.graph is g):
                 continue
-            fn = self.value(node.fn, arity=len(node.args), where=node)
+            constant = constant_operand(node)
+            if constant is not None:
+                fn = Constant(self.primitive(node.fn.value, len(node.args), node.location,
+                                             constant))
+            else:
+                fn = self.value(node.fn, arity=len(node.args), where=node)
             args = [self.value(a) for a in node.args]
             pair = gj.apply(fn, *args, location=node.location)
             self.nodes[node] = gj.apply(P["getitem"], pair, 0, name=node.debug.name,
@@ -484,7 +536,7 @@ class JTransform:
             xs = [self.value(a) if reads is None or i in reads else Constant(None)
                   for i, a in enumerate(node.args)]
             out = self.nodes[node] if reads is None or len(xs) in reads else Constant(None)
-            grads = _rule_gradients(bprop, bg, xs, out, dout)
+            grads = _rule_gradients(bprop, bg, xs, out, dout, constant_operand(node))
             return bg.apply(P["make_tuple"], NEWENV, *grads)
         return bg.apply(bprop, dout, location=node.location)
 

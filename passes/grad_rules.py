@@ -16,6 +16,8 @@ Conventions at kinks (subgradients), chosen as JAX does:
   0 for y = 0, as JAX has it for an integer exponent 0 (x ** 0 is the constant 1; the same
   for 0.0, where JAX's 0 * inf gives nan).
 Broadcasting: each operand's gradient is summed back to its shape (`sum_to_like`).
+`+` also concatenates tuples and lists: each operand's gradient is its side of the result's
+(`sum_to_side`, which for numbers and arrays is `sum_to_like`).
 """
 
 import math
@@ -25,6 +27,8 @@ import numpy as np
 from myir.ir.primitives import PRIMITIVES as _P
 
 sum_to = _P["sum_to_like"]
+sum_to_side = _P["sum_to_side"]
+broadcast_to_side = _P["broadcast_to_side"]
 broadcast_like = _P["broadcast_to_like"]
 reduce_grad = _P["reduce_grad"]
 getitem_grad = _P["getitem_grad"]
@@ -49,7 +53,7 @@ take_along_axis_grad = _P["take_along_axis_grad"]
 # ------------------------------------------------------------------ arithmetic
 
 def bprop_add(x, y, out, dout):
-    return (sum_to(dout, x), sum_to(dout, y))
+    return (sum_to_side(dout, x, False), sum_to_side(dout, y, True))
 
 
 def bprop_sub(x, y, out, dout):
@@ -76,9 +80,19 @@ def bprop_np_divide(x, y, out, dout):
 
 
 def bprop_pow(x, y, out, dout):
-    dx = dout * y * ieee_pow(x, y - (y != 0))
     dy = dout * out * np.log(np.where(x > 0, x, 1.0))
-    return (sum_to(dx, x), sum_to(dy, y))
+    return (_pow_base_grad(x, y, dout), sum_to(dy, y))
+
+
+def _pow_base_grad(x, y, dout):
+    return sum_to(dout * y * ieee_pow(x, y - (y != 0)), x)
+
+
+def pow_of_constant_exponent(x, y, out, dout):
+    """`x ** c` for a constant c (passes.ad puts c in y's place and folds `y - (y != 0)`):
+    no gradient for the exponent, whose computation (log x) a higher derivative would
+    differentiate, turning its zero sensitivity into nan near x = 0 (0 * inf)."""
+    return (_pow_base_grad(x, y, dout), zeros(y))
 
 
 def bprop_neg(x, out, dout):
@@ -353,7 +367,16 @@ def bprop_mean(x, axis, keepdims, out, dout):
 
 
 def bprop_prod(x, axis, keepdims, out, dout):
-    return (reduce_grad(dout * out, x, axis, keepdims) / x, zeros(axis), zeros(keepdims))
+    # An element's gradient is the product of the others: out / x, but where x is 0, the
+    # product of the nonzero others if it is the only zero of its product, else 0.
+    zero = x == 0
+    one = zeros(x) + 1.0
+    nonzero = np.where(zero, one, x)
+    others = np.prod(nonzero, axis=axis, keepdims=keepdims)
+    alone = reduce_grad(np.sum(zero, axis=axis, keepdims=keepdims), x, axis, keepdims) == 1
+    at_zero = reduce_grad(dout * others, x, axis, keepdims) * np.where(alone, one, zeros(x))
+    return (np.where(zero, at_zero, reduce_grad(dout * out, x, axis, keepdims) / nonzero),
+            zeros(axis), zeros(keepdims))
 
 
 def _extremum_grad(x, axis, keepdims, out, dout):
@@ -397,7 +420,24 @@ def bprop_matmul(x, y, out, dout):
 def bprop_dot(x, y, out, dout):
     if np.ndim(x) == 0 or np.ndim(y) == 0:  # np.dot with a scalar multiplies
         return bprop_mul(x, y, out, dout)
-    return _matmul_grads(x, y, dout)
+    if np.ndim(y) > 2:
+        return _dot_of_stacked_grads(x, y, dout)
+    return _matmul_grads(x, y, dout)  # y a vector or a matrix: np.dot is matmul
+
+
+def _dot_of_stacked_grads(x, y, dout):
+    """np.dot(x, y) for y of 3 or more axes sums x's last axis against y's second-to-last
+    for every row of x and every other position of y (not matmul's batches): a matrix
+    product of x's rows (Q, n) and y's columns, taken as the rows (P, n) of y with its last
+    two axes swapped, whose gradients are matrix products."""
+    n = np.shape(x)[-1]
+    swapped = np.swapaxes(y, -1, -2)
+    rows = np.reshape(swapped, (-1, n))
+    x2 = np.reshape(x, (-1, n))
+    d2 = np.reshape(dout, (np.shape(x2)[0], np.shape(rows)[0]))
+    dx = np.reshape(d2 @ rows, np.shape(x))
+    dy = np.swapaxes(np.reshape(d2.T @ x2, np.shape(swapped)), -1, -2)
+    return (dx, dy)
 
 
 def bprop_transpose(x, axes, out, dout):
@@ -504,6 +544,14 @@ def bprop_sum_to_like(d, x, out, dout):
 
 def bprop_broadcast_to_like(d, x, out, dout):
     return (sum_to(dout, d), zeros(x))
+
+
+def bprop_sum_to_side(d, x, right, out, dout):
+    return (broadcast_to_side(dout, d, right), zeros(x), zeros(right))
+
+
+def bprop_broadcast_to_side(d, x, right, out, dout):
+    return (sum_to_side(dout, d, right), zeros(x), zeros(right))
 
 
 def bprop_reduce_grad(d, x, axis, keepdims, out, dout):

@@ -90,9 +90,10 @@ MAX_EVALUATIONS = 200_000
 MAX_COMBINATIONS = 16
 # Primitives that take a value of any type without looking at it: a union passes through
 # them whole rather than being split into its options (a tuple of two unions stays one
-# tuple, not four).
+# tuple, not four).  And grad_seed, whose rule judges a union as a whole: an output that is
+# an int on some paths only is differentiable (`type_rules._union_seed`).
 PASS_THROUGH = frozenset({"make_tuple", "switch", "depend", "env_setitem", "raise_", "is_",
-                          "is_not"})
+                          "is_not", "grad_seed"})
 SWITCH = PRIMITIVES["switch"]
 # Rule results whose arguments are plain data (`_plain_data`), for every inference in the
 # process: a program's rules are applied to the same few types at every compilation, and

@@ -95,13 +95,19 @@ def effect_free(node: Node) -> bool:
 # ------------------------------------------------------------------ local rewrites
 
 def getitem_of_tuple(node: Apply, ctx) -> Node | None:
-    """getitem(make_tuple(a, b, ...), i) -> the i-th element."""
+    """getitem(make_tuple(a, b, ...), i) -> the i-th element.  An unnamed element takes the
+    getitem's name: the AD reads each value of the program as an item of a primitive's J
+    graph's result, named as the program's variable, so that once the J graph is inlined
+    the computation carries the variable's name (error messages name it)."""
     if primitive_name(node) == "getitem" and primitive_name(node.args[0]) == "make_tuple" \
             and _const(node.args[1], int) and not isinstance(node.args[1].value, bool):
         elements = node.args[0].args
         i = node.args[1].value
         if -len(elements) <= i < len(elements):
-            return elements[i]
+            element = elements[i]
+            if isinstance(element, Apply) and element.debug.name is None:
+                element.debug.name = node.debug.name
+            return element
     return None
 
 
@@ -180,6 +186,80 @@ def gadd_zero(node: Apply, ctx) -> Node | None:
 
 def _is_zero(node: Node) -> bool:
     return primitive_name(node) == "grad_zeros" or (_const(node, Env) and not node.value.items)
+
+
+# ------------------------------------------------------------------ gradients of containers
+# A container's gradient is a container of the same kind (grad_zeros, gadd and getitem_grad
+# walk any myir.tree container: backends/python/impls.py).  Where the optimizer knows a
+# container's items, the rewrites below do these operations item by item: the getitems of
+# the result then fold, and the containers go (the gradient of `a, b = x * y, x + y; return
+# a * b` is the hand-written one).  A container kind whose items are indexed by position is
+# one entry here: the primitive building it from its items in order -> the abstract value
+# that describes it with its items (`.items`); make_list and AList join the same way.
+MADE_BY = {"make_tuple": ATuple}
+
+
+def _made(node: Node) -> bool:
+    return primitive_name(node) in MADE_BY
+
+
+def _position(index: Node, n: int) -> int | None:
+    """The position a constant int index names among n items (negative ones from the end)."""
+    if _const(index, int) and type(index.value) is int and -n <= index.value < n:
+        return index.value % n
+    return None
+
+
+def _apply_typed(ctx, graph: Graph, name: str, *args: Node, location=None) -> Apply:
+    """name(*args) in graph, typed by its rule where ctx has types (a rewrite's
+    intermediate nodes; the node a rewrite returns takes the type of the one it replaces)."""
+    node = graph.apply(P[name], *args, location=location)
+    if ctx.types is not None:
+        types = [abstract_of(a.value) if isinstance(a, Constant) else ctx.type_of(a)
+                 for a in node.args]
+        if None not in types:
+            try:
+                ctx.types[node] = TYPE_RULES[name](*types)
+            except RuleError:
+                pass
+    return node
+
+
+def _placed(ctx, node: Apply, make: str, zeros_of: list, d: Node, at: range) -> Apply:
+    """make(...) of grad_zeros(z) for each z of zeros_of, but at the positions `at`, which
+    take d's items (d itself for one position given as an index: see callers)."""
+    g, loc = node.graph, node.location
+    items = [_apply_typed(ctx, g, "grad_zeros", z, location=loc) for z in zeros_of]
+    for k, i in enumerate(at):
+        items[i] = d[k] if isinstance(d, list) else d
+    return g.apply(P[make], *items, location=loc)
+
+
+def getitem_grad_of_made(node: Apply, ctx) -> Node | None:
+    """getitem_grad(make(a, b, c), i, d) -> make(grad_zeros(a), d, grad_zeros(c)) for a
+    constant position i (here 1) of a container built by its make primitive: what
+    getitem_grad computes, zeros like each item but d at i."""
+    if primitive_name(node) != "getitem_grad" or not _made(node.args[0]):
+        return None
+    x, index, d = node.args
+    i = _position(index, len(x.args))
+    if i is None:
+        return None
+    return _placed(ctx, node, primitive_name(x), list(x.args), d, range(i, i + 1))
+
+
+def gadd_of_made(node: Apply, ctx) -> Node | None:
+    """gadd(make(a1, a2), make(b1, b2)) -> make(gadd(a1, b1), gadd(a2, b2)) for two
+    containers of one kind and length built by their make primitive: gadd adds containers
+    item by item."""
+    if primitive_name(node) != "gadd":
+        return None
+    x, y = node.args
+    if not (_made(x) and primitive_name(y) == primitive_name(x) and len(x.args) == len(y.args)):
+        return None
+    g, loc = node.graph, node.location
+    return g.apply(x.fn, *(_apply_typed(ctx, g, "gadd", a, b, location=loc)
+                           for a, b in zip(x.args, y.args)), location=loc)
 
 
 def switch_on_constant(node: Apply, ctx) -> Node | None:
@@ -336,7 +416,7 @@ def _is_closed_function(node: Node) -> bool:
 
 
 REWRITES = [getitem_of_tuple, unpack_of_tuple, depend_satisfied, env_get_after_set, gadd_zero,
-            switch_on_constant, switch_equal_branches, neg_neg, constant_fold, call_inline,
+            getitem_grad_of_made, gadd_of_made, switch_on_constant, switch_equal_branches, neg_neg, constant_fold, call_inline,
             specialize_call]
 
 
@@ -651,6 +731,81 @@ def sum_to_like_same_shape(node: Apply, ctx) -> Node | None:
     return None
 
 
+SIDES = {"sum_to_side": "sum_to_like", "broadcast_to_side": "broadcast_to_like"}
+
+
+def side_of_number(node: Apply, ctx) -> Node | None:
+    """sum_to_side(d, x, right) -> sum_to_like(d, x), and broadcast_to_side ->
+    broadcast_to_like, for a number or array x: `+` adds them, and the side of a sum does
+    not matter (what the side primitives compute for them)."""
+    name = SIDES.get(primitive_name(node))
+    if name is None or not isinstance(ctx.type_of(node.args[1]), (AScalar, AArray)):
+        return None
+    return node.graph.apply(P[name], *node.args[:2], location=node.location)
+
+
+def _typed_items(node: Node, ctx) -> tuple[str, list] | None:
+    """(the make primitive, node's items) for a container whose type lists its items: the
+    make node's operands, or getitems of node."""
+    if _made(node):
+        return primitive_name(node), list(node.args)
+    t = ctx.type_of(node)
+    make = next((m for m, kind in MADE_BY.items() if type(t) is kind), None)
+    if make is None:
+        return None
+    return make, [_apply_typed(ctx, node.graph, "getitem", node, Constant(j))
+                  for j in range(len(t.items))]
+
+
+def _typed_length(node: Node, ctx) -> int | None:
+    if _made(node):
+        return len(node.args)
+    t = ctx.type_of(node)
+    return len(t.items) if type(t) in MADE_BY.values() else None
+
+
+def container_grads_by_type(node: Apply, ctx) -> Node | None:
+    """The rewrites of `getitem_grad_of_made` and `gadd_of_made`, and the sides of a
+    concatenation's sensitivity (`sum_to_side`, `broadcast_to_side`), for containers whose
+    type lists their items (a tuple argument, a concatenation), read item by item with
+    getitem: getitem_grad(x, 1, d) -> make(grad_zeros(x[0]), d, ...); gadd(make(a, b), y)
+    -> make(gadd(a, y[0]), gadd(b, y[1])); sum_to_side(d, x, right) -> make of d's items at
+    x's side; broadcast_to_side(d, x, right) -> zeros like x's items but d's at its side.
+    Each is what the primitive computes for such containers (impls.py)."""
+    name = primitive_name(node)
+    args = node.args
+    if name == "getitem_grad":
+        n = _typed_length(args[0], ctx)
+        i = None if n is None else _position(args[1], n)
+        if i is None:
+            return None
+        make, items = _typed_items(args[0], ctx)
+        return _placed(ctx, node, make, items, args[2], range(i, i + 1))
+    if name == "gadd":
+        x, y = args
+        if not (_made(x) or _made(y)) or _typed_length(x, ctx) != _typed_length(y, ctx) \
+                or _typed_length(x, ctx) is None:
+            return None
+        (make, xs), (_, ys) = _typed_items(x, ctx), _typed_items(y, ctx)
+        return node.graph.apply(P[make], *(
+            _apply_typed(ctx, node.graph, "gadd", a, b, location=node.location)
+            for a, b in zip(xs, ys)), location=node.location)
+    if name not in SIDES or not _const(args[2], bool):
+        return None
+    d, x, right = args[0], args[1], args[2].value
+    n, total = _typed_length(x if name == "sum_to_side" else d, ctx), \
+        _typed_length(d if name == "sum_to_side" else x, ctx)
+    if n is None or total is None or n > total:
+        return None
+    side = range(total - n, total) if right else range(n)
+    if name == "sum_to_side":
+        make, items = _typed_items(d, ctx)
+        return node.graph.apply(P[make], *(items[k] for k in side), location=node.location)
+    make, items = _typed_items(x, ctx)
+    _, parts = _typed_items(d, ctx)
+    return _placed(ctx, node, make, items, parts, side)
+
+
 SHAPE_ONLY = {"reduce_grad": 1, "sum_to_like": 1, "broadcast_to_like": 1}
 
 
@@ -863,7 +1018,7 @@ def _same_type(a, b) -> bool:
 TYPED_REWRITES = [checks_proved, grad_check_passes, grad_cast_by_type, ieee_on_numpy,
                   depend_on_what_raises, grad_seed_of_float, shape_facts,
                   known_integer, mul_one, add_zero, negation_absorbed, gadd_of_numbers,
-                  sum_to_like_same_shape, shape_from_input, implicit_broadcast, spread_late,
+                  side_of_number, container_grads_by_type, sum_to_like_same_shape, shape_from_input, implicit_broadcast, spread_late,
                   spread_out, spread_of_spread]
 
 
@@ -876,13 +1031,16 @@ ANY_PRIMITIVE = "calls of any primitive"
 MATCHES = {
     getitem_of_tuple: {"getitem"}, unpack_of_tuple: {"unpack"}, depend_satisfied: {"depend"},
     env_get_after_set: {"env_getitem"}, gadd_zero: {"gadd"},
+    getitem_grad_of_made: {"getitem_grad"}, gadd_of_made: {"gadd"},
     switch_on_constant: {"switch"}, switch_equal_branches: {"switch"}, neg_neg: {"neg"},
     constant_fold: set(_FOLDABLE), call_inline: CALLS, specialize_call: CALLS,
     checks_proved: {"check_bound", "unpack"} | {n for n in P if n.startswith("aug_")},
     grad_check_passes: {"grad_check_input"}, grad_seed_of_float: {"grad_seed"},
     shape_facts: {"ndim", "size", "shape"}, known_integer: ANY_PRIMITIVE, mul_one: {"mul"},
     add_zero: {"add", "sub"}, negation_absorbed: {"mul", "add", "sub"},
-    gadd_of_numbers: {"gadd"}, sum_to_like_same_shape: {"sum_to_like"},
+    gadd_of_numbers: {"gadd"}, side_of_number: set(SIDES),
+    container_grads_by_type: {"getitem_grad", "gadd"} | set(SIDES),
+    sum_to_like_same_shape: {"sum_to_like"},
     shape_from_input: set(SHAPE_ONLY), implicit_broadcast: BROADCASTING,
     spread_late: ELEMENTWISE, spread_out: ROUNDED_ONCE, spread_of_spread: {"reduce_grad"},
     grad_cast_by_type: {"grad_cast"}, ieee_on_numpy: {"ieee_truediv", "ieee_pow"},

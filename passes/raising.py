@@ -249,7 +249,7 @@ CANNOT_RAISE = _table([
     ("builtin_abs", "abs of a number or array is total"),
     ("make_tuple make_slice concat_str make_exception switch", "build a value from values"),
     ("grad_cast grad_zeros gadd env_getitem env_setitem sum_to_like broadcast_to_like reduce_grad "
-     "getitem_grad select_grad concat_grad unstack", "gradient code, on values of shapes the "
+     "getitem_grad select_grad concat_grad unstack sum_to_side broadcast_to_side", "gradient code, on values of shapes the "
      "forward computed"),
     ("depend", "passes its operands on: what raises is one of them"),
     ("stack_push stack_pop stack_empty", "a loop gradient's residual stack: the backward "
@@ -318,7 +318,8 @@ def raising_node(node: Node) -> bool:
 # while keeping the node, so reaching a computation through one does not evaluate it.
 NOT_STRICT = frozenset({"make_tuple", "env_setitem", "switch", "grad_seed", "shape", "ndim", "size",
                         "dtype", "len", "grad_zeros", "zeros_like", "ones_like", "sum_to_like",
-                        "broadcast_to_like", "reduce_grad", "getitem_grad"})
+                        "broadcast_to_like", "reduce_grad", "getitem_grad", "sum_to_side",
+                        "broadcast_to_side"})
 
 
 def evaluates(x: Node, e: Node) -> bool:

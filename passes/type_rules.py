@@ -289,8 +289,11 @@ def broadcast(*shapes) -> tuple:
 
 
 def int_value(a):
-    """The value of a known integer argument, ANY for an unknown one, or RuleError (a float
-    where an int is needed is an error early; anything else fails at run time)."""
+    """The value of a known integer argument, ANY for an unknown one (ANY itself too: an
+    item of a tuple may be), or RuleError (a float where an int is needed is an error early;
+    anything else fails at run time)."""
+    if a is ANY:
+        return ANY
     if isinstance(a, AScalar) and (a.pytype in (int, bool) or issubclass(a.pytype, np.integer)):
         return int(a.value) if a.known else ANY
     if isinstance(a, AScalar) and issubclass(a.pytype, (float, np.floating)):
@@ -1122,6 +1125,38 @@ def sum_to_like_rule(d, x):
     return d if x.shape == () else ANY
 
 
+# The abstract values of containers whose `+` concatenates (`sum_to_side`): the sensitivity
+# of an operand is the result's items at its side.
+CONCATENATED = (ATuple,)
+
+
+def _side(whole, part, right):
+    """The slice of `whole`'s items that `part`, the left (or, if `right`, the right)
+    operand of the concatenation `whole`, takes; None where a length is not known."""
+    n, total = len_rule(part), len_rule(whole)
+    if not (isinstance(n, AScalar) and n.known and isinstance(total, AScalar) and total.known
+            and isinstance(right, AScalar) and right.known):
+        return None
+    start = total.value - n.value if right.value else 0
+    return ASlice(AScalar(int, start), AScalar(int, start + n.value), ANone())
+
+
+@rule
+def sum_to_side_rule(d, x, right):
+    if not isinstance(x, CONCATENATED):
+        return sum_to_like_rule(d, x)
+    side = _side(d, x, right)
+    return ANY if side is None else getitem_rule(d, side)
+
+
+@rule
+def broadcast_to_side_rule(d, x, right):
+    if not isinstance(x, CONCATENATED):
+        return broadcast_to_like_rule(d, x)
+    side = _side(x, d, right)
+    return ANY if side is None else getitem_grad_rule(x, side, d)
+
+
 @rule
 def broadcast_to_like_rule(d, x):
     if not isinstance(x, AArray):
@@ -1162,6 +1197,8 @@ def getitem_grad_rule(x, index, dout):
 
 @rule
 def grad_seed_rule(out):
+    if isinstance(out, AUnion):
+        return _union_seed(out)
     if isinstance(out, AScalar) and issubclass(out.pytype, (float, np.floating)):
         return AScalar(out.pytype, out.pytype(1.0))
     if isinstance(out, AArray):
@@ -1180,6 +1217,33 @@ def grad_seed_rule(out):
         raise RuleError(f"grad() needs a function returning a float; this one returned {kind}",
                         "return a float (an integer or boolean output has no gradient)")
     return ANY
+
+
+def _integer_scalar(a) -> bool:
+    return isinstance(a, AScalar) and issubclass(a.pytype, (int, np.integer, np.bool_))
+
+
+def _union_seed(out: AUnion):
+    """The seed of an output of several types (passes.infer passes grad_seed the union
+    whole): a float on some paths and an int or a bool on others (an accumulator started at
+    `0`) is differentiable, and the paths where it is an integer are constant, so their seed
+    is 0.  Any other option fails as alone, named as one of the output's types."""
+    seed = BOTTOM
+    for option in out.options:
+        if _integer_scalar(option):
+            seed = join(seed, AScalar(int, 0))
+            continue
+        try:
+            seed = join(seed, grad_seed_rule(option))
+        except RuleError as e:
+            kinds = " or ".join(map(type_name, out.options))
+            raise RuleError(f"{e.message}, on the paths where it returns {type_name(option)} "
+                            f"(it returns {kinds})", e.hint) from None
+    if all(map(_integer_scalar, out.options)):
+        raise RuleError(f"grad() needs a function returning a float; this one returned "
+                        f"{' or '.join(map(type_name, out.options))}",
+                        "return a float (an integer or boolean output has no gradient)")
+    return seed
 
 
 def grad_check_input_rule(x, name):
@@ -1693,6 +1757,8 @@ TYPE_RULES = {
     "stack_empty": stack_empty_rule,
     "sum_to_like": sum_to_like_rule,
     "broadcast_to_like": broadcast_to_like_rule,
+    "sum_to_side": sum_to_side_rule,
+    "broadcast_to_side": broadcast_to_side_rule,
     "reduce_grad": reduce_grad_rule,
     "getitem_grad": getitem_grad_rule,
     "grad_seed": grad_seed_rule,

@@ -396,6 +396,10 @@ def prod_all(x):
     return np.prod(x)
 
 
+def d_prod_first(x):
+    return grad(prod_all)(x)[0]
+
+
 def prod_0(x):
     return np.sum(np.sin(np.prod(x, axis=0)))
 
@@ -1212,3 +1216,108 @@ def reversed_loop(x):
     for v in reversed(x):
         s = s * 0.5 + v * v
     return s
+
+
+def tuple_concatenated_unequally(x):
+    parts = (x * x, 1.0) + (x * 3.0,)
+    return parts[0] * parts[2] * parts[1]
+
+
+def tuple_repeated(x):
+    parts = (x, x * 2.0) * 3
+    return parts[0] + parts[3] * parts[5]
+
+
+def tuple_arguments_concatenated(x, y):
+    both = x + y + ()
+    return both[0] * np.sum(both[1] * both[2]) + both[3] * 2.0
+
+
+
+# An accumulator started at an int: an int where the loop does not run, a float where it does.
+
+def int_accumulator(a, n):
+    total = 0
+    for i in range(n):
+        total = total + a * i
+    return total
+
+
+def int_product(a, n):
+    p = 1
+    for i in range(n):
+        p = p * (a + i)
+    return p
+
+
+def int_accumulator_augmented(a, n):
+    total = 0
+    i = 0
+    while i < n:
+        total += a * a
+        i += 1
+    return total
+
+
+def int_or_float_in_between(a, n):
+    s = 0
+    for i in range(n):
+        s = s + a
+    return np.sin(s) * a + math.cos(s) + s ** 2 + max(s, 0.5)
+
+
+def int_accumulator_of_arrays(v, n):
+    total = 0
+    for i in range(n):
+        total = total + v * i
+    return np.sum(total)
+
+
+def int_or_float_index(a, v):
+    u = max(a, 3)
+    return a * v[u]
+
+
+def grad_of_int_accumulator(a, n):
+    return grad(int_accumulator)(a, n)
+
+
+def value_and_grad_of_int_product(a, n):
+    return value_and_grad(int_product)(a, n)
+
+
+# The grad macro binds a call as a call of the function it differentiates: keywords, defaults.
+
+def scaled_norm(v, scale=2.0, power=2):
+    return scale * np.sum(v ** power)
+
+
+def grad_using_defaults(v):
+    return grad(scaled_norm)(v)
+
+
+def grad_with_a_keyword(v):
+    return grad(scaled_norm)(v, power=3)
+
+
+def grad_wrt_a_defaulted_parameter(v):
+    return grad(scaled_norm, 'scale')(v)
+
+
+def value_and_grad_with_keywords(v):
+    return value_and_grad(scaled_norm, 'v', 'scale')(scale=0.5, v=v)
+
+
+def grad_held_in_a_variable(v):
+    df = grad(scaled_norm, 'scale')
+    return df(v, power=1)
+
+
+def grad_of_grad_with_defaults(x):
+    def cube(x, k=3.0):
+        return x * x * x / k
+    return grad(grad(cube))(x)
+
+
+def grad_missing_an_argument(v):
+    return grad(scaled_norm)(scale=1.0)

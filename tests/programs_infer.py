@@ -147,3 +147,12 @@ def unbound_on_one_branch(x, flag):
     if flag:
         y = x + 1.0
     return y
+
+
+def reshape_to_a_partly_unknown_shape(y, dout):
+    """np.moveaxis's result has a shape inference does not know, so the second reshape's
+    target is (unknown, -1): not a certain error, and the moveaxis after it is typed for its
+    own arguments."""
+    columns = np.moveaxis(y, -2, 0)
+    d2 = np.reshape(dout, (np.shape(columns)[0] * 4, -1))
+    return np.moveaxis(np.reshape(d2, np.shape(columns)), 0, -2)

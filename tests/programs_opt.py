@@ -348,6 +348,16 @@ def hand_poly_xy(x, y):
     return 3.0 * x ** 2 * y ** 4
 
 
+def tuple_pair(x, y):
+    a, b = x * y, x + y
+    return a * b
+
+
+def hand_tuple_pair(x, y):
+    a, b = x * y, x + y
+    return b * y + a, b * x + a
+
+
 def hand_sincos(x):
     return -np.cos(np.cos(x)) * np.sin(x)
 

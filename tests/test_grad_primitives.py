@@ -396,8 +396,7 @@ DOT_SHAPES = MATMUL_SHAPES[:6]
 
 
 MATMUL_CASES = [(f, sx, sy) for f in (G.matmul_op, G.np_matmul) for sx, sy in MATMUL_SHAPES]
-MATMUL_CASES += [(f, sx, sy) for f in (G.np_dot, G.dot_method) for sx, sy in DOT_SHAPES
-                 if (sx, sy) != ((5, 2, 3), (5, 3, 4))]  # see test_dot_known_bugs
+MATMUL_CASES += [(f, sx, sy) for f in (G.np_dot, G.dot_method) for sx, sy in DOT_SHAPES]
 
 
 @settings(max_examples=examples(8))
@@ -410,20 +409,13 @@ def test_matmul(f, sx, sy, data):
     check_gradient(f, (x, y))
 
 
-DOT_BUGS = [
-    pytest.param(f, (5, 2, 3), (5, 3, 4), id=f"{name(f)}-3d-3d", marks=pytest.mark.xfail(
-        strict=True, reason=(
-            "bug: np.dot (and x.dot) of two 3-D arrays contracts the last axis of x with the "
-            "second-to-last of y over all pairs of batches; bprop_dot uses the batched "
-            "matmul rule (ValueError in the backward pass)"))) for f in (G.np_dot, G.dot_method)
-]
-
-
-@pytest.mark.parametrize("f, sx, sy", DOT_BUGS)
-def test_dot_known_bugs(f, sx, sy):
+@pytest.mark.parametrize("f", [G.np_dot, G.dot_method], ids=name)
+@pytest.mark.parametrize("sx, sy", [((5, 2, 3), (5, 3, 4)), ((2, 3), (4, 3, 2)), (3, (2, 3, 4)),
+                                    ((2, 2, 3), (2, 4, 3, 2))])
+def test_dot_of_stacked_arrays(f, sx, sy):
+    """np.dot with y of 3 or more axes pairs every row of x with every matrix of y."""
     rng = np.random.default_rng(0)
-    x = 0.5 if sx == "float" else rng.uniform(-1, 1, sx)
-    check_gradient(f, (x, rng.uniform(-1, 1, sy)))
+    check_gradient(f, (rng.uniform(-1, 1, sx), rng.uniform(-1, 1, sy)))
 
 
 def test_dot_with_a_scalar_operand():
@@ -651,12 +643,24 @@ def test_clip_at_the_bounds_passes_nothing_outside():
 # Known wrong gradients (bugs)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: bprop_prod divides by x, so the gradient of np.prod is nan where an element is "
-    "0 (the true gradient there is the product of the other elements)"))
-def test_prod_gradient_with_a_zero_element():
-    x = np.array([2.0, 0.0, 3.0])
-    np.testing.assert_allclose(gradient(G.prod_all)(x), [0.0, 6.0, 0.0])
+@pytest.mark.parametrize("x, want", [
+    ([2.0, 0.0, 3.0], [0.0, 6.0, 0.0]),             # one zero: the product of the others
+    ([2.0, 0.0, 0.0], [0.0, 0.0, 0.0]),             # two: every product of others is 0
+    ([-2.0, 0.5, 3.0], [1.5, -6.0, -1.0]),
+])
+def test_prod_gradient_with_zero_elements(x, want):
+    np.testing.assert_allclose(gradient(G.prod_all)(np.array(x)), want)
+
+
+def test_prod_gradient_along_an_axis_with_zeros():
+    x = np.array([[2.0, 0.0, 3.0], [0.0, 0.0, 5.0], [1.0, 4.0, -2.0]])
+    check_gradient(G.prod_1, (x,))
+    check_gradient(G.prod_0, (x,))
+
+
+def test_second_derivative_of_prod_with_a_zero():
+    # d/dx0 prod = x1 * x2, whose gradient at (2, 0, 3) is (0, 3, 0)
+    np.testing.assert_allclose(gradient(G.d_prod_first)(np.array([2.0, 0.0, 3.0])), [0.0, 3.0, 0.0])
 
 
 FLOAT32_SUBJECTS = [

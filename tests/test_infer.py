@@ -257,6 +257,13 @@ def test_loop_counter_widens_to_its_type():
     assert output_type(I.loop_counts, 4) == ATuple((AScalar(float), AScalar(int)))
 
 
+def test_reshape_to_a_partly_unknown_shape_is_no_certain_error():
+    y, dout = np.zeros((2, 4, 3, 2)), np.arange(48.0).reshape(4, 12)
+    got = myir.compile(I.reshape_to_a_partly_unknown_shape)(y, dout)
+    np.testing.assert_array_equal(got, I.reshape_to_a_partly_unknown_shape(y, dout))
+    assert output_type(I.reshape_to_a_partly_unknown_shape, y, dout) is not BOTTOM
+
+
 def test_higher_order_function_is_specialised_per_signature():
     typed = infer(myir.compile(I.polymorphic_helper).lower(2, 0.5).graph("optimized"), (2, 0.5))
     assert typed.output == ATuple((AScalar(int), AScalar(float)))

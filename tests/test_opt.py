@@ -294,6 +294,36 @@ def hand_getitem_negative():
     return g, _returning(3, 1)
 
 
+def hand_getitem_grad_of_made():
+    g, (a, b, c, d) = _graph(4, "before")
+    g.output = g.apply(PR["getitem_grad"], g.apply(PR["make_tuple"], a, b, c), -2, d)
+    h, (a2, b2, c2, d2) = _graph(4, "after")
+    h.output = h.apply(PR["make_tuple"], h.apply(PR["grad_zeros"], a2), d2,
+                       h.apply(PR["grad_zeros"], c2))
+    return g, h
+
+
+def hand_gadd_of_made():
+    g, (a, b, c, d) = _graph(4, "before")
+    g.output = g.apply(PR["gadd"], g.apply(PR["make_tuple"], a, b),
+                       g.apply(PR["make_tuple"], c, d))
+    h, (a2, b2, c2, d2) = _graph(4, "after")
+    h.output = h.apply(PR["make_tuple"], h.apply(PR["gadd"], a2, c2), h.apply(PR["gadd"], b2, d2))
+    return g, h
+
+
+def hand_getitem_grad_out_of_range():
+    g, (a, d) = _graph(2, "before")
+    g.output = g.apply(PR["getitem_grad"], g.apply(PR["make_tuple"], a), 1, d)
+    return g
+
+
+def hand_gadd_of_unequal_tuples():
+    g, (a, b, c) = _graph(3, "before")
+    g.output = g.apply(PR["gadd"], g.apply(PR["make_tuple"], a, b), g.apply(PR["make_tuple"], c))
+    return g
+
+
 def hand_fold_chain():
     g, (x,) = _graph(1, "before")
     folded = g.apply(PR["neg"], g.apply(PR["add"], 2.5, g.apply(PR["mul"], 3, 4)))
@@ -336,6 +366,8 @@ PAIRS = [
     ("gadd_zero", "zeros_right", hand_gadd_zero_right),
     ("gadd_zero", "zeros_left", hand_gadd_zero_left),
     ("gadd_zero", "empty_env", hand_gadd_empty_env),
+    ("getitem_grad_of_made", "tuple", hand_getitem_grad_of_made),
+    ("gadd_of_made", "tuples", hand_gadd_of_made),
     ("switch_on_constant", "if_true", _parsed_pair(P.switch_before, P.switch_after)),
     ("switch_on_constant", "ifexp_zero", _parsed_pair(P.switch_ifexp_before, P.switch_ifexp_after)),
     ("switch_on_constant", "specialised_flag",
@@ -408,6 +440,8 @@ UNCHANGED = [
     ("inline_recursive", lambda: parse(P.inline_recursive)),
     ("env_unknown", hand_env_unknown),
     ("gadd_nonzero", hand_gadd_nonzero),
+    ("getitem_grad_out_of_range", hand_getitem_grad_out_of_range),
+    ("gadd_of_unequal_tuples", hand_gadd_of_unequal_tuples),
     ("switch_unknown", hand_switch_unknown),
     ("switch_equal_branches_effect", lambda: parse(P.switch_equal_keeps_check)),
     ("neg_neg_bool", lambda: parse(P.neg_neg_bool)),
@@ -529,16 +563,43 @@ def _typed(n: int, types: list, build):
     return g, mapping
 
 
-def _one_op(name, types, *consts, result=None, first_const=False, negated=()):
-    """`name(p0, ...)` (or with constants after, or before, the parameters) typed `result`;
-    the parameters at the positions `negated` negated first (neg(p), typed as p)."""
+def _one_op(name, types, *consts, result=None, first_const=False, negated=(), swap=False):
+    """`name(p0, ...)` (or with constants after, or before, the parameters; with `swap`,
+    name(p0, consts..., p1)) typed `result`; the parameters at the positions `negated`
+    negated first (neg(p), typed as p)."""
     def build(g, *ps):
         negs = [g.apply(PR["neg"], p) if i in negated else p for i, p in enumerate(ps)]
         args = [*consts, *negs] if first_const else [*negs, *consts]
+        if swap:
+            args = [negs[0], *consts, *negs[1:]]
         node = g.apply(PR[name], *args)
         return node, [(node, result)] + [(n, t) for n, p, t in zip(negs, ps, types)
                                          if n is not p]
     return _typed(len(types), types, build)
+
+
+def _gadd_of_made_and_typed():
+    """gadd(make_tuple(p1), p0) of a tuple p0 of one float."""
+    def build(g, x, y):
+        made = g.apply(PR["make_tuple"], y)
+        node = g.apply(PR["gadd"], made, x)
+        return node, [(made, ATuple((F64,))), (node, ATuple((F64,)))]
+    return _typed(2, [ATuple((F64,)), F64], build)
+
+
+def _items_placed(name):
+    """What container_grads_by_type makes of the typed cases of `name` above, item by item."""
+    g, (x, y) = _graph(2, "after")
+    item = lambda t, i: g.apply(PR["getitem"], t, i)  # noqa: E731
+    if name == "getitem_grad":      # (p0 : (float, array), 0, p1)
+        g.output = g.apply(PR["make_tuple"], y, g.apply(PR["grad_zeros"], item(x, 1)))
+    elif name == "gadd":            # gadd(make_tuple(p1), p0)
+        g.output = g.apply(PR["make_tuple"], g.apply(PR["add"], y, item(x, 0)))  # typed
+    elif name == "sum_to_side":     # (p0 : (float, array), p1 : (array,), right)
+        g.output = g.apply(PR["make_tuple"], item(x, 1))
+    else:                           # broadcast_to_side(p0 : (array,), p1 : (float, array))
+        g.output = g.apply(PR["make_tuple"], g.apply(PR["grad_zeros"], item(y, 0)), item(x, 0))
+    return g
 
 
 def _expect_constant(n, value):
@@ -824,6 +885,27 @@ TYPED_CASES = [
      lambda: _one_op("sum_to_like", [A34, A4], result=A4), None),
     ("sum_to_like_same_shape", "array_to_scalar_kept",
      lambda: _one_op("sum_to_like", [A4, F64], result=F64), None),
+    ("side_of_number", "array", lambda: _one_op("sum_to_side", [A34, A4], True, result=A4),
+     lambda: _expect_op("sum_to_like", 2)),
+    ("side_of_number", "float", lambda: _one_op("broadcast_to_side", [F64, A34], False,
+                                                result=A34),
+     lambda: _expect_op("broadcast_to_like", 2)),
+    ("side_of_number", "unknown_tuple_kept", lambda: _one_op(
+        "sum_to_side", [ANY, ATuple((F64,))], True, result=ANY), None),
+    ("container_grads_by_type", "getitem_grad", lambda: _one_op(
+        "getitem_grad", [ATuple((F64, A4)), F64], 0, result=ATuple((F64, A4)), swap=True),
+     lambda: _items_placed("getitem_grad")),
+    ("container_grads_by_type", "gadd", _gadd_of_made_and_typed,
+     lambda: _items_placed("gadd")),
+    ("container_grads_by_type", "sum_to_side", lambda: _one_op(
+        "sum_to_side", [ATuple((F64, A4)), ATuple((A4,))], True, result=ATuple((A4,))),
+     lambda: _items_placed("sum_to_side")),
+    ("container_grads_by_type", "broadcast_to_side", lambda: _one_op(
+        "broadcast_to_side", [ATuple((A4,)), ATuple((F64, A4))], True,
+        result=ATuple((F64, A4))),
+     lambda: _items_placed("broadcast_to_side")),
+    ("container_grads_by_type", "unknown_length_kept", lambda: _one_op(
+        "getitem_grad", [ANY, F64], 0, result=ANY, swap=True), None),
     ("known_integer", "len", lambda: _one_op("len", [ATuple((F64, F64))],
                                              result=AScalar(int, 2)),
      lambda: _expect_constant(1, 2)),
@@ -1049,6 +1131,8 @@ RUNS = [
     (None, P.getitem_out_of_range, None, _args(floats, floats)),
     ("env_get_after_set", P.env_closure, (0, 1), _args(floats, floats)),
     ("gadd_zero", P.gadd_compare, (0,), _args(floats)),
+    ("getitem_grad_of_made", P.tuple_pair, (0, 1), _args(floats, floats)),
+    ("gadd_of_made", P.tuple_pair, (0, 1), _args(floats, floats)),
     ("switch_on_constant", P.switch_before, None, _args(floats)),
     ("switch_on_constant", P.switch_ifexp_before, None, _args(floats)),
     ("switch_on_constant", P.switch_specialised_before, None, _args(floats)),
@@ -1277,7 +1361,7 @@ def _inputs(name):
         return (_vec(4), _vec(4), _vec(4))
     if name == "logsumexp":
         return (_vec(6),)
-    if name == "poly_xy":
+    if name in ("poly_xy", "tuple_pair"):
         return (1.3, 0.7)
     return (0.4,)
 
@@ -1320,6 +1404,7 @@ GOLDEN = {
                     _ALGEBRA + "9x^2 + 4x + 1 collects like terms (reassociation)", 31, None),
     "tanh_layer": (P.tanh_layer, (0, 1), None, None, 19, None),
     "hmlstm": (W.hmlstm, (0, 1, 2, 3), _TYPES, None, 70, None),
+    "tuple_pair": (P.tuple_pair, (0, 1), _TYPES, None, 22, None),
 }
 
 

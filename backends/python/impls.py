@@ -190,6 +190,26 @@ def sum_to_like(d, x):
     return d.sum(axis=axes, keepdims=True).reshape(x.shape)
 
 
+def sum_to_side(d, x, right):
+    """x's part of d, the sensitivity of `x + y` (or of `y + x` if `right`): where `+`
+    concatenates sequences (tuples, lists), the items of d at x's side, as many as x has,
+    in x's container type; for numbers and arrays, d summed down to x's shape."""
+    if isinstance(x, (tuple, list)):
+        n = len(x)
+        return tree.rebuild(x, d[len(d) - n:] if right else d[:n])
+    return sum_to_like(d, x)
+
+
+def broadcast_to_side(d, x, right):
+    """The adjoint of `sum_to_side`: d, the sensitivity of one side of the concatenation x
+    (the right one if `right`), at its place in a sensitivity of x, zeros elsewhere; for
+    numbers and arrays, d broadcast up to x's shape."""
+    if isinstance(x, (tuple, list)):
+        start = len(x) - len(d) if right else 0
+        return getitem_grad(x, slice(start, start + len(d)), d)
+    return broadcast_to_like(d, x)
+
+
 def broadcast_to_like(d, x):
     # np.array, not np.ascontiguousarray: that makes a 0-d array 1-d
     return np.array(np.broadcast_to(d, x.shape)) if isinstance(x, np.ndarray) else d
@@ -229,9 +249,14 @@ def getitem_grad(x, index, dout):
 
 def grad_seed(out):
     """The gradient of the output with respect to itself: 1, for a float scalar output (a
-    0-d array is one; an array of shape (1,) is not, as in JAX)."""
+    0-d array is one; an array of shape (1,) is not, as in JAX); 0 for an integer or a
+    bool, which inference refuses as the only type of the output but lets through where the
+    output is a float on other paths (an accumulator started at `0`): where it is an
+    integer, it is constant."""
     if isinstance(out, (float, np.floating)):
         return type(out)(1.0)
+    if isinstance(out, (int, np.integer, np.bool_)):
+        return 0
     if isinstance(out, np.ndarray) and out.ndim == 0 and out.dtype.kind == "f":
         return np.ones_like(out)
     if isinstance(out, np.ndarray) and out.ndim:
@@ -451,6 +476,8 @@ IMPLS = {
     "env_getitem": _env_getitem,
     "env_setitem": _env_setitem,
     "sum_to_like": sum_to_like,
+    "sum_to_side": sum_to_side,
+    "broadcast_to_side": broadcast_to_side,
     "broadcast_to_like": broadcast_to_like,
     "reduce_grad": reduce_grad,
     "getitem_grad": getitem_grad,

@@ -500,6 +500,8 @@ KEPT_IN_NUMPY: dict[str, str] = {
     "concatenate": "takes a tuple of arrays (regions pass single tensors); a copy in numpy",
     "stack": "takes a tuple of arrays (regions pass single tensors); a copy in numpy",
     "concat_grad": "returns a tuple of arrays",
+    **{p: "a concatenation's sensitivity is a tuple or list; on arrays the typed optimizer "
+          "makes it sum_to_like / broadcast_to_like" for p in ("sum_to_side", "broadcast_to_side")},
     **{p: "a loop gradient's residual stack lives in host code, between the loop's "
           "iterations" for p in ("stack_push", "stack_pop", "stack_empty")},
     "grad_cast": "a gradient's conversion to its parameter's type, once per gradient where "

@@ -204,6 +204,10 @@ primitive("env_getitem", "env, key, default")
 primitive("env_setitem", "env, key, value")
 primitive("sum_to_like", "d, x")            # d summed down to x's shape (undo broadcasting)
 primitive("broadcast_to_like", "d, x")      # d broadcast up to x's shape
+# `x + y` of sequences concatenates: x's sensitivity is its side of the result's (`right`:
+# x is the right operand); of numbers and arrays, these are sum_to_like / broadcast_to_like.
+primitive("sum_to_side", "d, x, right")     # x's side of d, d the sensitivity of x + y / y + x
+primitive("broadcast_to_side", "d, x, right")  # d put at its side of x, zeros elsewhere
 primitive("reduce_grad", "dout, x, axis, keepdims")   # dout of a reduction spread over x
 primitive("getitem_grad", "x, index, dout")           # scatter-add dout into zeros like x
 primitive("grad_seed", "out")               # 1 like a scalar output (errors otherwise)
