@@ -30,6 +30,7 @@ NUMPY = {name: P[name] for name in (
     "stack zeros ones empty full zeros_like ones_like array asarray arange eye matmul swapaxes "
     "argsort"
 ).split()}
+NUMPY["copy"] = P["array"]      # np.copy(a) is np.array(a): a new array, also of a tuple
 NUMPY.update({name: getattr(numpy_functions, name) for name in ("shape", "ndim", "size")})
 # numpy's API beyond the basics: ufuncs as primitives, the rest as compositions.
 NUMPY.update({name: P[name] for name in (
@@ -84,7 +85,7 @@ METHODS = {"sum": P["sum"], "mean": P["mean"], "prod": P["prod"], "max": P["max"
            "min": P["min"], "argmax": P["argmax"], "argmin": P["argmin"], "dot": P["dot"],
            "reshape": P["reshape"], "transpose": P["transpose"], "astype": P["astype"],
            "squeeze": P["squeeze"], "clip": P["clip"], "cumsum": P["cumsum"],
-           "cumprod": P["cumprod"], "take": P["take"]}
+           "cumprod": P["cumprod"], "take": P["take"], "copy": P["copy"]}
 # Methods that are numpy functions of frontend/numpy_functions.py: `x.var(axis=0)`.
 METHODS.update({name: getattr(numpy_functions, name) for name in (
     "var std any all ravel trace diagonal repeat").split()})

@@ -182,6 +182,12 @@ primitive("make_tuple", varargs=True)
 primitive("getitem", "x, index")
 primitive("unpack", "x, n")                 # x, checked to have n elements (tuple unpacking)
 primitive("make_slice", "start, stop, step")
+# Updates of local values (`y[i] = v`, `x.copy()`): compiled code is functional, so setitem
+# returns a NEW value equal to x but for x[index] = value; the frontend binds it to the name
+# again (frontend/ownership.py proves no alias sees the difference) and the python backend
+# writes in place where the old value is dead (backends/python/codegen.py).
+primitive("setitem", "x, index, value")
+primitive("copy", "x")                      # x.copy(): a new value equal to x
 
 # Differentiation (passes.ad): generic zeros and addition of gradients (numbers, arrays,
 # tuples, envs), envs mapping a closure's free variables to their gradients, and the adjoints
