@@ -41,19 +41,7 @@ from __future__ import annotations
 from frontend import numpy_functions
 from myir.ir.analysis import primitive_name
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
-
-# Primitives whose result is always a new object, never one of their operands or a view.
-FRESH = frozenset((
-    "add sub mul truediv floordiv mod pow matmul neg pos invert bitand bitor bitxor lshift "
-    "rshift exp log log1p expm1 sqrt sin cos tan arcsin arccos arctan sinh cosh tanh abs sign "
-    "floor ceil square negative reciprocal maximum minimum arctan2 power where cbrt log2 exp2 "
-    "log10 arcsinh arccosh arctanh rint trunc hypot logaddexp logaddexp2 clip dot concatenate "
-    "stack astype zeros ones empty full zeros_like ones_like array arange eye cumsum cumprod "
-    "sort setitem copy getitem_grad reduce_grad builtin_abs").split())
-
-# Primitives whose result may be their first operand or share its memory.
-VIEWS = frozenset("getitem reshape transpose swapaxes squeeze expand_dims broadcast_to asarray "
-                  "unpack check_bound depend".split())
+from myir.ir.primitives import FRESH, VIEWS
 
 # Functions of frontend/numpy_functions.py that may return a view of their first operand.
 NUMPY_VIEWS = frozenset("ravel atleast_1d atleast_2d atleast_3d moveaxis diagonal flip fliplr "

@@ -38,7 +38,7 @@ from myir.errors import Location
 from myir.ir.analysis import OUTPUT, SwitchCall, free_variables, graph_uses, is_nested_in, \
     primitive_name, reachable_graphs, scope, switch_call, toposort, users
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
-from myir.ir.primitives import Primitive
+from myir.ir.primitives import FRESH, Primitive
 from passes.abstract import AArray, AScalar
 from passes.opt import RULE_FILES
 
@@ -279,6 +279,7 @@ class Emitter:
         self.defined: set[int] = set()   # nodes and closures whose variable holds a value already
         self.referenced: dict[Graph, list[Graph]] = {}
         self.home: Location | None = None   # see `call_site`
+        self.in_place = InPlace(root, self.users, self.layout)
 
     # -- output
 
@@ -595,7 +596,14 @@ class Emitter:
             guard, expr = self.guard(node), self.render(node).text
             self.line(indent, f"if not ({guard}): {expr}" if guard else expr, node.location)
             return
-        if sc is not None and self._is_branch_pair(sc):
+        if primitive_name(node) == "setitem" and self.in_place.writable(node):
+            x, index, value = node.args
+            self.flush(pending, indent)
+            target = Expr(self.ref(x), ATOM)
+            index_expr = self.render_index(index)
+            self.line(indent, f"{target.text}[{index_expr}] = {self.ref(value)}", node.location)
+            self.line(indent, f"{var} = {target.text}", node.location)
+        elif sc is not None and self._is_branch_pair(sc):
             self.if_statement(sc, Tail(var), node.location, indent, pending)
         elif self._callee_kind(node) in ("loop", "block"):
             self.inline_call(node, Tail(var), indent, pending)
@@ -607,6 +615,13 @@ class Emitter:
             self.flush(pending, indent)
             self.line(indent, f"{var} = {expr.text}", node.location)
         self.defined.add(id(node))
+
+    def render_index(self, index: Node) -> str:
+        """An index as written inside `[...]`: slices and tuples of them as syntax."""
+        if isinstance(index, Apply) and primitive_name(index) in ("make_slice", "make_tuple") \
+                and id(index) not in self.defined:
+            return self.render(index).index
+        return self.ref(index)
 
     def _callee_kind(self, node: Apply) -> str | None:
         if is_graph_constant(node.fn):
@@ -697,12 +712,16 @@ class Emitter:
                     return True
                 if kind in ("block", "loop"):
                     return self.inline_call(out, tail, indent, pending)
-            expr = self.render(out, pending, statement=True)
-            self.flush(pending, indent)
-            if primitive_name(out) == "raise_":
-                self.line(indent, expr.text, loc)
-                return False
-            value = expr.text
+            if primitive_name(out) == "setitem" and self.in_place.writable(out):
+                self.statement(out, indent, pending)
+                value = self.ref(out)
+            else:
+                expr = self.render(out, pending, statement=True)
+                self.flush(pending, indent)
+                if primitive_name(out) == "raise_":
+                    self.line(indent, expr.text, loc)
+                    return False
+                value = expr.text
         else:
             self.flush(pending, indent)
             value = self.ref(out)
@@ -714,6 +733,98 @@ class Emitter:
             self.line(indent, "break", loc)
             return False
         return True
+
+
+class InPlace:
+    """Which updates `setitem(x, index, value)` may write into x's object instead of a copy:
+    those where nothing can see x's object after the update.  x is made for the update
+    alone: a new object (`FRESH`: np.zeros, arithmetic, an earlier update, ...) whose every
+    other use is consumed before the update (reads the update depends on, and nothing they
+    make survives it: a view or tuple of x is itself consumed before).  Or x is a loop's
+    carried value, updated in the loop's body, each of whose incoming values (the initial
+    one, the one the body passes on) is such an object for the loop's call, and whose other
+    uses are reads before the update or in the loop's exit (which runs instead of the
+    body).  So a loop `y[i] = f(i)` over n elements costs O(n), not O(n^2)."""
+
+    def __init__(self, root: Graph, users: dict, layout: "Layout"):
+        self.users = users
+        self.graph_uses = graph_uses(root)
+        self.layout = layout
+
+    def writable(self, s: Apply) -> bool:
+        x = s.args[0]
+        if isinstance(x, Apply):
+            return self._made_for(x, s)
+        if isinstance(x, Parameter) and self.layout.kind.get(x.graph) == "loop":
+            return self._carried(x, s)
+        return False
+
+    def _made_for(self, x: Apply, call: Apply) -> bool:
+        """Whether x is a new object, made in call's graph, that only `call` keeps: every
+        other use of it is consumed before `call` runs."""
+        if primitive_name(x) not in FRESH or x.graph is not call.graph:
+            return False
+        return self._consumed(x, call, _ancestors(call))
+
+    def _consumed(self, node: Node, keeper: Apply, before: set) -> bool:
+        """Whether every use of node but `keeper` is in `before`, and what those uses make
+        (unless it is a new object) is consumed there too."""
+        for user, index in self.users.get(node, ()):
+            if user is keeper:
+                continue
+            if index == OUTPUT or id(user) not in before:
+                return False
+            if primitive_name(user) not in FRESH and not self._consumed(user, keeper, before):
+                return False
+        return True
+
+    def _carried(self, p: Parameter, s: Apply) -> bool:
+        loop = p.graph
+        sc = switch_call(loop.output)
+        if sc is None or s.graph not in (sc.then, sc.else_):
+            return False
+        body, exit_ = (sc.then, sc.else_) if s.graph is sc.then else (sc.else_, sc.then)
+        before = _ancestors(s) | _ancestors(sc.switch)   # the body's, the loop's test
+        for user, index in self.users.get(p, ()):
+            if user is s:
+                continue
+            if index != OUTPUT and is_nested_in(user.graph, exit_):
+                continue
+            if index == OUTPUT or id(user) not in before or \
+                    primitive_name(user) not in FRESH and not self._consumed(user, s, before):
+                return False
+        k = loop.parameters.index(p)
+        calls = self.graph_uses.get(loop, ())
+        if not calls or any(i != 0 for _, i in calls):
+            return False
+        for call, _ in calls:
+            arg = call.args[k]
+            if not isinstance(arg, Apply):
+                return False
+            if arg is s:
+                if not self._consumed(s, call, _ancestors(call)):
+                    return False
+            elif not self._made_for(arg, call):
+                return False
+        return True
+
+
+def _ancestors(node: Apply) -> set:
+    """The ids of the nodes `node` depends on, with those of the graphs their calls ran."""
+    result: set = set()
+    stack = list(node.inputs)
+    while stack:
+        n = stack.pop()
+        if not isinstance(n, Apply) or id(n) in result:
+            continue
+        result.add(id(n))
+        stack.extend(n.inputs)
+        if is_graph_constant(n.fn):
+            stack.append(n.fn.value.output)
+        sc = switch_call(n)
+        if sc is not None:
+            stack.extend((sc.then.output, sc.else_.output))
+    return result
 
 
 @dataclass

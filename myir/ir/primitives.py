@@ -224,3 +224,17 @@ primitive("print_", "previous, sep, end, args", pure=False)
 primitive("check_bound", "x, name")         # x, or UnboundLocalError if x is UNBOUND
 primitive("format", "x, conversion, spec")  # one f-string field: format(x, spec)
 primitive("concat_str", varargs=True)       # the parts of an f-string joined
+
+# Ownership (frontend/ownership.py, and the python backend's updates in place): primitives
+# whose result is always a new object, never one of their operands nor a view of one ...
+FRESH = frozenset((
+    "add sub mul truediv floordiv mod pow matmul neg pos invert bitand bitor bitxor lshift "
+    "rshift exp log log1p expm1 sqrt sin cos tan arcsin arccos arctan sinh cosh tanh abs sign "
+    "floor ceil square negative reciprocal maximum minimum arctan2 power where cbrt log2 exp2 "
+    "log10 arcsinh arccosh arctanh rint trunc hypot logaddexp logaddexp2 clip dot concatenate "
+    "stack astype zeros ones empty full zeros_like ones_like array arange eye cumsum cumprod "
+    "sort setitem copy getitem_grad reduce_grad builtin_abs").split())
+# ... and primitives whose result may be their first operand or share its memory.
+VIEWS = frozenset("getitem reshape transpose swapaxes squeeze expand_dims broadcast_to asarray "
+                  "unpack check_bound depend".split())
+
