@@ -23,11 +23,14 @@ a constant, or a function's result.
 (an operand of arithmetic, of a reduction, of a numpy function returning a new array, an
 index `y[i]` consumed in an expression) makes no reference.  What does: a view of it or a
 tuple holding it bound to a variable, another variable bound to it, a user function's result
-(it may return the object or a view), a closure capturing it, a container it is stored in.
+(it may return the object or a view), a closure capturing it.  Assigning it into an array
+(`m[i] = y`) copies it, as numpy does.
 Each such alias may be read only *before* the update: a use the update depends on (its
 value, its index, the condition of an `if` around it, an earlier iteration's values).
 Following stops where the flow is after the update (the result of a loop or `if` that
-contains it).  Returning the variable itself is no alias: nothing runs after a `return`.
+contains it).  Returning the variable itself is no alias: nothing runs after a `return`.  A variable bound
+to an element `v = y[i]` and read after the update is a number (a copy) or, where y has more
+dimensions than the index, a view: the parser makes inference tell (`not_a_view`).
 
 The analysis is conservative: where it cannot prove that no alias is read after the update,
 the update is an error naming the variable and what it is shared with (for `y += v`, the
@@ -67,17 +70,20 @@ class Flow:
     """The uses, callers and outputs of every node of one function's graphs (the function,
     its branches and loops, the closures nested in it)."""
 
-    def __init__(self, root: Graph, functions: set, names_of: dict):
+    def __init__(self, root: Graph, functions: set, names_of: dict, nodes: list):
+        """`nodes`: the values the function computes that its output may not use (an
+        assignment never read, a loop whose results go unused), followed too."""
         self.functions = functions          # the graphs of `def`s and lambdas
         self.names_of = names_of            # id(node) -> [(name, line)] bound by assignments
         self.uses: dict[int, list[tuple[Apply, int]]] = {}
         self.outputs: dict[int, list[Graph]] = {}
         self.callers: dict[int, list[Apply]] = {}
-        graphs, seen = [root], {id(root)}
+        graphs, seen, done = [root], {id(root)}, set()
+        starts = list(nodes)
         while graphs:
             g = graphs.pop()
             self.outputs.setdefault(id(g.output), []).append(g)
-            stack, done = [g.output], set()
+            stack, starts = [g.output] + starts, []
             while stack:
                 n = stack.pop()
                 if not isinstance(n, Apply) or id(n) in done:
@@ -123,11 +129,17 @@ class Update:
             self.enclosing.add(id(g))
             g = g.parent
         self.before = self._before()
+        # id -> variables bound to an element `y[i]` of the object and read after the update:
+        # a number is no alias, a row of a 2-D array is; inference tells (`not_a_view`)
+        self.elements: dict[int, Apply] = {}
 
     def check(self) -> None:
         """Raise Shared unless the update is provably alone."""
         seen: set = set()
-        for origin in self._origins(self.old, (), seen):
+        origins = list(self._origins(self.old, (), seen))
+        if not origins:
+            raise Shared("a value whose origin cannot be traced")
+        for origin in origins:
             self._forward(origin, (), None, set())
 
     # -- what ran before the update
@@ -204,11 +216,12 @@ class Update:
 
     # -- aliases
 
-    def _alias_of(self, n: Node, path: tuple, alias: str | None) -> str | None:
+    def _alias_of(self, n: Node, path: tuple, alias):
+        """The alias n is, if it is bound to another variable: (what it is, n)."""
         for name, line in self.flow.names_of.get(id(n), ()):
             if alias is None and (path or name != self.name):
                 what = "the tuple" if path else "the variable"
-                return f"{what} `{name}` (line {line})"
+                return f"{what} `{name}` (line {line})", n
         return alias
 
     def _forward(self, n: Node, path: tuple, alias: str | None, seen: set):
@@ -223,7 +236,7 @@ class Update:
         for g in flow.outputs.get(id(n), ()):
             if not flow.control(g):
                 if alias is not None:
-                    raise Shared(f"{alias}, returned by `{g.name}`")
+                    self._after(alias, f"returned by `{g.name}`")
                 continue
             for call in flow.callers.get(id(g), ()):
                 if not any(id(c) in self.enclosing for c in flow.callees(call)):
@@ -231,8 +244,8 @@ class Update:
 
     def _use(self, n: Node, user: Apply, k: int, path: tuple, alias, seen: set):
         flow = self.flow
-        if user is self.node and k == 1 and not path:
-            return
+        if user is self.node and not path:
+            return      # the update itself, or its index or value (computed before it)
         if k == 0:
             return      # n is called: a function, not the object
         if flow.owner(user.graph) is not flow.owner(n.graph):
@@ -248,7 +261,8 @@ class Update:
             if name is not None and name not in NUMPY_VIEWS:
                 return self._read(user, alias)
             what = f"np.{name}()" if name else f"`{callee.name}()`" if callee else "a call"
-            self._forward(user, (), alias or f"the result of {what}{_line(user)}", seen)
+            self._forward(user, (), alias or (f"the result of {what}{_line(user)}", None),
+                          seen)
             return
         if prim == "getitem" and k == 1 and path:
             index = user.args[1]
@@ -256,7 +270,8 @@ class Update:
                 if index.value == path[0]:
                     self._forward(user, path[1:], alias, seen)
             else:
-                self._forward(user, (), alias or f"an element of a tuple{_line(user)}", seen)
+                self._forward(user, (), alias or (f"an element of a tuple{_line(user)}", None),
+                              seen)
             return
         if prim == "make_tuple":
             self._forward(user, (k - 1,) + path, alias, seen)
@@ -268,15 +283,30 @@ class Update:
         if prim in VIEWS and k == 1:
             self._forward(user, (), alias, seen)
             return
-        if prim == "setitem" and k == 3:
-            self._forward(user, (), alias or f"the value `{user.debug.name or 'updated'}` "
-                          f"it was stored in{_line(user)}", seen)
-            return
-        self._read(user, alias)
+        self._read(user, alias)   # setitem's value too: numpy copies it into the array
 
-    def _read(self, user: Apply, alias: str | None):
+    def _read(self, user: Apply, alias):
         if alias is not None and id(user) not in self.before:
-            raise Shared(f"{alias}, read{_line(user)} after the update")
+            self._after(alias, f"read{_line(user)} after the update")
+
+    def _after(self, alias: tuple, how: str):
+        """The alias is seen after the update: an error, unless it may be a number."""
+        what, node = alias
+        if _element(node):
+            self.elements[id(node)] = node
+            return
+        raise Shared(f"{what}, {how}")
+
+
+def _element(node: Node | None) -> bool:
+    """Whether node is `y[index]` with an index written without slices: a number, unless
+    y has more dimensions than the index."""
+    if primitive_name(node) != "getitem":
+        return False
+    index = node.args[1]
+    parts = index.args if primitive_name(index) == "make_tuple" else [index]
+    return not any(primitive_name(p) == "make_slice" or isinstance(p, Constant)
+                   and (p.value is None or p.value is Ellipsis) for p in parts)
 
 
 def _numpy_function(g: Graph | None) -> str | None:

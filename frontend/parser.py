@@ -761,10 +761,14 @@ class FunctionParser:
         (and is the plain operator for numbers)."""
         if not self.updates and not self.augmented:
             return
-        flow = ownership.Flow(self.graph, self.function_graphs, self.names_of)
+        flow = ownership.Flow(self.graph, self.function_graphs, self.names_of,
+                              [n for n, _ in self.assigned] + [n for n, _, _ in self.updates])
+        elements: dict[int, tuple[Apply, str, Apply]] = {}
         for node, name, target in self.updates:
             try:
-                ownership.Update(flow, node, node.args[0], name).check()
+                update = ownership.Update(flow, node, node.args[0], name)
+                update.check()
+                elements.update((k, (v, name, node)) for k, v in update.elements.items())
             except ownership.Shared as e:
                 if e.argument is not None:
                     self.error(target, f"assignment into `{name}` would change the argument "
@@ -774,6 +778,8 @@ class FunctionParser:
                            f"and that value is shared with {e.what}: Python would change it "
                            "there too, compiled code would not",
                            f"write `{name} = {name}.copy()` before the update")
+        for element, name, update in elements.values():
+            self._not_a_view(flow, element, name, update)
         uses = None
         for node, stmt in self.augmented:
             try:
@@ -785,6 +791,26 @@ class FunctionParser:
             uses = uses or _use_counts(self.graph)
             if not uses.get(id(node)):
                 _keep(node, self.root.function_graphs)  # unused: keep its check
+
+    def _not_a_view(self, flow: ownership.Flow, element: Apply, name: str, update: Apply):
+        """`v = y[i]`, read after `y` is updated: right if v is a number, not if it is a row
+        of an array (a view, which sees the update).  Inference tells: v is checked by
+        `not_a_view`, whose type rule refuses an array."""
+        held = next(n for n, _ in self.names_of[id(element)])
+        line = update.location.line if update.location else "?"
+        message = (f"`{held}` is a view into `{name}`, which is updated in place later "
+                   f"(line {line}) while `{held}` is still read: Python would see the "
+                   "update through it, compiled code would not")
+        hint = f"copy it where it is taken: `{held} = {name}[...].copy()`"
+        checked = element.graph.apply(P["not_a_view"], element, message, hint,
+                                      location=element.location)
+        for user, k in flow.uses.get(id(element), ()):
+            if user is not checked:
+                inputs = list(user.inputs)
+                inputs[k] = checked
+                user.set_inputs(inputs)
+        for g in flow.outputs.get(id(element), ()):
+            g.output = checked
 
     def _keep_what_raises(self):
         """CPython runs every assignment, `if` and loop, so one whose value may never be read

@@ -420,6 +420,10 @@ def bprop_copy(x, out, dout):
     return (dout,)
 
 
+def bprop_not_a_view(x, message, hint, out, dout):
+    return (dout, zeros(message), zeros(hint))
+
+
 def bprop_check_bound(x, name, out, dout):
     return (dout, zeros(name))
 

@@ -243,6 +243,7 @@ CANNOT_RAISE = _table([
      "forward computed"),
     ("depend", "passes its operands on: what raises is one of them"),
     ("copy", "a copy of a value that has `.copy()`, which inference checked"),
+    ("not_a_view", "checked by inference"),
     ("stack_push stack_pop stack_empty", "a loop gradient's residual stack: the backward "
      "loop pops exactly what the forward loop pushed"),
     ("linalg_det linalg_slogdet", "a singular matrix has determinant 0 (log -inf), numpy "

@@ -967,6 +967,14 @@ def copy_rule(x):
     return ANY
 
 
+def not_a_view_rule(x, message, hint):
+    """A variable bound to `y[i]` and read after y is updated in place (frontend/ownership.py):
+    a number is a copy, an array is a view that would see the update."""
+    if isinstance(x, AArray):
+        raise RuleError(message.value, hint.value)
+    return x
+
+
 def _tuple_item(x, index):
     if isinstance(index, ASlice):
         if not known(index):
@@ -1702,6 +1710,7 @@ TYPE_RULES = {
     "getitem": getitem_rule,
     "setitem": setitem_rule,
     "copy": copy_rule,
+    "not_a_view": not_a_view_rule,
     "unpack": unpack_rule,
     "make_slice": make_slice_rule,
     "grad_zeros": grad_zeros_rule,

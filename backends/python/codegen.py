@@ -379,8 +379,8 @@ class Emitter:
         prim = primitive_name(node)
         if pending is not None and not pending.takes(node, self._operands(node)):
             pending = None
-        if prim == "depend":    # what it waits for is a statement of its own, before it
-            return self.operand(node.args[0], pending)
+        if prim in ("depend", "not_a_view"):  # what depend waits for is a statement of its
+            return self.operand(node.args[0], pending)   # own, before it; not_a_view: checked
         if prim is None or prim not in SYNTAX and prim not in VARIADIC_SYNTAX:
             callee = self.operand(fn, pending) if prim is None else Expr(self.ref(fn), ATOM)
             args = [self.operand(a, pending).text for a in node.args]
@@ -597,12 +597,14 @@ class Emitter:
             self.line(indent, f"if not ({guard}): {expr}" if guard else expr, node.location)
             return
         if primitive_name(node) == "setitem" and self.in_place.writable(node):
-            x, index, value = node.args
+            x, index, value = node.args     # Python evaluates the value, then the index
+            if not pending.takes(node, [value, index]):
+                self.flush(pending, indent)
+            value_text, index_text = self.operand(value, pending).text, \
+                self.operand(index, pending).index
             self.flush(pending, indent)
-            target = Expr(self.ref(x), ATOM)
-            index_expr = self.render_index(index)
-            self.line(indent, f"{target.text}[{index_expr}] = {self.ref(value)}", node.location)
-            self.line(indent, f"{var} = {target.text}", node.location)
+            self.line(indent, f"{self.ref(x)}[{index_text}] = {value_text}", node.location)
+            self.line(indent, f"{var} = {self.ref(x)}", node.location)
         elif sc is not None and self._is_branch_pair(sc):
             self.if_statement(sc, Tail(var), node.location, indent, pending)
         elif self._callee_kind(node) in ("loop", "block"):
@@ -615,13 +617,6 @@ class Emitter:
             self.flush(pending, indent)
             self.line(indent, f"{var} = {expr.text}", node.location)
         self.defined.add(id(node))
-
-    def render_index(self, index: Node) -> str:
-        """An index as written inside `[...]`: slices and tuples of them as syntax."""
-        if isinstance(index, Apply) and primitive_name(index) in ("make_slice", "make_tuple") \
-                and id(index) not in self.defined:
-            return self.render(index).index
-        return self.ref(index)
 
     def _callee_kind(self, node: Apply) -> str | None:
         if is_graph_constant(node.fn):

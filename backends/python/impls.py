@@ -432,6 +432,7 @@ IMPLS = {
     "unpack": _unpack,
     "setitem": setitem,
     "copy": _copy,
+    "not_a_view": lambda x, message, hint: x,
     **{"aug_" + name: _augmented(getattr(operator, name), symbol) for name, symbol in (
         ("add", "+"), ("sub", "-"), ("mul", "*"), ("truediv", "/"), ("floordiv", "//"),
         ("mod", "%"), ("pow", "**"), ("matmul", "@"))},

@@ -188,6 +188,7 @@ primitive("make_slice", "start, stop, step")
 # writes in place where the old value is dead (backends/python/codegen.py).
 primitive("setitem", "x, index, value")
 primitive("copy", "x")                      # x.copy(): a new value equal to x
+primitive("not_a_view", "x, message, hint")  # x, refused by inference if it is an array
 
 # Differentiation (passes.ad): generic zeros and addition of gradients (numbers, arrays,
 # tuples, envs), envs mapping a closure's free variables to their gradients, and the adjoints
@@ -236,5 +237,5 @@ FRESH = frozenset((
     "sort setitem copy getitem_grad reduce_grad builtin_abs").split())
 # ... and primitives whose result may be their first operand or share its memory.
 VIEWS = frozenset("getitem reshape transpose swapaxes squeeze expand_dims broadcast_to asarray "
-                  "unpack check_bound depend".split())
+                  "unpack check_bound depend not_a_view".split())
 
