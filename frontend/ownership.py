@@ -23,8 +23,8 @@ a constant, or a function's result.
 (an operand of arithmetic, of a reduction, of a numpy function returning a new array, an
 index `y[i]` consumed in an expression) makes no reference.  What does: a view of it or a
 tuple holding it bound to a variable, another variable bound to it, a user function's result
-(it may return the object or a view), a closure capturing it.  Assigning it into an array
-(`m[i] = y`) copies it, as numpy does.
+(it may return the object or a view), a closure capturing it, a value it is assigned into
+(`m[i] = y`: a list holds it; an array would copy it, but the parser cannot tell which).
 Each such alias may be read only *before* the update: a use the update depends on (its
 value, its index, the condition of an `if` around it, an earlier iteration's values).
 Following stops where the flow is after the update (the result of a loop or `if` that
@@ -45,6 +45,10 @@ from frontend import numpy_functions
 from myir.ir.analysis import primitive_name
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
 from myir.ir.primitives import FRESH, VIEWS
+
+# Primitives that build a new container holding their operands (not FRESH: the container
+# holds them): a value an update may start from, like a literal `[a, b]` or `{"k": v}`.
+NEW_CONTAINERS = frozenset({"make_tuple"})
 
 # Functions of frontend/numpy_functions.py that may return a view of their first operand.
 NUMPY_VIEWS = frozenset("ravel atleast_1d atleast_2d atleast_3d moveaxis diagonal flip fliplr "
@@ -201,7 +205,7 @@ class Update:
             yield from self._origins(n.args[0], (n.args[1].value,) + path, seen)
         elif prim in ("check_bound", "depend", "unpack"):
             yield from self._origins(n.args[0], path, seen)
-        elif prim in FRESH and not path:
+        elif (prim in FRESH or prim in NEW_CONTAINERS) and not path:
             yield n
         else:
             raise Shared(f"the value it was made from{_line(n)}: "
@@ -283,7 +287,11 @@ class Update:
         if prim in VIEWS and k == 1:
             self._forward(user, (), alias, seen)
             return
-        self._read(user, alias)   # setitem's value too: numpy copies it into the array
+        if prim == "setitem" and k == 3:   # stored: a list or dict holds it (an array would
+            self._forward(user, (), alias or (   # copy it, which the parser cannot tell)
+                f"the value it was stored in{_line(user)}", None), seen)
+            return
+        self._read(user, alias)
 
     def _read(self, user: Apply, alias):
         if alias is not None and id(user) not in self.before:

@@ -130,6 +130,42 @@ def returns_old_and_new(x):
     return y, z
 
 
+def overlapping(x):
+    y = x * 1.0
+    y[1:] = y[:-1]
+    y[:2] += y[2:]
+    return y
+
+
+def until_negative(x):
+    y = np.zeros(len(x))
+    i = 0
+    while i < len(x):
+        if x[i] < 0:
+            break
+        y[i] = x[i] * 3.0
+        i += 1
+    return y, i
+
+
+def local_of_closure(x):
+    def scaled(k):
+        w = x * k
+        w[0] = k
+        return w
+    return scaled(2.0) + scaled(3.0)
+
+
+def swap_in_loop(x):
+    y = x.copy()
+    for i in range(len(y) - 1):
+        if y[i] > y[i + 1]:
+            t = y[i]
+            y[i] = y[i + 1]
+            y[i + 1] = t
+    return y
+
+
 # ------------------------------------------------------------------------------ gradients
 
 def squares_sum(x):
@@ -189,6 +225,18 @@ def rows_swap(x):
 
 
 # ------------------------------------------------------------------------------ errors
+
+def shape_mismatch(x):
+    y = np.zeros(4)
+    y[0:2] = x  # error
+    return y
+
+
+def into_tuple(x):
+    t = (x, x)
+    t[0] = 1.0  # error
+    return t
+
 
 def row_view_read_after(x):
     y = x.copy()

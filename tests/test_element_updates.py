@@ -39,6 +39,11 @@ x4 = np.array([0.5, -1.25, 2.0, 3.5])
     (U.conditional_in_loop, (x4,)),
     (U.returns_old_and_new, (x4,)),
     (U.swap, (x4, 0, 3)),
+    (U.overlapping, (x4,)),
+    (U.until_negative, (x4,)),
+    (U.until_negative, (np.array([1.0, 2.0, -1.0, 4.0]),)),
+    (U.local_of_closure, (x4,)),
+    (U.swap_in_loop, (x4[::-1].copy(),)),
     (U.rows_swap, (np.arange(6.0).reshape(2, 3),)),
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_values_match_cpython(jit, f, args):
@@ -125,6 +130,20 @@ def test_row_view_read_after_its_update_is_a_located_error():
     assert err.location.line == _error_line(U.row_view_read_after) - 1, str(err)
     assert_rendered(err)
     assert "`t` is a view into `y`" in err.message and "y[...].copy()" in err.hint
+
+
+@pytest.mark.parametrize("f, args, words", [
+    (U.shape_mismatch, (np.ones(3),), ["could not broadcast", "(3,)", "(2,)"]),
+    (U.into_tuple, (1.0,), ["'tuple' object does not support item assignment"]),
+], ids=lambda v: getattr(v, "__name__", None))
+def test_type_errors_of_updates_are_located(f, args, words):
+    with pytest.raises(myir.MyirError) as info:
+        myir.compile(f)(*args)
+    err = info.value
+    assert err.location.line == _error_line(f), str(err)
+    assert_rendered(err)
+    for word in words:
+        assert word in err.message, err.message
 
 
 def test_augmented_argument_keeps_its_runtime_check():
