@@ -50,6 +50,11 @@ from myir.ir.primitives import FRESH, VIEWS
 # holds them): a value an update may start from, like a literal `[a, b]` or `{"k": v}`.
 NEW_CONTAINERS = frozenset({"make_tuple"})
 
+# Functions of frontend/numpy_functions.py that always return a new array: values an update
+# may start from.
+NUMPY_FRESH = frozenset("copy linspace identity full_like empty_like outer kron cross tile "
+                        "repeat pad append diff hstack vstack".split())
+
 # Functions of frontend/numpy_functions.py that may return a view of their first operand.
 NUMPY_VIEWS = frozenset("ravel atleast_1d atleast_2d atleast_3d moveaxis diagonal flip fliplr "
                         "flipud split".split())
@@ -195,7 +200,10 @@ class Update:
             raise Shared("a constant of the program, which compiled code never changes")
         prim = primitive_name(n)
         callees = flow.callees(n)
-        if callees:
+        if isinstance(n, Apply) and is_graph_constant(n.fn) and not path \
+                and _numpy_function(n.fn.value) in NUMPY_FRESH:
+            yield n
+        elif callees:
             for callee in callees:
                 yield from self._origins(callee.output, path, seen)
         elif prim == "make_tuple" and path:

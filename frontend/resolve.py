@@ -30,7 +30,6 @@ NUMPY = {name: P[name] for name in (
     "stack zeros ones empty full zeros_like ones_like array asarray arange eye matmul swapaxes "
     "argsort"
 ).split()}
-NUMPY["copy"] = P["array"]      # np.copy(a) is np.array(a): a new array, also of a tuple
 NUMPY.update({name: getattr(numpy_functions, name) for name in ("shape", "ndim", "size")})
 # numpy's API beyond the basics: ufuncs as primitives, the rest as compositions.
 NUMPY.update({name: P[name] for name in (
@@ -41,7 +40,7 @@ NUMPY.update({name: getattr(numpy_functions, name) for name in (
     "atleast_1d atleast_2d atleast_3d moveaxis hstack vstack split flip fliplr flipud roll "
     "repeat tile pad diagonal trace diag triu tril linspace identity full_like diff append "
     "median isclose allclose logical_and logical_or logical_xor logical_not deg2rad rad2deg "
-    "empty_like round around remainder mod floor_divide").split()})
+    "empty_like round around remainder mod floor_divide copy").split()})
 NUMPY.update({name: getattr(numpy_functions, name) for name in (
     "less less_equal greater greater_equal equal not_equal").split()})
 NUMPY.update({"radians": NUMPY["deg2rad"], "degrees": NUMPY["rad2deg"]})

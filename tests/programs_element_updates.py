@@ -189,6 +189,12 @@ def element_aug(x):
     return np.sum(y * y)
 
 
+def np_copy_loss(x):
+    y = np.copy(x)
+    y[0] = 3.0
+    return np.sum(y * x)
+
+
 def recurrence_loss(x):
     return np.sum(recurrence(x) ** 2)
 
