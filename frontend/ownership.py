@@ -296,7 +296,10 @@ class Update:
             self._forward(user, (), alias, seen)
             return
         if prim == "setitem" and k == 3:   # stored: a list or dict holds it (an array would
-            self._forward(user, (), alias or (   # copy it, which the parser cannot tell)
+            if alias is None and _element(n):   # copy it, which the parser cannot tell)
+                self.elements[id(n)] = n    # `y[0], y[1] = y[1], y[0]`: fine for numbers
+                return
+            self._forward(user, (), alias or (
                 f"the value it was stored in{_line(user)}", None), seen)
             return
         self._read(user, alias)

@@ -796,12 +796,13 @@ class FunctionParser:
         """`v = y[i]`, read after `y` is updated: right if v is a number, not if it is a row
         of an array (a view, which sees the update).  Inference tells: v is checked by
         `not_a_view`, whose type rule refuses an array."""
-        held = next(n for n, _ in self.names_of[id(element)])
+        names = self.names_of.get(id(element))
+        held = f"`{names[0][0]}`" if names else "this element"
         line = update.location.line if update.location else "?"
-        message = (f"`{held}` is a view into `{name}`, which is updated in place later "
-                   f"(line {line}) while `{held}` is still read: Python would see the "
-                   "update through it, compiled code would not")
-        hint = f"copy it where it is taken: `{held} = {name}[...].copy()`"
+        message = (f"{held} is a view into `{name}`, which is updated in place (line {line}) "
+                   f"before {held} is used: Python would see the update through it, "
+                   "compiled code would not")
+        hint = f"copy it where it is taken: `{name}[...].copy()`"
         checked = element.graph.apply(P["not_a_view"], element, message, hint,
                                       location=element.location)
         for user, k in flow.uses.get(id(element), ()):

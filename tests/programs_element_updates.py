@@ -222,6 +222,12 @@ def swap(x, i, j):
     return y
 
 
+def tuple_swap(x):
+    y = x.copy()
+    y[0], y[-1] = y[-1], y[0]
+    return y
+
+
 def rows_swap(x):
     y = x.copy()
     t = y[0].copy()
@@ -249,6 +255,12 @@ def row_view_read_after(x):
     t = y[0]
     y[0] = y[1]  # error
     y[1] = t
+    return y
+
+
+def rows_tuple_swap(x):
+    y = x.copy()
+    y[0], y[1] = y[1], y[0]  # error
     return y
 
 

@@ -39,6 +39,7 @@ x4 = np.array([0.5, -1.25, 2.0, 3.5])
     (U.conditional_in_loop, (x4,)),
     (U.returns_old_and_new, (x4,)),
     (U.swap, (x4, 0, 3)),
+    (U.tuple_swap, (x4,)),
     (U.overlapping, (x4,)),
     (U.until_negative, (x4,)),
     (U.until_negative, (np.array([1.0, 2.0, -1.0, 4.0]),)),
@@ -123,14 +124,19 @@ def test_shared_update_is_a_located_error(f, args, words):
         assert np.array_equal(a, b)
 
 
-def test_row_view_read_after_its_update_is_a_located_error():
-    """`t = y[0]` is a row of a 2-D array: a view that sees `y[0] = ...`; inference knows."""
+@pytest.mark.parametrize("f, offset, held", [
+    (U.row_view_read_after, -1, "`t`"),
+    (U.rows_tuple_swap, 0, "this element"),
+], ids=lambda v: getattr(v, "__name__", None))
+def test_row_view_used_after_an_update_is_a_located_error(f, offset, held):
+    """`t = y[0]` is a row of a 2-D array: a view that sees `y[0] = ...` (for a 1-D array
+    it is a number, tuple_swap and swap above); inference knows."""
     with pytest.raises(myir.MyirError) as info:
-        myir.compile(U.row_view_read_after)(np.arange(6.0).reshape(2, 3))
+        myir.compile(f)(np.arange(6.0).reshape(2, 3))
     err = info.value
-    assert err.location.line == _error_line(U.row_view_read_after) - 1, str(err)
+    assert err.location.line == _error_line(f) + offset, str(err)
     assert_rendered(err)
-    assert "`t` is a view into `y`" in err.message and "y[...].copy()" in err.hint
+    assert f"{held} is a view into `y`" in err.message and "y[...].copy()" in err.hint
 
 
 @pytest.mark.parametrize("f, args, words", [
