@@ -234,7 +234,9 @@ FRESH = frozenset((
     "floor ceil square negative reciprocal maximum minimum arctan2 power where cbrt log2 exp2 "
     "log10 arcsinh arccosh arctanh rint trunc hypot logaddexp logaddexp2 clip dot concatenate "
     "stack astype zeros ones empty full zeros_like ones_like array arange eye cumsum cumprod "
-    "sort setitem copy getitem_grad reduce_grad builtin_abs").split())
+    "sort setitem copy getitem_grad reduce_grad builtin_abs sum mean prod max min argmax argmin "
+    "argsort tensordot convolve take take_along_axis linalg_solve linalg_inv linalg_det "
+    "linalg_cholesky ieee_truediv ieee_pow").split())
 # ... and primitives whose result may be their first operand or share its memory.
 VIEWS = frozenset("getitem reshape transpose swapaxes squeeze expand_dims broadcast_to asarray "
                   "unpack check_bound depend not_a_view".split())
