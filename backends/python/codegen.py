@@ -767,11 +767,16 @@ class InPlace:
         for user, index in self.users.get(node, ()):
             if user is keeper:
                 continue
-            if index == OUTPUT or id(user) not in before:
+            if index == OUTPUT or id(user) not in before or self._reruns(user.graph):
                 return False
             if primitive_name(user) not in FRESH and not self._consumed(user, keeper, before):
                 return False
         return True
+
+    def _reruns(self, g: Graph) -> bool:
+        """Whether g is a closure, which may run again after the update (a branch, a block
+        or a loop runs where it is written)."""
+        return self.layout.kind.get(g) == "closure"
 
     def _carried(self, p: Parameter, s: Apply) -> bool:
         loop = p.graph
@@ -785,7 +790,7 @@ class InPlace:
                 continue
             if index != OUTPUT and is_nested_in(user.graph, exit_):
                 continue
-            if index == OUTPUT or id(user) not in before or \
+            if index == OUTPUT or id(user) not in before or self._reruns(user.graph) or \
                     primitive_name(user) not in FRESH and not self._consumed(user, s, before):
                 return False
         k = loop.parameters.index(p)
