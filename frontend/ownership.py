@@ -55,8 +55,9 @@ NEW_CONTAINERS = frozenset({"make_tuple"})
 NUMPY_FRESH = frozenset("copy linspace identity full_like empty_like outer kron cross tile "
                         "repeat pad append diff hstack vstack".split())
 
-# Functions of frontend/numpy_functions.py that may return a view of their first operand.
-NUMPY_VIEWS = frozenset("ravel atleast_1d atleast_2d atleast_3d moveaxis diagonal flip fliplr "
+# Functions of frontend/numpy_functions.py whose numpy counterpart may return a view of its
+# first operand.
+NUMPY_VIEWS = frozenset("ravel atleast_1d atleast_2d atleast_3d moveaxis diagonal diag flip fliplr "
                         "flipud split".split())
 
 
