@@ -4,6 +4,8 @@ is expected ends with `# error`."""
 
 import numpy as np
 
+import myir
+
 
 # ------------------------------------------------------------------------------ values
 
@@ -204,6 +206,11 @@ def powers(a):
     for i in range(3):
         y[i] = a ** (i + 1)
     return np.sum(y)
+
+
+def squares_hvp(x, v):
+    """A Hessian-vector product of squares_sum: second order through the updates."""
+    return np.sum(myir.grad(squares_sum)(x) * v)
 
 
 def matrix_fill(x):

@@ -82,6 +82,10 @@ def test_gradients_match_finite_differences(f, args):
     check_gradient(f, args)
 
 
+def test_second_order_of_array_updates():
+    check_gradient(U.squares_hvp, (x4, np.array([0.2, -0.4, 1.0, 0.5])), wrt=(0,))
+
+
 @pytest.mark.parametrize("a", [0.7, -1.3])
 def test_second_order(a):
     d2 = myir.grad(myir.grad(U.powers))
