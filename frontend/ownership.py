@@ -252,7 +252,11 @@ class Update:
                     self._after(alias, f"returned by `{g.name}`")
                 continue
             for call in flow.callers.get(id(g), ()):
-                if not any(id(c) in self.enclosing for c in flow.callees(call)):
+                # past an `if` or loop that runs the update: the variable itself is the
+                # updated object there; an alias made on the way (in the other branch) may
+                # be carried round a loop to the update's next run, so it goes on
+                if alias is not None or not any(id(c) in self.enclosing
+                                                for c in flow.callees(call)):
                     self._forward(call, path, alias, seen)
 
     def _use(self, n: Node, user: Apply, k: int, path: tuple, alias, seen: set):

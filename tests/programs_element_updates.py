@@ -271,6 +271,17 @@ def rows_tuple_swap(x):
     return y
 
 
+def view_carried_round_a_loop(x):
+    y = x * 1.0
+    w = y[:2]
+    for i in range(3):
+        if i == 1:
+            w = y[1:3]
+        else:
+            y[i] = 10.0 * i  # error
+    return w
+
+
 def into_argument(x):
     x[0] = 1.0  # error
     return x

@@ -732,14 +732,15 @@ class Emitter:
 
 class InPlace:
     """Which updates `setitem(x, index, value)` may write into x's object instead of a copy:
-    those where nothing can see x's object after the update.  x is made for the update
-    alone: a new object (`FRESH`: np.zeros, arithmetic, an earlier update, ...) whose every
-    other use is consumed before the update (reads the update depends on, and nothing they
-    make survives it: a view or tuple of x is itself consumed before).  Or x is a loop's
-    carried value, updated in the loop's body, each of whose incoming values (the initial
-    one, the one the body passes on) is such an object for the loop's call, and whose other
-    uses are reads before the update or in the loop's exit (which runs instead of the
-    body).  So a loop `y[i] = f(i)` over n elements costs O(n), not O(n^2)."""
+    those after which nothing sees that object.  `_owned(x, s)` proves it: every other use
+    of x is consumed before s (reads s depends on, and nothing they make survives s: a view
+    or tuple of x is itself consumed before) or runs on another path (the other branch of an
+    `if` around s); and x's object is new (`FRESH`: np.zeros, arithmetic, an earlier
+    update), or handed down the same way: an `if`'s result whose branches' results are
+    owned, a loop's carried value each of whose incoming values (the initial one, the one
+    each iteration passes on) is owned by the loop's call (the parameter of code after an
+    `if`, or of a block, likewise), a loop's result owned at its exits.  So a loop `y[i] = f(i)` over n elements costs O(n), not O(n^2), with the
+    update under an `if` or in an inner loop too."""
 
     def __init__(self, root: Graph, users: dict, layout: "Layout"):
         self.users = users
@@ -747,27 +748,130 @@ class InPlace:
         self.layout = layout
 
     def writable(self, s: Apply) -> bool:
-        x = s.args[0]
-        if isinstance(x, Apply):
-            return self._made_for(x, s)
-        if isinstance(x, Parameter) and self.layout.kind.get(x.graph) == "loop":
-            return self._carried(x, s)
-        return False
+        return self._owned(s.args[0], s, set())
 
-    def _made_for(self, x: Apply, call: Apply) -> bool:
-        """Whether x is a new object, made in call's graph, that only `call` keeps: every
-        other use of it is consumed before `call` runs."""
-        if primitive_name(x) not in FRESH or x.graph is not call.graph:
+    def _owned(self, node: Node, keeper, assumed: set) -> bool:
+        """Whether node's object is new or handed down, and nothing but `keeper` (an apply,
+        or a graph whose output node is) sees it from keeper on.  `assumed`: the pairs being
+        proven (a loop's carried value is owned if it is owned on the way round)."""
+        key = (id(node), id(keeper))
+        if key in assumed:
+            return True
+        assumed.add(key)
+        if not self._kept_only_by(node, keeper):
             return False
-        return self._consumed(x, call, _ancestors(call))
+        if isinstance(node, Parameter):
+            g = node.graph
+            calls = self.graph_uses.get(g, ())
+            if self.layout.kind.get(g) not in ("loop", "block", "join") or not calls \
+                    or any(i != 0 for _, i in calls):
+                return False
+            k = g.parameters.index(node)
+            return all(self._owned(call.args[k], call, assumed) for call, _ in calls)
+        if not isinstance(node, Apply):
+            return False
+        if primitive_name(node) in FRESH:
+            return True
+        if primitive_name(node) == "getitem" and isinstance(node.args[1], Constant) \
+                and type(node.args[1].value) is int:
+            k, result = node.args[1].value, node.args[0]
+            exits = self._exits(result)
+            if exits is None or not self._unpacked_only(result):
+                return False
+            return all(self._element_owned(g, k, assumed) for g in exits)
+        exits = self._exits(node)
+        return exits is not None and all(self._owned(g.output, g, assumed) for g in exits)
 
-    def _consumed(self, node: Node, keeper: Apply, before: set) -> bool:
-        """Whether every use of node but `keeper` is in `before`, and what those uses make
-        (unless it is a new object) is consumed there too."""
+    def _element_owned(self, g: Graph, k: int, assumed: set) -> bool:
+        """Whether element k of the tuple g returns (g: an exit of an `if` or loop whose
+        result is taken apart) is owned: the tuple's, or that of the `if` or loop g ends
+        with."""
+        out = g.output
+        if not isinstance(out, Apply) or out.graph is not g or len(self.users.get(out, ())) != 1:
+            return False
+        if primitive_name(out) == "make_tuple":
+            return self._owned(out.args[k], out, assumed)
+        exits = self._exits(out)
+        return exits is not None and all(self._element_owned(h, k, assumed) for h in exits)
+
+    def _exits(self, call: Node) -> list[Graph] | None:
+        """The graphs whose output is the result of `call`, an `if`, a loop or a block
+        written in place (None for anything else): both branches, a loop's exits, the
+        block."""
+        sc = switch_call(call)
+        if sc is not None and id(sc.switch) in self.layout.switch_apps:
+            return [sc.then, sc.else_]
+        if isinstance(call, Apply) and is_graph_constant(call.fn) \
+                and self.layout.kind.get(call.fn.value) == "block":
+            return [call.fn.value]
+        if isinstance(call, Apply) and is_graph_constant(call.fn) \
+                and self.layout.kind.get(call.fn.value) == "loop":
+            loop = call.fn.value
+            exits, stack = [], [loop]
+            while stack:
+                g = stack.pop()
+                out, sc = g.output, switch_call(g.output)
+                if sc is not None and id(sc.switch) in self.layout.switch_apps:
+                    stack.extend((sc.then, sc.else_))
+                elif not (isinstance(out, Apply) and is_graph_constant(out.fn)
+                          and out.fn.value is loop):
+                    exits.append(g)
+            return exits
+        return None
+
+    def _unpacked_only(self, result: Node) -> bool:
+        """Whether result, a tuple, is only taken apart: each element read once."""
+        indexes = []
+        for user, index in self.users.get(result, ()):
+            if index != 1 or primitive_name(user) != "getitem" \
+                    or not isinstance(user.args[1], Constant):
+                return False
+            indexes.append(user.args[1].value)
+        return len(indexes) == len(set(indexes))
+
+    def _kept_only_by(self, node: Node, keeper) -> bool:
+        """Whether every use of node but keeper runs before it (and what it makes does not
+        outlive it) or on another path."""
+        graph = keeper if isinstance(keeper, Graph) else keeper.graph
+        before = _ancestors(keeper.output if isinstance(keeper, Graph) else keeper)
+        others: list[tuple[Graph, bool]] = []   # (graph, whether it ends a loop)
+        g = graph
+        while g is not None:    # the other branch of each `if` around keeper
+            for sw, i in self.graph_uses.get(g, ()):
+                if primitive_name(sw) == "switch" and i in (2, 3) \
+                        and is_graph_constant(sw.inputs[5 - i]):
+                    other = sw.inputs[5 - i].value
+                    out = other.output
+                    ends = self.layout.kind.get(sw.graph) == "loop" and not (
+                        isinstance(out, Apply) and is_graph_constant(out.fn)
+                        and out.fn.value is sw.graph)
+                    others.append((other, ends))
+                    before |= _ancestors(sw)
+            g = g.parent
         for user, index in self.users.get(node, ()):
             if user is keeper:
                 continue
+            where = user if index == OUTPUT else user.graph
+            path = [ends for o, ends in others if is_nested_in(where, o)]
+            if path:    # a loop's exit may keep anything: the loop is over; a branch that
+                packs = user is user.graph.output if index != OUTPUT else True  # goes on may
+                if path[0] or packs or primitive_name(user) in FRESH:    # carry a view on
+                    continue
+                return False
             if index == OUTPUT or id(user) not in before or self._reruns(user.graph):
+                return False
+            if primitive_name(user) not in FRESH and not self._consumed(user, keeper, before):
+                return False
+        return True
+
+    def _consumed(self, node: Node, keeper, before: set) -> bool:
+        """Whether every use of node is in `before`, and what those uses make (unless it is
+        a new object) is consumed there too."""
+        for user, index in self.users.get(node, ()):
+            if user is keeper and primitive_name(keeper) == "setitem" and index in (2, 3):
+                continue    # the update's index or value, copied into the array
+            if index == OUTPUT or id(user) not in before or self._reruns(user.graph) \
+                    or user is keeper:
                 return False
             if primitive_name(user) not in FRESH and not self._consumed(user, keeper, before):
                 return False
@@ -778,41 +882,11 @@ class InPlace:
         or a loop runs where it is written)."""
         return self.layout.kind.get(g) == "closure"
 
-    def _carried(self, p: Parameter, s: Apply) -> bool:
-        loop = p.graph
-        sc = switch_call(loop.output)
-        if sc is None or s.graph not in (sc.then, sc.else_):
-            return False
-        body, exit_ = (sc.then, sc.else_) if s.graph is sc.then else (sc.else_, sc.then)
-        before = _ancestors(s) | _ancestors(sc.switch)   # the body's, the loop's test
-        for user, index in self.users.get(p, ()):
-            if user is s:
-                continue
-            if index != OUTPUT and is_nested_in(user.graph, exit_):
-                continue
-            if index == OUTPUT or id(user) not in before or self._reruns(user.graph) or \
-                    primitive_name(user) not in FRESH and not self._consumed(user, s, before):
-                return False
-        k = loop.parameters.index(p)
-        calls = self.graph_uses.get(loop, ())
-        if not calls or any(i != 0 for _, i in calls):
-            return False
-        for call, _ in calls:
-            arg = call.args[k]
-            if not isinstance(arg, Apply):
-                return False
-            if arg is s:
-                if not self._consumed(s, call, _ancestors(call)):
-                    return False
-            elif not self._made_for(arg, call):
-                return False
-        return True
 
-
-def _ancestors(node: Apply) -> set:
+def _ancestors(node: Node) -> set:
     """The ids of the nodes `node` depends on, with those of the graphs their calls ran."""
     result: set = set()
-    stack = list(node.inputs)
+    stack = list(node.inputs) if isinstance(node, Apply) else []
     while stack:
         n = stack.pop()
         if not isinstance(n, Apply) or id(n) in result:
