@@ -27,10 +27,12 @@ tuple holding it bound to a variable, another variable bound to it, a user funct
 (`m[i] = y`: a list holds it; an array would copy it, but the parser cannot tell which).
 Each such alias may be read only *before* the update: a use the update depends on (its
 value, its index, the condition of an `if` around it, an earlier iteration's values).
-Following stops where the flow is after the update (the result of a loop or `if` that
-contains it).  Returning the variable itself is no alias: nothing runs after a `return`.  A variable bound
-to an element `v = y[i]` and read after the update is a number (a copy) or, where y has more
-dimensions than the index, a view: the parser makes inference tell (`not_a_view`).
+The variable itself is followed up to the update (past a loop or `if` that contains it, it
+is the updated object); an alias is followed on (made in the other branch of an `if`, it may
+be carried round a loop to the update's next run).  Returning the variable itself is no
+alias: nothing runs after a `return`.  A variable bound to an element `v = y[i]` and read
+after the update is a number (a copy) or, where y has more dimensions than the index, a
+view: the parser makes inference tell (`not_a_view`).
 
 The analysis is conservative: where it cannot prove that no alias is read after the update,
 the update is an error naming the variable and what it is shared with (for `y += v`, the
@@ -57,8 +59,8 @@ NUMPY_FRESH = frozenset("copy linspace identity full_like empty_like outer kron 
 
 # Functions of frontend/numpy_functions.py whose numpy counterpart may return a view of its
 # first operand.
-NUMPY_VIEWS = frozenset("ravel atleast_1d atleast_2d atleast_3d moveaxis diagonal diag flip fliplr "
-                        "flipud split".split())
+NUMPY_VIEWS = frozenset("ravel atleast_1d atleast_2d atleast_3d moveaxis diagonal diag flip "
+                        "fliplr flipud split".split())
 
 
 class Shared(Exception):

@@ -739,8 +739,9 @@ class InPlace:
     update), or handed down the same way: an `if`'s result whose branches' results are
     owned, a loop's carried value each of whose incoming values (the initial one, the one
     each iteration passes on) is owned by the loop's call (the parameter of code after an
-    `if`, or of a block, likewise), a loop's result owned at its exits.  So a loop `y[i] = f(i)` over n elements costs O(n), not O(n^2), with the
-    update under an `if` or in an inner loop too."""
+    `if`, or of a block, likewise), a loop's result owned at its exits.  So a loop
+    `y[i] = f(i)` over n elements costs O(n), not O(n^2), with the update under an `if` or
+    in an inner loop too."""
 
     def __init__(self, root: Graph, users: dict, layout: "Layout"):
         self.users = users
