@@ -52,13 +52,8 @@ from myir.ir.primitives import FRESH, VIEWS
 # holds them): a value an update may start from, like a literal `[a, b]` or `{"k": v}`.
 NEW_CONTAINERS = frozenset({"make_tuple"})
 
-# Functions of frontend/numpy_functions.py that always return a new array: values an update
-# may start from.
-NUMPY_FRESH = frozenset("copy linspace identity full_like empty_like outer kron cross tile "
-                        "repeat pad append diff hstack vstack".split())
-
 # Functions of frontend/numpy_functions.py whose numpy counterpart may return a view of its
-# first operand.
+# first operand; the others return a new array (or a number).
 NUMPY_VIEWS = frozenset("ravel atleast_1d atleast_2d atleast_3d moveaxis diagonal diag flip "
                         "fliplr flipud split".split())
 
@@ -203,8 +198,9 @@ class Update:
             raise Shared("a constant of the program, which compiled code never changes")
         prim = primitive_name(n)
         callees = flow.callees(n)
-        if isinstance(n, Apply) and is_graph_constant(n.fn) and not path \
-                and _numpy_function(n.fn.value) in NUMPY_FRESH:
+        name = _numpy_function(n.fn.value) if isinstance(n, Apply) \
+            and is_graph_constant(n.fn) else None
+        if name is not None and name not in NUMPY_VIEWS and not path:
             yield n
         elif callees:
             for callee in callees:
