@@ -191,6 +191,10 @@ def element_aug(x):
     return np.sum(y * y)
 
 
+def running_total_loss(v, n):
+    return np.sum(running_total(v, n) ** 2)
+
+
 def np_copy_loss(x):
     y = np.copy(x)
     y[0] = 3.0

@@ -81,6 +81,8 @@ def test_update_of_a_value_read_later_copies():
     (U.element_aug, (x4,)),
     (U.recurrence_loss, (x4,)),
     (U.np_copy_loss, (x4,)),
+    (U.running_total_loss, (x4, 4)),
+    (U.running_total_loss, (1.5, 3)),
     (U.powers, (1.3,)),
     (U.matrix_fill, (np.array([0.3, -0.7, 1.1]),)),
 ], ids=lambda v: getattr(v, "__name__", None))
