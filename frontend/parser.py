@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from frontend import resolve
+from frontend import ownership, resolve
 from frontend.fingerprint import fingerprints, text_positions
 from myir.errors import Location, MyirSyntaxError
 from myir.ir.analysis import primitive_name
@@ -328,14 +328,18 @@ def _is_print(node: ast.AST) -> bool:
         and node.func.id == "print"
 
 
-def _assigned_names(nodes) -> list[str]:
+def _assigned_names(nodes, updates: bool = True) -> list[str]:
     """Names bound in these statements (assignment, augmented assignment, for target, def),
+    with `updates` the names updated in place (`y[i] = v` binds `y` to the updated value),
     and `PRINTED` where they print or call a function by name (it may print: a function that
     prints passes its last print on through its branches and loops, see `print_call`)."""
     names: dict[str, None] = {}
     for node in _walk_same_function(nodes):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             names[node.id] = None
+        elif updates and isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) \
+                and isinstance(node.value, ast.Name):
+            names[node.value.id] = None
         elif _is_print(node) or (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
             names[PRINTED] = None   # a print, or a call of a function that may print
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -380,7 +384,8 @@ class FunctionParser:
         self.graph = graph
         self.pyfunc = pyfunc
         args = node.args
-        self.locals = set() if isinstance(node, ast.Lambda) else set(_assigned_names(node.body))
+        self.locals = set() if isinstance(node, ast.Lambda) else \
+            set(_assigned_names(node.body, updates=False))
         if PRINTED in self.locals and not _prints(node, source.globals):
             self.locals.discard(PRINTED)
         self.locals.update(a.arg for a in args.posonlyargs + args.args)
@@ -391,6 +396,8 @@ class FunctionParser:
         self.loop_stack: tuple = ()
         self.augmented: list[Apply] = []   # of this function and those nested in it
         self.assigned: list[tuple[Node, str | None]] = []   # (value, name), the same
+        self.updates: list[tuple[Apply, str, ast.AST]] = []   # `y[i] = v`: (setitem, y, target)
+        self.names_of: dict[int, list[tuple[str, int]]] = {}  # id(value) -> [(name, line)]
         self.root = enclosing[0].root if enclosing is not None else self
         self.root.function_graphs = getattr(self.root, "function_graphs", set()) | {graph}
 
@@ -439,7 +446,7 @@ class FunctionParser:
                 end.graph.output = Constant(None)
         self._check_captures()
         if self.root is self:
-            self._check_augmented()
+            self._check_updates()
             self._keep_what_raises()
         return self.graph
 
@@ -710,9 +717,12 @@ class FunctionParser:
         return self.expr(e, block)
 
     def stmt_AugAssign(self, s, block):
+        if isinstance(s.target, ast.Subscript):
+            self.update_item(s.target, block, s, op=s.op)
+            return block
         if not isinstance(s.target, ast.Name):
-            self.error(s.target, "augmented assignment to an element or attribute mutates it "
-                       "in place, which compiled functions cannot do",
+            self.error(s.target, "augmented assignment to an attribute mutates it in place, "
+                       "which compiled functions cannot do",
                        "build a new value instead, e.g. `x = x + y`")
         current = self.read(block, s.target.id, s.target)
         value = self.binop(s.op, current, self.expr(s.value, block), s, block)
@@ -721,21 +731,96 @@ class FunctionParser:
         self.bind(block, s.target.id, value, s.target)
         return block
 
-    def _check_augmented(self):
-        """`x += y` updates a numpy array in place; compiled code computes `x + y` instead.
-        The two agree unless the old array is seen elsewhere (another name, a tuple, a
-        closure, the caller): then the node becomes `aug_<op>`, which raises a clear error
-        if it meets an array (and is plain `+` for numbers)."""
-        if not self.augmented:
+    def update_item(self, target: ast.Subscript, block: Block, stmt: ast.AST,
+                    value: Node | None = None, op: ast.operator | None = None):
+        """`y[index] = value` (or `y[index] op= value`, `op` given) on a local variable `y`:
+        `y = setitem(y, index, value)`, a new value bound to `y`.  Python changes the object
+        `y` holds; `_check_updates` proves nothing else sees that object."""
+        base = target.value
+        if isinstance(base, ast.Subscript):
+            self.error(target, "assignment into an element of an element (`y[i][j] = v`) is "
+                       "not supported", "for an array write `y[i, j] = v`; otherwise take the "
+                       "element out, update it and put it back: `row = y[i]`, `row[j] = v`, "
+                       "`y[i] = row`")
+        if not isinstance(base, ast.Name):
+            self.error(target, "assignment into an element of an expression changes a value "
+                       "no variable of this function holds",
+                       "assign the value to a local variable first and update that")
+        name = base.id
+        if name not in self.locals:
+            self.error(base, f"assignment into `{name}`, which is not a local variable of "
+                       "this function, would change a value the caller or an enclosing "
+                       "function sees", f"make a local copy first: `{name}_copy = "
+                       f"{name}.copy()`, update it and return it")
+        loc = self.loc(target)
+        current = self.read(block, name, base)
+        index = self.index(target.slice, block)
+        if op is not None:
+            old = block.graph.apply(P["getitem"], current, index, location=loc)
+            value = self.binop(op, old, self.expr(stmt.value, block), stmt, block)
+        node = block.graph.apply(P["setitem"], current, index, value, name=name, location=loc)
+        self.root.updates.append((node, name, target))
+        self.root.assigned.append((node, name))
+        self.bind(block, name, node, base)
+
+    def _check_updates(self):
+        """Updates in place become functional updates where `frontend.ownership` proves
+        nothing else sees the object (see there).  `y[i] = v` that cannot be proven is an
+        error; `x op= y` becomes `aug_<op>`, which raises a clear error if it meets an array
+        (and is the plain operator for numbers)."""
+        if not self.updates and not self.augmented:
             return
-        uses = _use_counts(self.graph)
+        flow = ownership.Flow(self.graph, self.function_graphs, self.names_of,
+                              [n for n, _ in self.assigned] + [n for n, _, _ in self.updates])
+        elements: dict[int, tuple[Apply, str, Apply]] = {}
+        for node, name, target in self.updates:
+            try:
+                update = ownership.Update(flow, node, node.args[0], name)
+                update.check()
+                elements.update((k, (v, name, node)) for k, v in update.elements.items())
+            except ownership.Shared as e:
+                if e.argument is not None:
+                    self.error(target, f"assignment into `{name}` would change the argument "
+                               f"`{e.argument}` in place; the caller's data is never changed",
+                               f"write `{e.argument} = {e.argument}.copy()` first")
+                self.error(target, f"assignment into `{name}` would change its value in place, "
+                           f"and that value is shared with {e.what}: Python would change it "
+                           "there too, compiled code would not",
+                           f"write `{name} = {name}.copy()` before the update")
+        for element, name, update in elements.values():
+            self._not_a_view(flow, element, name, update)
+        uses = None
         for node, stmt in self.augmented:
-            old = node.inputs[1]
-            if isinstance(old, Parameter) or uses.get(id(old), 0) > 1:
-                node.set_inputs([Constant(P["aug_" + node.fn.value.name]), *node.args])
-                g = node.graph
-                if not uses.get(id(node)):
-                    _keep(node, self.root.function_graphs)  # unused: keep its check
+            try:
+                ownership.Update(flow, node, node.inputs[1], stmt.target.id).check()
+                continue
+            except ownership.Shared:
+                pass
+            node.set_inputs([Constant(P["aug_" + node.fn.value.name]), *node.args])
+            uses = uses or _use_counts(self.graph)
+            if not uses.get(id(node)):
+                _keep(node, self.root.function_graphs)  # unused: keep its check
+
+    def _not_a_view(self, flow: ownership.Flow, element: Apply, name: str, update: Apply):
+        """`v = y[i]`, read after `y` is updated: right if v is a number, not if it is a row
+        of an array (a view, which sees the update).  Inference tells: v is checked by
+        `not_a_view`, whose type rule refuses an array."""
+        names = self.names_of.get(id(element))
+        held = f"`{names[0][0]}`" if names else "this element"
+        line = update.location.line if update.location else "?"
+        message = (f"{held} is a view into `{name}`, which is updated in place (line {line}) "
+                   f"before {held} is used: Python would see the update through it, "
+                   "compiled code would not")
+        hint = f"copy it where it is taken: `{name}[...].copy()`"
+        checked = element.graph.apply(P["not_a_view"], element, message, hint,
+                                      location=element.location)
+        for user, k in flow.uses.get(id(element), ()):
+            if user is not checked:
+                inputs = list(user.inputs)
+                inputs[k] = checked
+                user.set_inputs(inputs)
+        for g in flow.outputs.get(id(element), ()):
+            g.output = checked
 
     def _keep_what_raises(self):
         """CPython runs every assignment, `if` and loop, so one whose value may never be read
@@ -757,6 +842,7 @@ class FunctionParser:
             if value.debug.name is None and isinstance(value, Apply):
                 value.debug.name = target.id
             self.root.assigned.append((value, target.id))
+            self.root.names_of.setdefault(id(value), []).append((target.id, target.lineno))
             self.bind(block, target.id, value, target)
         elif isinstance(target, (ast.Tuple, ast.List)):
             if any(isinstance(e, ast.Starred) for e in target.elts):
@@ -768,9 +854,7 @@ class FunctionParser:
                 item = block.graph.apply(P["getitem"], checked, i, location=self.loc(elt))
                 self.assign(elt, item, block, stmt)
         elif isinstance(target, ast.Subscript):
-            self.error(target, "assignment to an element mutates the array or tuple in place, "
-                       "which compiled functions cannot do",
-                       "build a new value instead (e.g. with np.where or np.concatenate)")
+            self.update_item(target, block, stmt, value=value)
         elif isinstance(target, ast.Attribute):
             self.error(target, "assignment to an attribute is not supported",
                        "compiled functions cannot mutate objects; return a new value")

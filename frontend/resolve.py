@@ -40,7 +40,7 @@ NUMPY.update({name: getattr(numpy_functions, name) for name in (
     "atleast_1d atleast_2d atleast_3d moveaxis hstack vstack split flip fliplr flipud roll "
     "repeat tile pad diagonal trace diag triu tril linspace identity full_like diff append "
     "median isclose allclose logical_and logical_or logical_xor logical_not deg2rad rad2deg "
-    "empty_like round around remainder mod floor_divide").split()})
+    "empty_like round around remainder mod floor_divide copy").split()})
 NUMPY.update({name: getattr(numpy_functions, name) for name in (
     "copy positive fabs float_power fmax fmin nansum nanmean heaviside").split()})
 NUMPY.update({name: getattr(numpy_functions, name) for name in (
@@ -89,7 +89,7 @@ METHODS = {"sum": P["sum"], "mean": P["mean"], "prod": P["prod"], "max": P["max"
            "min": P["min"], "argmax": P["argmax"], "argmin": P["argmin"], "dot": P["dot"],
            "reshape": P["reshape"], "transpose": P["transpose"], "astype": P["astype"],
            "squeeze": P["squeeze"], "clip": P["clip"], "cumsum": P["cumsum"],
-           "cumprod": P["cumprod"], "take": P["take"]}
+           "cumprod": P["cumprod"], "take": P["take"], "copy": P["copy"]}
 # Methods that are numpy functions of frontend/numpy_functions.py: `x.var(axis=0)`.
 METHODS.update({name: getattr(numpy_functions, name) for name in (
     "var std any all ravel trace diagonal repeat round").split()})

@@ -53,11 +53,12 @@ LINEAR: dict[str, tuple[int, ...]] = {
     **{name: (0,) for name in """neg pos negative sum mean cumsum transpose reshape broadcast_to
         expand_dims squeeze swapaxes concatenate stack unstack getitem check_bound unpack depend
         to_float cast asarray astype take take_along_axis sum_to_like broadcast_to_like
-        reduce_grad grad_check_input grad_cast stack_pop sum_to_side broadcast_to_side""".split()},
+        reduce_grad grad_check_input grad_cast stack_pop sum_to_side broadcast_to_side copy
+        not_a_view""".split()},
     **{name: (0, 1) for name in ("add", "sub", "np_add", "np_subtract", "gadd", "stack_push")},
     "where": (1, 2), "switch": (1, 2), "env_getitem": (0, 2), "env_setitem": (0, 2),
     "getitem_grad": (2,), "concat_grad": (2,), "select_grad": (2,), "take_grad": (3,),
-    "take_along_axis_grad": (3,), "jvp_check_tangent": (1,),
+    "take_along_axis_grad": (3,), "jvp_check_tangent": (1,), "setitem": (0, 2),
 }
 
 MULTILINEAR: dict[str, tuple[int, ...]] = {

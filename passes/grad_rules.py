@@ -32,6 +32,7 @@ broadcast_to_side = _P["broadcast_to_side"]
 broadcast_like = _P["broadcast_to_like"]
 reduce_grad = _P["reduce_grad"]
 getitem_grad = _P["getitem_grad"]
+setitem = _P["setitem"]
 zeros = _P["grad_zeros"]
 env_getitem = _P["env_getitem"]
 env_setitem = _P["env_setitem"]
@@ -492,6 +493,20 @@ def bprop_getitem_grad(x, index, dout_, out, dout):
     if dout is None:   # the zero of x's gradient where x is neither a tuple nor an array
         return (zeros(x), zeros(index), zeros(dout_))
     return (zeros(x), zeros(index), dout[index])
+
+
+def bprop_setitem(x, index, value, out, dout):
+    """x's gradient is dout but where value replaced x's elements; value's is dout there,
+    summed back to value's shape (it was broadcast into the indexed part)."""
+    return (setitem(dout, index, zeros(value)), zeros(index), sum_to(dout[index], value))
+
+
+def bprop_copy(x, out, dout):
+    return (dout,)
+
+
+def bprop_not_a_view(x, message, hint, out, dout):
+    return (dout, zeros(message), zeros(hint))
 
 
 def bprop_check_bound(x, name, out, dout):

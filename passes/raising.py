@@ -224,6 +224,9 @@ RAISES = _table([
     # convergence (eigh, svd, qr of NaN); IndexError: an index out of range (take)
     ("linalg_solve linalg_inv linalg_cholesky linalg_eigh linalg_qr linalg_svd", _always),
     ("take take_along_axis", _always),
+    # IndexError: an index out of range; ValueError: a value of a shape that does not
+    # broadcast to the indexed one, or a float nan assigned into an int array
+    ("setitem", _always),
 ])
 
 CANNOT_RAISE = _table([
@@ -252,6 +255,8 @@ CANNOT_RAISE = _table([
      "getitem_grad select_grad concat_grad unstack sum_to_side broadcast_to_side", "gradient code, on values of shapes the "
      "forward computed"),
     ("depend", "passes its operands on: what raises is one of them"),
+    ("copy", "a copy of a value that has `.copy()`, which inference checked"),
+    ("not_a_view", "checked by inference"),
     ("stack_push stack_pop stack_empty", "a loop gradient's residual stack: the backward "
      "loop pops exactly what the forward loop pushed"),
     ("linalg_det linalg_slogdet", "a singular matrix has determinant 0 (log -inf), numpy "

@@ -918,6 +918,66 @@ def getitem_rule(x, index):
     return ANY
 
 
+@rule
+def setitem_rule(x, index, value):
+    """`y[index] = value` on an array: y's type (numpy casts the value to y's dtype), the
+    value broadcast to the indexed part's shape as numpy broadcasts it (leading dimensions
+    of 1 dropped)."""
+    if isinstance(x, AArray):
+        item = getitem_rule(x, index)
+        target, shape = shape_of(item) if item not in (ANY, BOTTOM) else None, shape_of(value)
+        if target is not None and shape is not None:
+            shape = list(shape)
+            while len(shape) > len(target) and shape[0] in (1, None):
+                shape.pop(0)
+            fits = len(shape) <= len(target) and all(
+                d in (1, None) or t is None or d == t
+                for d, t in zip(reversed(shape), reversed(target)))
+            if not fits:
+                raise RuleError(f"could not broadcast input array from shape "
+                                f"{_dims(tuple(shape_of(value)))} into shape {_dims(target)}",
+                                "assign a value of the indexed part's shape, or one that "
+                                "broadcasts to it")
+        if isinstance(value, (ATuple, AScalar, AArray)):
+            evaluate(_assign_into, [AArray(x.dtype, ()), value if not isinstance(value, AArray)
+                                    else AArray(value.dtype, ())])
+        return BOTTOM if item is BOTTOM else x
+    if isinstance(x, (ATuple, AScalar, ANone, AFunction)) or \
+            (isinstance(x, AObject) and x.pytype is str):
+        raise RuleError(f"'{type_name(x)}' object does not support item assignment",
+                        "only arrays (and lists and dicts) can be updated; build a new "
+                        "value instead")
+    return ANY
+
+
+def _assign_into(x, value):
+    """numpy's assignment of a value into an element of x (a TypeError for a complex value
+    into a real array, for instance)."""
+    y = x.copy()
+    y[...] = value if not isinstance(value, tuple) else value[0] if value else 0
+    return y
+
+
+@rule
+def copy_rule(x):
+    """`x.copy()`: a value of x's own type."""
+    if isinstance(x, AArray) or (isinstance(x, AScalar) and issubclass(x.pytype, np.generic)):
+        return x
+    if isinstance(x, (ATuple, AScalar, ANone, AFunction)) or \
+            (isinstance(x, AObject) and x.pytype is str):
+        raise RuleError(f"'{type_name(x)}' object has no attribute 'copy'",
+                        "`.copy()` copies arrays (and lists and dicts)")
+    return ANY
+
+
+def not_a_view_rule(x, message, hint):
+    """A variable bound to `y[i]` and read after y is updated in place (frontend/ownership.py):
+    a number is a copy, an array is a view that would see the update."""
+    if isinstance(x, AArray):
+        raise RuleError(message.value, hint.value)
+    return x
+
+
 def _tuple_item(x, index):
     if isinstance(index, ASlice):
         if not known(index):
@@ -1746,6 +1806,9 @@ TYPE_RULES = {
     "builtin_divmod": builtin_divmod_rule,
     "make_tuple": make_tuple_rule,
     "getitem": getitem_rule,
+    "setitem": setitem_rule,
+    "copy": copy_rule,
+    "not_a_view": not_a_view_rule,
     "unpack": unpack_rule,
     "make_slice": make_slice_rule,
     "grad_zeros": grad_zeros_rule,

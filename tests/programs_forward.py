@@ -73,6 +73,16 @@ def numpy_and_math(x, y):
             + math.erf(x) + math.log2(x * x + 1.0) + math.degrees(y) + math.asinh(x))
 
 
+def element_updates(x, a):
+    """Element and slice updates of a local array, in a loop and with `+=`."""
+    y = np.zeros(3)
+    for i in range(3):
+        y[i] = x[i] * a
+    z = y.copy()
+    z[1:] += x[:2] ** 2
+    return np.sum(z * z)
+
+
 def arrays(w, x):
     return np.tanh(w @ x) * np.sum(x ** 2)
 

@@ -236,3 +236,13 @@ def test_primals_not_one_per_parameter_are_located():
                                              "are 1") as e:
         myir.compile(pf.too_few_primals, backend=BACKEND)(0.5)
     assert "programs_forward.py" in str(e.value) and "one per parameter (x, y)" in str(e.value)
+
+
+def test_jvp_through_element_updates():
+    x, a = np.array([0.3, -1.2, 0.7]), 1.7
+    v = (np.array([0.1, 0.4, -0.3]), -0.6)
+    out, tangent = myir.jvp(pf.element_updates, (x, a), v, backend=BACKEND)
+    assert out == pytest.approx(pf.element_updates(x, a), rel=1e-12)
+    assert tangent == pytest.approx(fd_jvp(pf.element_updates, (x, a), v), rel=1e-7)
+    gx, ga = myir.grad(pf.element_updates, 0, 1, backend=BACKEND)(x, a)
+    assert tangent == pytest.approx(np.dot(gx, v[0]) + ga * v[1], rel=1e-12)

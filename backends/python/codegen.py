@@ -38,7 +38,7 @@ from myir.errors import Location
 from myir.ir.analysis import OUTPUT, SwitchCall, free_variables, graph_uses, is_nested_in, \
     primitive_name, reachable_graphs, scope, switch_call, toposort, users
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
-from myir.ir.primitives import Primitive
+from myir.ir.primitives import FRESH, Primitive
 from passes.abstract import AArray, AScalar
 from passes.opt import RULE_FILES
 
@@ -279,6 +279,7 @@ class Emitter:
         self.defined: set[int] = set()   # nodes and closures whose variable holds a value already
         self.referenced: dict[Graph, list[Graph]] = {}
         self.home: Location | None = None   # see `call_site`
+        self.in_place = InPlace(root, self.users, self.layout)
 
     # -- output
 
@@ -378,8 +379,8 @@ class Emitter:
         prim = primitive_name(node)
         if pending is not None and not pending.takes(node, self._operands(node)):
             pending = None
-        if prim == "depend":    # what it waits for is a statement of its own, before it
-            return self.operand(node.args[0], pending)
+        if prim in ("depend", "not_a_view"):  # what depend waits for is a statement of its
+            return self.operand(node.args[0], pending)   # own, before it; not_a_view: checked
         if prim is None or prim not in SYNTAX and prim not in VARIADIC_SYNTAX:
             callee = self.operand(fn, pending) if prim is None else Expr(self.ref(fn), ATOM)
             args = [self.operand(a, pending).text for a in node.args]
@@ -595,7 +596,16 @@ class Emitter:
             guard, expr = self.guard(node), self.render(node).text
             self.line(indent, f"if not ({guard}): {expr}" if guard else expr, node.location)
             return
-        if sc is not None and self._is_branch_pair(sc):
+        if primitive_name(node) == "setitem" and self.in_place.writable(node):
+            x, index, value = node.args     # Python evaluates the value, then the index
+            if not pending.takes(node, [value, index]):
+                self.flush(pending, indent)
+            value_text, index_text = self.operand(value, pending).text, \
+                self.operand(index, pending).index
+            self.flush(pending, indent)
+            self.line(indent, f"{self.ref(x)}[{index_text}] = {value_text}", node.location)
+            self.line(indent, f"{var} = {self.ref(x)}", node.location)
+        elif sc is not None and self._is_branch_pair(sc):
             self.if_statement(sc, Tail(var), node.location, indent, pending)
         elif self._callee_kind(node) in ("loop", "block"):
             self.inline_call(node, Tail(var), indent, pending)
@@ -697,12 +707,16 @@ class Emitter:
                     return True
                 if kind in ("block", "loop"):
                     return self.inline_call(out, tail, indent, pending)
-            expr = self.render(out, pending, statement=True)
-            self.flush(pending, indent)
-            if primitive_name(out) == "raise_":
-                self.line(indent, expr.text, loc)
-                return False
-            value = expr.text
+            if primitive_name(out) == "setitem" and self.in_place.writable(out):
+                self.statement(out, indent, pending)
+                value = self.ref(out)
+            else:
+                expr = self.render(out, pending, statement=True)
+                self.flush(pending, indent)
+                if primitive_name(out) == "raise_":
+                    self.line(indent, expr.text, loc)
+                    return False
+                value = expr.text
         else:
             self.flush(pending, indent)
             value = self.ref(out)
@@ -714,6 +728,178 @@ class Emitter:
             self.line(indent, "break", loc)
             return False
         return True
+
+
+class InPlace:
+    """Which updates `setitem(x, index, value)` may write into x's object instead of a copy:
+    those after which nothing sees that object.  `_owned(x, s)` proves it: every other use
+    of x is consumed before s (reads s depends on, and nothing they make survives s: a view
+    or tuple of x is itself consumed before) or runs on another path (the other branch of an
+    `if` around s); and x's object is new (`FRESH`: np.zeros, arithmetic, an earlier
+    update), or handed down the same way: an `if`'s result whose branches' results are
+    owned, a loop's carried value each of whose incoming values (the initial one, the one
+    each iteration passes on) is owned by the loop's call (the parameter of code after an
+    `if`, or of a block, likewise), a loop's result owned at its exits.  So a loop
+    `y[i] = f(i)` over n elements costs O(n), not O(n^2), with the update under an `if` or
+    in an inner loop too."""
+
+    def __init__(self, root: Graph, users: dict, layout: "Layout"):
+        self.users = users
+        self.graph_uses = graph_uses(root)
+        self.layout = layout
+
+    def writable(self, s: Apply) -> bool:
+        return self._owned(s.args[0], s, set())
+
+    def _owned(self, node: Node, keeper, assumed: set) -> bool:
+        """Whether node's object is new or handed down, and nothing but `keeper` (an apply,
+        or a graph whose output node is) sees it from keeper on.  `assumed`: the pairs being
+        proven (a loop's carried value is owned if it is owned on the way round)."""
+        key = (id(node), id(keeper))
+        if key in assumed:
+            return True
+        assumed.add(key)
+        if not self._kept_only_by(node, keeper):
+            return False
+        if isinstance(node, Parameter):
+            g = node.graph
+            calls = self.graph_uses.get(g, ())
+            if self.layout.kind.get(g) not in ("loop", "block", "join") or not calls \
+                    or any(i != 0 for _, i in calls):
+                return False
+            k = g.parameters.index(node)
+            return all(self._owned(call.args[k], call, assumed) for call, _ in calls)
+        if not isinstance(node, Apply):
+            return False
+        if primitive_name(node) in FRESH:
+            return True
+        if primitive_name(node) == "getitem" and isinstance(node.args[1], Constant) \
+                and type(node.args[1].value) is int:
+            k, result = node.args[1].value, node.args[0]
+            exits = self._exits(result)
+            if exits is None or not self._unpacked_only(result):
+                return False
+            return all(self._element_owned(g, k, assumed) for g in exits)
+        exits = self._exits(node)
+        return exits is not None and all(self._owned(g.output, g, assumed) for g in exits)
+
+    def _element_owned(self, g: Graph, k: int, assumed: set) -> bool:
+        """Whether element k of the tuple g returns (g: an exit of an `if` or loop whose
+        result is taken apart) is owned: the tuple's, or that of the `if` or loop g ends
+        with."""
+        out = g.output
+        if not isinstance(out, Apply) or out.graph is not g or len(self.users.get(out, ())) != 1:
+            return False
+        if primitive_name(out) == "make_tuple":
+            return self._owned(out.args[k], out, assumed)
+        exits = self._exits(out)
+        return exits is not None and all(self._element_owned(h, k, assumed) for h in exits)
+
+    def _exits(self, call: Node) -> list[Graph] | None:
+        """The graphs whose output is the result of `call`, an `if`, a loop or a block
+        written in place (None for anything else): both branches, a loop's exits, the
+        block."""
+        sc = switch_call(call)
+        if sc is not None and id(sc.switch) in self.layout.switch_apps:
+            return [sc.then, sc.else_]
+        if isinstance(call, Apply) and is_graph_constant(call.fn) \
+                and self.layout.kind.get(call.fn.value) == "block":
+            return [call.fn.value]
+        if isinstance(call, Apply) and is_graph_constant(call.fn) \
+                and self.layout.kind.get(call.fn.value) == "loop":
+            loop = call.fn.value
+            exits, stack = [], [loop]
+            while stack:
+                g = stack.pop()
+                out, sc = g.output, switch_call(g.output)
+                if sc is not None and id(sc.switch) in self.layout.switch_apps:
+                    stack.extend((sc.then, sc.else_))
+                elif not (isinstance(out, Apply) and is_graph_constant(out.fn)
+                          and out.fn.value is loop):
+                    exits.append(g)
+            return exits
+        return None
+
+    def _unpacked_only(self, result: Node) -> bool:
+        """Whether result, a tuple, is only taken apart: each element read once."""
+        indexes = []
+        for user, index in self.users.get(result, ()):
+            if index != 1 or primitive_name(user) != "getitem" \
+                    or not isinstance(user.args[1], Constant):
+                return False
+            indexes.append(user.args[1].value)
+        return len(indexes) == len(set(indexes))
+
+    def _kept_only_by(self, node: Node, keeper) -> bool:
+        """Whether every use of node but keeper runs before it (and what it makes does not
+        outlive it) or on another path."""
+        graph = keeper if isinstance(keeper, Graph) else keeper.graph
+        before = _ancestors(keeper.output if isinstance(keeper, Graph) else keeper)
+        others: list[tuple[Graph, bool]] = []   # (graph, whether it ends a loop)
+        g = graph
+        while g is not None:    # the other branch of each `if` around keeper
+            for sw, i in self.graph_uses.get(g, ()):
+                if primitive_name(sw) == "switch" and i in (2, 3) \
+                        and is_graph_constant(sw.inputs[5 - i]):
+                    other = sw.inputs[5 - i].value
+                    out = other.output
+                    ends = self.layout.kind.get(sw.graph) == "loop" and not (
+                        isinstance(out, Apply) and is_graph_constant(out.fn)
+                        and out.fn.value is sw.graph)
+                    others.append((other, ends))
+                    before |= _ancestors(sw)
+            g = g.parent
+        for user, index in self.users.get(node, ()):
+            if user is keeper:
+                continue
+            where = user if index == OUTPUT else user.graph
+            path = [ends for o, ends in others if is_nested_in(where, o)]
+            if path:    # a loop's exit may keep anything: the loop is over; a branch that
+                packs = user is user.graph.output if index != OUTPUT else True  # goes on may
+                if path[0] or packs or primitive_name(user) in FRESH:    # carry a view on
+                    continue
+                return False
+            if index == OUTPUT or id(user) not in before or self._reruns(user.graph):
+                return False
+            if primitive_name(user) not in FRESH and not self._consumed(user, keeper, before):
+                return False
+        return True
+
+    def _consumed(self, node: Node, keeper, before: set) -> bool:
+        """Whether every use of node is in `before`, and what those uses make (unless it is
+        a new object) is consumed there too."""
+        for user, index in self.users.get(node, ()):
+            if user is keeper and primitive_name(keeper) == "setitem" and index in (2, 3):
+                continue    # the update's index or value, copied into the array
+            if index == OUTPUT or id(user) not in before or self._reruns(user.graph) \
+                    or user is keeper:
+                return False
+            if primitive_name(user) not in FRESH and not self._consumed(user, keeper, before):
+                return False
+        return True
+
+    def _reruns(self, g: Graph) -> bool:
+        """Whether g is a closure, which may run again after the update (a branch, a block
+        or a loop runs where it is written)."""
+        return self.layout.kind.get(g) == "closure"
+
+
+def _ancestors(node: Node) -> set:
+    """The ids of the nodes `node` depends on, with those of the graphs their calls ran."""
+    result: set = set()
+    stack = list(node.inputs) if isinstance(node, Apply) else []
+    while stack:
+        n = stack.pop()
+        if not isinstance(n, Apply) or id(n) in result:
+            continue
+        result.add(id(n))
+        stack.extend(n.inputs)
+        if is_graph_constant(n.fn):
+            stack.append(n.fn.value.output)
+        sc = switch_call(n)
+        if sc is not None:
+            stack.extend((sc.then.output, sc.else_.output))
+    return result
 
 
 @dataclass

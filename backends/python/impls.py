@@ -363,6 +363,20 @@ def _astype(x, dtype):
     return x.astype(dtype)
 
 
+def setitem(x, index, value):
+    """x with x[index] = value, as a new value: x itself is never changed (the generated
+    code writes `x[index] = value` in place instead where x is dead, see codegen.py).  Any
+    value with `.copy()` and item assignment: arrays (numpy casts the value to x's dtype),
+    lists, dicts."""
+    y = x.copy()
+    y[index] = value
+    return y
+
+
+def _copy(x):
+    return x.copy()
+
+
 def _sum_like(fn):
     def reduce(x, axis=None, keepdims=False):
         return fn(x, axis=axis, keepdims=keepdims)
@@ -467,6 +481,9 @@ IMPLS = {
     "astype": _astype,
     "cast": lambda x, dtype: dtype(x),
     "unpack": _unpack,
+    "setitem": setitem,
+    "copy": _copy,
+    "not_a_view": lambda x, message, hint: x,
     **{"aug_" + name: _augmented(getattr(operator, name), symbol) for name, symbol in (
         ("add", "+"), ("sub", "-"), ("mul", "*"), ("truediv", "/"), ("floordiv", "//"),
         ("mod", "%"), ("pow", "**"), ("matmul", "@"))},

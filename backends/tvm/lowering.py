@@ -478,6 +478,10 @@ KEPT_IN_NUMPY: dict[str, str] = {
         "make_exception", "raise_", "depend", "check_bound", "format", "concat_str",
         "print_")},
     **{"math_" + p: _MATH_MODULE for p in MATH_MORE.split()},
+    **{p: "an update of one element or slice: numpy writes it in place where the old value "
+          "is dead (the python backend's codegen), TVM would copy the whole array"
+       for p in ("setitem", "copy")},
+    "not_a_view": _PYTHON_ONLY,
     **{"math_" + p: _MATH_MODULE for p in (
         "exp log log1p expm1 sqrt sin cos tan asin acos atan sinh cosh tanh fabs floor ceil "
         "pow atan2 hypot").split()},

@@ -194,6 +194,13 @@ primitive("make_tuple", varargs=True)
 primitive("getitem", "x, index")
 primitive("unpack", "x, n")                 # x, checked to have n elements (tuple unpacking)
 primitive("make_slice", "start, stop, step")
+# Updates of local values (`y[i] = v`, `x.copy()`): compiled code is functional, so setitem
+# returns a NEW value equal to x but for x[index] = value; the frontend binds it to the name
+# again (frontend/ownership.py proves no alias sees the difference) and the python backend
+# writes in place where the old value is dead (backends/python/codegen.py).
+primitive("setitem", "x, index, value")
+primitive("copy", "x")                      # x.copy(): a new value equal to x
+primitive("not_a_view", "x, message, hint")  # x, refused by inference if it is an array
 
 # Differentiation (passes.ad): generic zeros and addition of gradients (numbers, arrays,
 # tuples, envs), envs mapping a closure's free variables to their gradients, and the adjoints
@@ -235,3 +242,19 @@ primitive("print_", "previous, sep, end, args", pure=False)
 primitive("check_bound", "x, name")         # x, or UnboundLocalError if x is UNBOUND
 primitive("format", "x, conversion, spec")  # one f-string field: format(x, spec)
 primitive("concat_str", varargs=True)       # the parts of an f-string joined
+
+# Ownership (frontend/ownership.py, and the python backend's updates in place): primitives
+# whose result is always a new object, never one of their operands nor a view of one ...
+FRESH = frozenset((
+    "add sub mul truediv floordiv mod pow matmul neg pos invert bitand bitor bitxor lshift "
+    "rshift exp log log1p expm1 sqrt sin cos tan arcsin arccos arctan sinh cosh tanh abs sign "
+    "floor ceil square negative reciprocal maximum minimum arctan2 power where cbrt log2 exp2 "
+    "log10 arcsinh arccosh arctanh rint trunc hypot logaddexp logaddexp2 clip dot concatenate "
+    "stack astype zeros ones empty full zeros_like ones_like array arange eye cumsum cumprod "
+    "sort setitem copy getitem_grad reduce_grad builtin_abs sum mean prod max min argmax argmin "
+    "argsort tensordot convolve take take_along_axis linalg_solve linalg_inv linalg_det "
+    "linalg_cholesky ieee_truediv ieee_pow").split())
+# ... and primitives whose result may be their first operand or share its memory.
+VIEWS = frozenset("getitem reshape transpose swapaxes squeeze expand_dims broadcast_to asarray "
+                  "unpack check_bound depend not_a_view".split())
+

@@ -1,0 +1,347 @@
+"""Ownership of local values: when an update in place (`y[i] = v`, `y += v` on an array)
+may become a functional update.
+
+CPython changes the object `y` holds, and every other reference to that object sees the
+change: another variable (`z = y`), a view (`z = y[1:]`, `y.T`, `y.reshape(...)`,
+`np.asarray(y)`), a tuple holding it, a closure that captured it, a value a user function
+returned from it, the caller's argument.  Compiled code is functional: the frontend makes
+`y = setitem(y, index, v)` (and `y = y + v`), a new value bound to the name `y` again, which
+no other reference sees.  The two agree exactly when no other reference to the object is
+read after the update.  This module proves that, on the parsed graph of one function, or
+says what the object is shared with.
+
+**Origins.**  The value `y` holds before the update is traced back through the parser's
+control flow (a loop-carried variable to its initial value and to its value at the end of
+an iteration, a variable assigned in branches to each branch's value, the tuples the parser
+packs variables in to pass them along).  Every value it may come from must be *fresh*: made
+by an operation that returns a new object (arithmetic, numpy functions that return new
+arrays such as np.zeros/ones/empty/full/array/arange/concatenate, `x.copy()`, an earlier
+update).  A function's argument is not (the caller's data is never changed), nor is a view,
+a constant, or a function's result.
+
+**Aliases.**  From each origin the object is followed forward through every use.  Reading it
+(an operand of arithmetic, of a reduction, of a numpy function returning a new array, an
+index `y[i]` consumed in an expression) makes no reference.  What does: a view of it or a
+tuple holding it bound to a variable, another variable bound to it, a user function's result
+(it may return the object or a view), a closure capturing it, a value it is assigned into
+(`m[i] = y`: a list holds it; an array would copy it, but the parser cannot tell which).
+Each such alias may be read only *before* the update: a use the update depends on (its
+value, its index, the condition of an `if` around it, an earlier iteration's values).
+The variable itself is followed up to the update (past a loop or `if` that contains it, it
+is the updated object); an alias is followed on (made in the other branch of an `if`, it may
+be carried round a loop to the update's next run).  Returning the variable itself is no
+alias: nothing runs after a `return`.  A variable bound to an element `v = y[i]` and read
+after the update is a number (a copy) or, where y has more dimensions than the index, a
+view: the parser makes inference tell (`not_a_view`).
+
+The analysis is conservative: where it cannot prove that no alias is read after the update,
+the update is an error naming the variable and what it is shared with (for `y += v`, the
+old `aug_<op>` that refuses arrays at run time).  Containers (lists, dicts) are updated
+through the same primitive and the same analysis: an update of a local name is
+`setitem(name, index, value)` whatever the name holds.
+"""
+
+from __future__ import annotations
+
+from frontend import numpy_functions
+from myir.ir.analysis import primitive_name
+from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
+from myir.ir.primitives import FRESH, VIEWS
+
+# Primitives that build a new container holding their operands (not FRESH: the container
+# holds them): a value an update may start from, like a literal `[a, b]` or `{"k": v}`.
+NEW_CONTAINERS = frozenset({"make_tuple"})
+
+# Functions of frontend/numpy_functions.py whose numpy counterpart may return a view of its
+# first operand; the others return a new array (or a number).
+NUMPY_VIEWS = frozenset("ravel atleast_1d atleast_2d atleast_3d moveaxis diagonal diag flip "
+                        "fliplr flipud split".split())
+
+
+class Shared(Exception):
+    """The update is not provably alone: `what` the object is shared with, and `argument`
+    the parameter's name when it is the caller's data."""
+
+    def __init__(self, what: str, argument: str | None = None):
+        super().__init__(what)
+        self.what = what
+        self.argument = argument
+
+
+def _line(node: Node) -> str:
+    loc = node.location
+    return f" (line {loc.line})" if loc is not None else ""
+
+
+class Flow:
+    """The uses, callers and outputs of every node of one function's graphs (the function,
+    its branches and loops, the closures nested in it)."""
+
+    def __init__(self, root: Graph, functions: set, names_of: dict, nodes: list):
+        """`nodes`: the values the function computes that its output may not use (an
+        assignment never read, a loop whose results go unused), followed too."""
+        self.functions = functions          # the graphs of `def`s and lambdas
+        self.names_of = names_of            # id(node) -> [(name, line)] bound by assignments
+        self.uses: dict[int, list[tuple[Apply, int]]] = {}
+        self.outputs: dict[int, list[Graph]] = {}
+        self.callers: dict[int, list[Apply]] = {}
+        graphs, seen, done = [root], {id(root)}, set()
+        starts = list(nodes)
+        while graphs:
+            g = graphs.pop()
+            self.outputs.setdefault(id(g.output), []).append(g)
+            stack, starts = [g.output] + starts, []
+            while stack:
+                n = stack.pop()
+                if not isinstance(n, Apply) or id(n) in done:
+                    continue
+                done.add(id(n))
+                for k, inp in enumerate(n.inputs):
+                    self.uses.setdefault(id(inp), []).append((n, k))
+                    stack.append(inp)
+                    if is_graph_constant(inp) and inp.value.parent is not None \
+                            and id(inp.value) not in seen:
+                        seen.add(id(inp.value))
+                        graphs.append(inp.value)
+                for callee in self.callees(n):
+                    self.callers.setdefault(id(callee), []).append(n)
+
+    def callees(self, call: Apply) -> list[Graph]:
+        """The nested graphs `call` runs: its function, or both branches of a switch."""
+        fn = call.fn
+        if is_graph_constant(fn) and fn.value.parent is not None:
+            return [fn.value]
+        if isinstance(fn, Apply) and primitive_name(fn) == "switch":
+            return [a.value for a in fn.args[1:] if is_graph_constant(a)]
+        return []
+
+    def control(self, g: Graph) -> bool:
+        """Whether g is the parser's control flow (a branch, loop or join), not a function."""
+        return g.parent is not None and g not in self.functions
+
+    def owner(self, g: Graph) -> Graph:
+        while self.control(g):
+            g = g.parent
+        return g
+
+
+class Update:
+    """The check of one update: `node` replaces `old`, the value the variable `name` held."""
+
+    def __init__(self, flow: Flow, node: Apply, old: Node, name: str):
+        self.flow, self.node, self.old, self.name = flow, node, old, name
+        self.enclosing = set()        # ids of the graphs the update runs in
+        g = node.graph
+        while g is not None:
+            self.enclosing.add(id(g))
+            g = g.parent
+        self.before = self._before()
+        # id -> variables bound to an element `y[i]` of the object and read after the update:
+        # a number is no alias, a row of a 2-D array is; inference tells (`not_a_view`)
+        self.elements: dict[int, Apply] = {}
+
+    def check(self) -> None:
+        """Raise Shared unless the update is provably alone."""
+        seen: set = set()
+        origins = list(self._origins(self.old, (), seen))
+        if not origins:
+            raise Shared("a value whose origin cannot be traced")
+        for origin in origins:
+            self._forward(origin, (), None, set())
+
+    # -- what ran before the update
+
+    def _before(self) -> set:
+        """The ids of the nodes every run of the update comes after: its inputs' ancestors,
+        and those of the calls that run the graphs it is in (not a loop's own next
+        iteration), with the nodes of the branches and loops they completed."""
+        flow = self.flow
+        stack = list(self.node.inputs)
+        g, graphs_seen = self.node.graph, set()
+        while flow.control(g) and id(g) not in graphs_seen:
+            graphs_seen.add(id(g))
+            outer = None
+            for call in flow.callers.get(id(g), ()):
+                if not _within(call.graph, g):
+                    stack.extend(call.inputs)
+                    outer = call.graph
+            if outer is None:
+                break
+            g = outer
+        result: set = set()
+        while stack:
+            n = stack.pop()
+            if not isinstance(n, Apply) or id(n) in result:
+                continue
+            result.add(id(n))
+            stack.extend(n.inputs)
+            stack.extend(callee.output for callee in flow.callees(n)
+                         if id(callee) not in self.enclosing)
+        return result
+
+    # -- origins
+
+    def _origins(self, n: Node, path: tuple, seen: set):
+        key = (id(n), path)
+        if key in seen:
+            return
+        seen.add(key)
+        flow = self.flow
+        if isinstance(n, Parameter):
+            if not flow.control(n.graph):
+                raise Shared(f"the argument `{n.debug.name}`", argument=n.debug.name)
+            k = n.graph.parameters.index(n)
+            for call in flow.callers.get(id(n.graph), ()):
+                yield from self._origins(call.args[k], path, seen)
+            return
+        if isinstance(n, Constant):
+            raise Shared("a constant of the program, which compiled code never changes")
+        prim = primitive_name(n)
+        callees = flow.callees(n)
+        name = _numpy_function(n.fn.value) if isinstance(n, Apply) \
+            and is_graph_constant(n.fn) else None
+        if name is not None and name not in NUMPY_VIEWS and not path:
+            yield n
+        elif callees:
+            for callee in callees:
+                yield from self._origins(callee.output, path, seen)
+        elif prim == "make_tuple" and path:
+            yield from self._origins(n.args[path[0]], path[1:], seen)
+        elif prim == "getitem" and isinstance(n.args[1], Constant) \
+                and type(n.args[1].value) is int and self._packed(n.args[0]):
+            yield from self._origins(n.args[0], (n.args[1].value,) + path, seen)
+        elif prim in ("check_bound", "depend", "unpack"):
+            yield from self._origins(n.args[0], path, seen)
+        elif (prim in FRESH or prim in NEW_CONTAINERS) and not path:
+            yield n
+        else:
+            raise Shared(f"the value it was made from{_line(n)}: "
+                         f"`{prim or 'a function call'}` may return a view or a shared value")
+
+    def _packed(self, n: Node) -> bool:
+        """Whether n is a tuple the parser packs variables in (a branch's or a loop's
+        result), or one of the tuples inside it, rather than a user's tuple."""
+        while primitive_name(n) in ("getitem", "check_bound"):
+            n = n.args[0]
+        return bool(self.flow.callees(n)) if isinstance(n, Apply) else False
+
+    # -- aliases
+
+    def _alias_of(self, n: Node, path: tuple, alias):
+        """The alias n is, if it is bound to another variable: (what it is, n)."""
+        for name, line in self.flow.names_of.get(id(n), ()):
+            if alias is None and (path or name != self.name):
+                what = "the tuple" if path else "the variable"
+                return f"{what} `{name}` (line {line})", n
+        return alias
+
+    def _forward(self, n: Node, path: tuple, alias: str | None, seen: set):
+        key = (id(n), path, alias)
+        if key in seen:
+            return
+        seen.add(key)
+        flow = self.flow
+        alias = self._alias_of(n, path, alias)
+        for user, k in flow.uses.get(id(n), ()):
+            self._use(n, user, k, path, alias, seen)
+        for g in flow.outputs.get(id(n), ()):
+            if not flow.control(g):
+                if alias is not None:
+                    self._after(alias, f"returned by `{g.name}`")
+                continue
+            for call in flow.callers.get(id(g), ()):
+                # past an `if` or loop that runs the update: the variable itself is the
+                # updated object there; an alias made on the way (in the other branch) may
+                # be carried round a loop to the update's next run, so it goes on
+                if alias is not None or not any(id(c) in self.enclosing
+                                                for c in flow.callees(call)):
+                    self._forward(call, path, alias, seen)
+
+    def _use(self, n: Node, user: Apply, k: int, path: tuple, alias, seen: set):
+        flow = self.flow
+        if user is self.node and not path:
+            return      # the update itself, or its index or value (computed before it)
+        if k == 0:
+            return      # n is called: a function, not the object
+        if flow.owner(user.graph) is not flow.owner(n.graph):
+            closure = flow.owner(user.graph)
+            raise Shared(f"the closure `{closure.name}`{_line(closure)}, which captured it")
+        prim = primitive_name(user)
+        if prim is None:
+            callee = user.fn.value if is_graph_constant(user.fn) else None
+            if callee is not None and flow.control(callee):
+                self._forward(callee.parameters[k - 1], path, alias, seen)
+                return
+            name = _numpy_function(callee)
+            if name is not None and name not in NUMPY_VIEWS:
+                return self._read(user, alias)
+            what = f"np.{name}()" if name else f"`{callee.name}()`" if callee else "a call"
+            self._forward(user, (), alias or (f"the result of {what}{_line(user)}", None),
+                          seen)
+            return
+        if prim == "getitem" and k == 1 and path:
+            index = user.args[1]
+            if isinstance(index, Constant) and type(index.value) is int:
+                if index.value == path[0]:
+                    self._forward(user, path[1:], alias, seen)
+            else:
+                self._forward(user, (), alias or (f"an element of a tuple{_line(user)}", None),
+                              seen)
+            return
+        if prim == "make_tuple":
+            self._forward(user, (k - 1,) + path, alias, seen)
+            return
+        if prim in ("check_bound", "depend", "unpack") and k == 1 \
+                or prim == "setitem" and k == 1:
+            self._forward(user, path, alias, seen)
+            return
+        if prim in VIEWS and k == 1:
+            self._forward(user, (), alias, seen)
+            return
+        if prim == "setitem" and k == 3:   # stored: a list or dict holds it (an array would
+            if alias is None and _element(n):   # copy it, which the parser cannot tell)
+                self.elements[id(n)] = n    # `y[0], y[1] = y[1], y[0]`: fine for numbers
+                return
+            self._forward(user, (), alias or (
+                f"the value it was stored in{_line(user)}", None), seen)
+            return
+        self._read(user, alias)
+
+    def _read(self, user: Apply, alias):
+        if alias is not None and id(user) not in self.before:
+            self._after(alias, f"read{_line(user)} after the update")
+
+    def _after(self, alias: tuple, how: str):
+        """The alias is seen after the update: an error, unless it may be a number."""
+        what, node = alias
+        if _element(node):
+            self.elements[id(node)] = node
+            return
+        raise Shared(f"{what}, {how}")
+
+
+def _element(node: Node | None) -> bool:
+    """Whether node is `y[index]` with an index written without slices: a number, unless
+    y has more dimensions than the index."""
+    if primitive_name(node) != "getitem":
+        return False
+    index = node.args[1]
+    parts = index.args if primitive_name(index) == "make_tuple" else [index]
+    return not any(primitive_name(p) == "make_slice" or isinstance(p, Constant)
+                   and (p.value is None or p.value is Ellipsis) for p in parts)
+
+
+def _numpy_function(g: Graph | None) -> str | None:
+    """The name of the numpy function g is the graph of (frontend/numpy_functions.py)."""
+    loc = g.location if g is not None else None
+    if loc is not None and loc.filename == numpy_functions.__file__:
+        return g.name
+    return None
+
+
+def _within(g: Graph | None, outer: Graph) -> bool:
+    while g is not None:
+        if g is outer:
+            return True
+        g = g.parent
+    return False

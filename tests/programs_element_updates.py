@@ -1,0 +1,358 @@
+"""Subjects of tests/test_element_updates.py: element and slice assignment on local values,
+`op=` on fresh arrays, and the aliases that make an update an error.  A line where an error
+is expected ends with `# error`."""
+
+import numpy as np
+
+import myir
+
+
+# ------------------------------------------------------------------------------ values
+
+def fill_loop(n):
+    y = np.zeros(n)
+    for i in range(n):
+        y[i] = i * i + 0.5
+    return y
+
+
+def from_copy(x):
+    y = x.copy()
+    y[0] = 5.0
+    y[-1] = -1.0
+    return y
+
+
+def from_np_copy(x):
+    y = np.copy(x)
+    y[1] = y[0] + y[-1]
+    return y
+
+
+def slices(x):
+    y = np.zeros(6)
+    y[1:4] = x[:3]
+    y[4:] = 2.0
+    y[::-2] += 1.0
+    return y
+
+
+def two_d(n, m):
+    y = np.zeros((n, m))
+    for i in range(n):
+        for j in range(m):
+            y[i, j] = i * 10 + j
+    return y
+
+
+def rows_and_columns(x):
+    y = np.ones((3, 4))
+    y[1] = x
+    y[:, 0] = 0.0
+    y[-1, 1:3] = x[:2] * 2.0
+    return y
+
+
+def element_ops(x):
+    y = x * 1.0
+    y[1] += 3.0
+    y[0] *= 2.0
+    y[2:] -= 1.0
+    y[-1] /= 4.0
+    return y
+
+
+def int_array(n):
+    y = np.zeros(n, dtype=np.int64)
+    for i in range(n):
+        y[i] = i * 1.7
+    y[0] += 7
+    return y
+
+
+def recurrence(x):
+    y = np.zeros(len(x))
+    y[0] = x[0]
+    for i in range(1, len(x)):
+        y[i] = y[i - 1] * 0.5 + x[i]
+    return y
+
+
+def running_total(v, n):
+    total = v * 0.0
+    for i in range(n):
+        total += v * (i + 1)
+    return total
+
+
+def owned_name_ops(x):
+    y = x * 2.0
+    y += 1.0
+    y *= x
+    y -= x
+    return y
+
+
+def in_branches(x, c):
+    y = x.copy()
+    if c > 0:
+        y[0] = c
+    else:
+        y[1] = c
+    return y
+
+
+def read_before_update(x):
+    y = x.copy()
+    s = y.sum()
+    first = y[0]
+    y[0] = 100.0
+    return s + y.sum() + first
+
+
+def conditional_in_loop(x):
+    y = np.zeros(len(x))
+    for i in range(len(x)):
+        if x[i] > 0:
+            y[i] = x[i]
+    return y
+
+
+def out_of_range(n):
+    y = np.zeros(n)
+    y[n] = 1.0
+    return y
+
+
+def returns_old_and_new(x):
+    y = x + 0.0
+    y[0] = 3.0
+    z = y.copy()
+    z[1] = 4.0
+    return y, z
+
+
+def overlapping(x):
+    y = x * 1.0
+    y[1:] = y[:-1]
+    y[:2] += y[2:]
+    return y
+
+
+def until_negative(x):
+    y = np.zeros(len(x))
+    i = 0
+    while i < len(x):
+        if x[i] < 0:
+            break
+        y[i] = x[i] * 3.0
+        i += 1
+    return y, i
+
+
+def local_of_closure(x):
+    def scaled(k):
+        w = x * k
+        w[0] = k
+        return w
+    return scaled(2.0) + scaled(3.0)
+
+
+def swap_in_loop(x):
+    y = x.copy()
+    for i in range(len(y) - 1):
+        if y[i] > y[i + 1]:
+            t = y[i]
+            y[i] = y[i + 1]
+            y[i + 1] = t
+    return y
+
+
+# ------------------------------------------------------------------------------ gradients
+
+def squares_sum(x):
+    y = np.zeros(len(x))
+    for i in range(len(x)):
+        y[i] = x[i] ** 2
+    return np.sum(np.sin(y))
+
+
+def slice_from_scalar(x, a):
+    y = x * 1.0
+    y[1:3] = a * x[:2]
+    y[0] = a
+    return np.sum(y ** 2)
+
+
+def element_aug(x):
+    y = x.copy()
+    y[0] += x[1] * x[2]
+    y[1:] *= x[0]
+    return np.sum(y * y)
+
+
+def running_total_loss(v, n):
+    return np.sum(running_total(v, n) ** 2)
+
+
+def np_copy_loss(x):
+    y = np.copy(x)
+    y[0] = 3.0
+    return np.sum(y * x)
+
+
+def recurrence_loss(x):
+    return np.sum(recurrence(x) ** 2)
+
+
+def powers(a):
+    y = np.zeros(3)
+    for i in range(3):
+        y[i] = a ** (i + 1)
+    return np.sum(y)
+
+
+def squares_hvp(x, v):
+    """A Hessian-vector product of squares_sum: second order through the updates."""
+    return np.sum(myir.grad(squares_sum)(x) * v)
+
+
+def matrix_fill(x):
+    y = np.zeros((2, 3))
+    y[0] = x
+    y[1, :] = x * x
+    y[:, 1] += 1.0
+    return np.sum(y * np.arange(6.0).reshape(2, 3))
+
+
+def swap(x, i, j):
+    y = x.copy()
+    t = y[i]
+    y[i] = y[j]
+    y[j] = t
+    return y
+
+
+def tuple_swap(x):
+    y = x.copy()
+    y[0], y[-1] = y[-1], y[0]
+    return y
+
+
+def rows_swap(x):
+    y = x.copy()
+    t = y[0].copy()
+    y[0] = y[1]
+    y[1] = t
+    return y
+
+
+# ------------------------------------------------------------------------------ errors
+
+def shape_mismatch(x):
+    y = np.zeros(4)
+    y[0:2] = x  # error
+    return y
+
+
+def into_tuple(x):
+    t = (x, x)
+    t[0] = 1.0  # error
+    return t
+
+
+def row_view_read_after(x):
+    y = x.copy()
+    t = y[0]
+    y[0] = y[1]  # error
+    y[1] = t
+    return y
+
+
+def rows_tuple_swap(x):
+    y = x.copy()
+    y[0], y[1] = y[1], y[0]  # error
+    return y
+
+
+def view_carried_round_a_loop(x):
+    y = x * 1.0
+    w = y[:2]
+    for i in range(3):
+        if i == 1:
+            w = y[1:3]
+        else:
+            y[i] = 10.0 * i  # error
+    return w
+
+
+def into_argument(x):
+    x[0] = 1.0  # error
+    return x
+
+
+def into_alias_of_argument(x):
+    y = x
+    y[0] = 1.0  # error
+    return y
+
+
+def view_read_after(x):
+    y = x * 1.0
+    z = y[1:]
+    y[1] = 7.0  # error
+    return z.sum()
+
+
+def other_name_read_after(x):
+    y = x * 1.0
+    z = y
+    y[0] = 7.0  # error
+    return z
+
+
+def transpose_read_after(x):
+    y = x * 1.0
+    z = y.T
+    y[0, 0] = 7.0  # error
+    return z
+
+
+def tuple_read_after(x):
+    y = x * 1.0
+    t = (y, 1)
+    y[0] = 7.0  # error
+    return t[0]
+
+
+def ident(a):
+    return a
+
+
+def function_result_read_after(x):
+    y = x * 1.0
+    z = ident(y)
+    y[0] = 7.0  # error
+    return z
+
+
+def nested_element(x):
+    y = np.zeros((2, 2))
+    y[0][1] = 1.0  # error
+    return y
+
+
+GLOBAL = np.zeros(3)
+
+
+def into_global(x):
+    GLOBAL[0] = x  # error
+    return x
+
+
+def loop_alias(x, n):
+    y = x * 1.0
+    z = y
+    for i in range(n):
+        y[i] = 0.0  # error
+    return z
