@@ -44,7 +44,7 @@ through the same primitive and the same analysis: an update of a local name is
 from __future__ import annotations
 
 from frontend import numpy_functions
-from myir.ir.analysis import primitive_name
+from myir.ir.analysis import is_nested_in, primitive_name
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
 from myir.ir.primitives import FRESH, VIEWS
 
@@ -162,7 +162,7 @@ class Update:
             graphs_seen.add(id(g))
             outer = None
             for call in flow.callers.get(id(g), ()):
-                if not _within(call.graph, g):
+                if not is_nested_in(call.graph, g):
                     stack.extend(call.inputs)
                     outer = call.graph
             if outer is None:
@@ -337,11 +337,3 @@ def _numpy_function(g: Graph | None) -> str | None:
     if loc is not None and loc.filename == numpy_functions.__file__:
         return g.name
     return None
-
-
-def _within(g: Graph | None, outer: Graph) -> bool:
-    while g is not None:
-        if g is outer:
-            return True
-        g = g.parent
-    return False
