@@ -72,6 +72,8 @@ VARIADIC = frozenset({"make_tuple", "builtin_min", "builtin_max", "einsum"})
 
 # Primitives without a tangent rule, and why (checked by tests/test_primitive_tables.py).
 NO_TANGENT_RULE = {
+    "vectorize_call": "forward mode through vectorize(f) is not supported: call f's jvp "
+                      "inside the vectorized function instead",
     "array": "np.array of a tuple: take the tangent with respect to the elements instead",
     **{name: "the gradient of a contraction is computed by numpy, not as graphs: a second "
              "derivative through einsum or tensordot is not supported"

@@ -214,6 +214,7 @@ RAISES = _table([
     # convergence (eigh, svd, qr of NaN); IndexError: an index out of range (take)
     ("linalg_solve linalg_inv linalg_cholesky linalg_eigh linalg_qr linalg_svd", _always),
     ("take take_along_axis", _always),
+    ("vectorize_call", _always),    # the scalar function may raise (or not broadcast)
 ])
 
 CANNOT_RAISE = _table([
