@@ -101,7 +101,8 @@ def vectorized_may_raise(node, type_of) -> bool:
             elif name == "vectorize_call":
                 if vectorized_may_raise(n, type_of):
                     return True
-            elif may_raise(name, [type_of(a) for a in n.args], type_of(n)):
+            elif name not in ("switch", "make_tuple") and \
+                    may_raise(name, [type_of(a) for a in n.args], type_of(n)):
                 return True
     return False
 

@@ -22,10 +22,11 @@ import warnings
 
 import numpy as np
 
+from backends.tvm import load_tvm
 from backends.tvm.lowering import LOWERINGS
 from backends.tvm.program import Op, Program, Ref, Spec
 from backends.tvm.regions import spec_of
-from myir.ir.analysis import primitive_name, reachable_graphs, switch_call, toposort
+from myir.ir.analysis import primitive_name, reachable_graphs, switch_call, toposort, users
 from myir.ir.edit import replace
 from myir.ir.graph import Apply, Constant, Debug, Graph, Node, Parameter
 from passes.abstract import AScalar, ATuple
@@ -153,31 +154,43 @@ class _Translator:
         return self.op("where", [cond, then, other], dtype)
 
 
-def kernel_program(node: Apply, types: dict) -> Program:
+def kernel_program(node: Apply, types: dict, wanted: list[int] | None = None) -> Program:
     """The Program of one `vectorize_call` node: its inputs are the call's operands, its
-    outputs the function's result (or results), on the broadcast shape."""
+    outputs the function's result, or the results `wanted` of a function returning a tuple,
+    on the broadcast shape."""
     f = node.args[0].value
     inputs = [spec_of(types.get(a)) for a in node.args[1:]]
     if any(s is None for s in inputs):
         raise NotLowered("an operand's shape is not known when compiling")
     tr = _Translator(types, inputs)
     result = tr.graph(f, [Ref("in", i) for i in range(len(inputs))])
-    results = result if isinstance(result, tuple) else (result,)
-    out = spec_of(types.get(node)) if not isinstance(result, tuple) else None
-    shapes = [out.shape] if out is not None else [spec_of(t).shape
-                                                   for t in types[node].items]
+    if isinstance(result, tuple):
+        specs = [spec_of(t) for t in types[node].items]
+        wanted = range(len(result)) if wanted is None else wanted
+        results, specs = [result[k] for k in wanted], [specs[k] for k in wanted]
+    else:
+        results, specs = [result], [spec_of(types.get(node))]
     outputs = []
-    for r, shape in zip(results, shapes):
-        if r.kind != "op" or tr.ops[r.index].out.shape != shape or r.index in outputs:
-            # an input or constant returned as it is: a copy on the output's shape
-            dtype = tr.dtype(r)
+    for r, spec in zip(results, specs):
+        if r.kind != "op" or tr.ops[r.index].out.shape != spec.shape or r.index in outputs:
+            # an input, constant or known zero returned as it is: a copy on the output's shape
             if r is ZERO:
                 r = Ref("const", value=0.0)
-            tr.ops.append(Op("broadcast_to", (r, Ref("const", value=shape)),
-                             Spec(dtype, shape)))
+            tr.ops.append(Op("broadcast_to", (r, Ref("const", value=spec.shape)), spec))
             r = Ref("op", len(tr.ops) - 1)
         outputs.append(r.index)
     return Program(tuple(inputs), tuple(tr.ops), tuple(outputs), kernel=True)
+
+
+def _items_used(node: Apply, uses: list) -> list[int] | None:
+    """The items of a tuple-valued call that are used, when every use takes one item."""
+    items = []
+    for user, index in uses:
+        if not (isinstance(user, Apply) and primitive_name(user) == "getitem" and index == 1
+                and isinstance(user.args[1], Constant) and isinstance(user.args[1].value, int)):
+            return None
+        items.append(user.args[1].value)
+    return sorted(set(items))
 
 
 def compile_kernels(root: Graph, types: dict, target, report) -> list:
@@ -190,25 +203,37 @@ def compile_kernels(root: Graph, types: dict, target, report) -> list:
     calls = [n for g in reachable_graphs(root) for n in toposort(g)
              if isinstance(n, Apply) and n.graph is g and primitive_name(n) == "vectorize_call"
              and isinstance(n.args[0], Constant) and isinstance(n.args[0].value, Graph)]
+    uses = users(root)
     for node in calls:
         name = node.args[0].value.name
+        wanted = _items_used(node, uses.get(node, [])) \
+            if isinstance(types.get(node), ATuple) else None
         try:
-            program = kernel_program(node, types)
+            program = kernel_program(node, types, wanted)
         except NotLowered as e:
             warnings.warn(f"vectorize({name}) runs as np.vectorize, not as a TVM kernel: {e}",
                           RuntimeWarning, stacklevel=2)
             continue
         report.stage(f"tvm kernel vectorize({name})")
         inputs = list(node.args[1:])
-        number = len(kernels)
-        region = Region(f"vectorized{number}_{name}", program, target,
+        region = Region(f"vectorized{len(kernels)}_{name}", program, target,
                         [_name(n) for n in inputs],
                         [f"out{k}" for k in range(len(program.outputs))],
                         [False] * len(program.outputs))
         call = Apply([Constant(region), *inputs], node.graph,
                      Debug(f"vectorized_{name}", node.location, id=node.debug.id))
-        types[call] = types[node]     # one array, or the tuple of them
-        replace(root, node, call)
+        if wanted is None:
+            types[call] = types[node]     # one array, or the tuple of them
+            replace(root, node, call)
+        else:                             # only the items used: item k is output wanted[k]
+            types[call] = ATuple(tuple(types[node].items[k] for k in wanted)) \
+                if len(wanted) > 1 else types[node].items[wanted[0]]
+            for user, _ in uses.get(node, []):
+                k = wanted.index(user.args[1].value)
+                new = call if len(wanted) == 1 else Apply(
+                    [user.fn, call, Constant(k)], user.graph, user.debug)
+                types[new] = types[user]
+                replace(root, user, new)
         kernels.append(region)
     return kernels
 
@@ -219,6 +244,8 @@ def compile_kernels(root: Graph, types: dict, target, report) -> list:
 # Transcendental functions computed in float64 for float32 operands: np.vectorize computes
 # them on Python floats (float64) too, and float64 exp, log and tanh have vectorizing
 # lowerings (vmath.py) where TVM's float32 ones are scalar libm calls.
+_FAST = {"exp": lambda t: load_tvm().topi.fast_exp(t),
+         "tanh": lambda t: load_tvm().topi.fast_tanh(t)}
 _WIDENED = {"exp", "log", "tanh", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "arctan",
             "sinh", "cosh", "arcsin", "arccos", "power", "pow"}
 
@@ -271,7 +298,8 @@ def _kernel_func(program: Program):
                for i, spec in enumerate(program.inputs)]
     staged: dict[int, object] = {}
 
-    def values_at(idx, count: int) -> list:
+    def values_at(idx, count: int, operand: Ref | None = None):
+        """The values of the first `count` ops at index idx (or of `operand` after them)."""
         values: list = []
 
         def read(ref: Ref, dtype):
@@ -308,10 +336,16 @@ def _kernel_func(program: Program):
                 values.append(tirx.Cast(out, _expression(op.prim, args, "float64")))
             else:
                 values.append(_expression(op.prim, [read(a, out) for a in op.args], out))
-        return values
+        return values if operand is None else read(operand, "float32")
 
     for k in _staged(program):
-        staged[k] = te.compute(shape, _stage(values_at, k), name=f"shared{k}")
+        op = program.ops[k]
+        if str(op.out.dtype) == "float32" and op.prim in _FAST:
+            # TVM's fast float32 exp and tanh (FastMathTransform's, as regions have them)
+            arg = te.compute(shape, _operand(values_at, k, op.args[0]), name=f"arg{k}")
+            staged[k] = _FAST[op.prim](arg)
+        else:
+            staged[k] = te.compute(shape, _stage(values_at, k), name=f"shared{k}")
     outs = te.compute(shape, lambda *idx: [values_at(idx, len(program.ops))[i]
                                            for i in program.outputs], name="vectorized")
     outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
@@ -320,6 +354,10 @@ def _kernel_func(program: Program):
 
 def _stage(values_at, k: int):
     return lambda *idx: values_at(idx, k + 1)[k]
+
+
+def _operand(values_at, k: int, ref: Ref):
+    return lambda *idx: values_at(idx, k, ref)
 
 
 def _schedule(func, program: Program, target):
@@ -353,8 +391,11 @@ def _schedule(func, program: Program, target):
         at = fused
     if not gpu and size >= PARALLEL_MIN:
         sch.parallel(at)
-    for k in reversed(_staged(program)):   # consumers first: each lands in the nest
-        b = sch.get_sblock(f"shared{k}")
+    outputs = {sch.get(b).name_hint for b in sch.get_child_blocks(sch.get_sblock("root"))
+               if sch.get(b).name_hint.startswith("vectorized")}
+    for b in reversed(sch.get_child_blocks(sch.get_sblock("root"))):
+        if sch.get(b).name_hint in outputs:   # consumers first: each lands in the nest
+            continue
         sch.compute_at(b, at, preserve_unit_loops=False)
         inner = sch.get_loops(b)[1:] if not gpu else []
         if inner:
