@@ -91,12 +91,13 @@ class _Translator:
             found = self.made[key] = Ref("op", len(self.ops) - 1)
         return found
 
-    def graph(self, g: Graph, args: list):
-        """The value of `g` called with `args` (Refs, or tuples of them)."""
+    def graph(self, g: Graph, args: list, outer: dict | None = None):
+        """The value of `g` called with `args` (Refs, or tuples of them); `outer` holds the
+        values of the enclosing graphs' nodes (a branch reads its function's variables)."""
         if g in self.active:
-            raise NotLowered(f"{g.name} loops (a while loop or recursion)")
+            raise NotLowered("it loops (a `while` or recursion), which kernels do not lower")
         self.active.append(g)
-        env = dict(zip(g.parameters, args))
+        env = {**(outer or {}), **dict(zip(g.parameters, args))}
         try:
             return self.node(g.output, env)
         finally:
@@ -116,10 +117,10 @@ class _Translator:
         if sc is not None:
             cond = self.node(sc.cond, env)
             args = [self.node(a, env) for a in sc.args]
-            then, other = self.graph(sc.then, args), self.graph(sc.else_, args)
+            then, other = self.graph(sc.then, args, env), self.graph(sc.else_, args, env)
             value = self.select(cond, then, other, self.types.get(node))
         elif isinstance(node.fn, Constant) and isinstance(node.fn.value, Graph):
-            value = self.graph(node.fn.value, [self.node(a, env) for a in node.args])
+            value = self.graph(node.fn.value, [self.node(a, env) for a in node.args], env)
         else:
             name = primitive_name(node)
             if name == "make_tuple":
