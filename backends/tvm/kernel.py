@@ -378,6 +378,7 @@ def _schedule(func, program: Program, target):
     if not loops:
         return sch.mod["main"].with_attr("tir.is_scheduled", True)
     size = int(np.prod([int(sch.get(loop).extent) for loop in loops]))
+    last = int(sch.get(loops[-1]).extent)
     fused = sch.fuse(*loops) if len(loops) > 1 else loops[0]
     gpu = target is not None and is_gpu(target)
     if gpu:
@@ -385,7 +386,8 @@ def _schedule(func, program: Program, target):
         sch.bind(bx, "blockIdx.x")
         sch.bind(tx, "threadIdx.x")
         at = tx
-    elif size % VECTOR == 0:
+    elif last % VECTOR == 0:
+        # (vectors within a row: a shared value's 8 elements are then a box of its block)
         at, inner = sch.split(fused, [None, VECTOR])
         sch.vectorize(inner)
     else:
