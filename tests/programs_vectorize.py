@@ -1,29 +1,14 @@
 """Programs for tests/test_vectorize.py: scalar functions with branches, loops, calls and
 closures, broadcast by `myir.vectorize` inside and outside compiled code."""
 
-import math
 
 import numpy as np
 
 import myir
 
 
-def sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
-
-
-def cell(c, f, i, g, z1, z2):
-    """The HM-LSTM cell update (bench `hmlstm_vec`): FLUSH, UPDATE or COPY."""
-    if z1 == 1.0:
-        return sigmoid(i) * np.tanh(g)
-    elif z2 == 1.0:
-        return sigmoid(f) * c + sigmoid(i) * np.tanh(g)
-    else:
-        return c
-
-
-def hmlstm_vec(c, f, i, g, z1, z2):
-    return np.sum(myir.vectorize(cell)(c, f, i, g, z1, z2))
+# the bench row's cell (the HM-LSTM update with if/elif) and its loss
+from bench.mixed_mode import cell, hmlstm_vec  # noqa: E402,F401
 
 
 def piecewise(x, y):
@@ -99,5 +84,3 @@ def mixed_types(x):
     return myir.vectorize(type_depends_on_value)(x)
 
 
-def math_sqrt(x):
-    return math.sqrt(x) + 1.0
