@@ -400,6 +400,8 @@ def _schedule(func, program: Program, target):
         if sch.get(b).name_hint in outputs:   # consumers first: each lands in the nest
             continue
         sch.compute_at(b, at, preserve_unit_loops=False)
+        if gpu:     # one value per thread (CUDA kernels allocate no global memory)
+            sch.set_scope(b, 0, "local")
         inner = sch.get_loops(b)[1:] if not gpu else []
         if inner:
             sch.vectorize(sch.fuse(*inner) if len(inner) > 1 else inner[0])
