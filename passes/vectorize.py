@@ -32,12 +32,41 @@ _PY_NUMBERS = (bool, int, float)
 
 
 def vectorized_graph(f: Graph, location) -> Graph:
-    """`V_f(*xs) = vectorize_call(f, *xs)`, with its mixed-mode gradient rule."""
-    v = Graph(f"vectorized_{f.name}", f.parent, location)
-    xs = [v.add_parameter(p.debug.name, p.location) for p in f.parameters]
-    v.output = v.apply(P["vectorize_call"], Constant(f), *xs, location=location)
-    v.custom_grad = _gradient_rule(f, location)
-    return v
+    """`V_f(*xs) = vectorize_call(f, *xs)`, with its mixed-mode gradient rule.  A closure's
+    captured values are passed as more operands (numbers broadcast like any other), so the
+    kernel reads nothing from outside and their gradients are partials like the others'."""
+    body, captured = _top_level(f, location)
+    v = Graph(f"vectorized_{f.name}", None, location)
+    xs = [v.add_parameter(p.debug.name, p.location) for p in body.parameters]
+    v.output = v.apply(P["vectorize_call"], Constant(body), *xs, location=location)
+    v.custom_grad = _gradient_rule(body, location)
+    if not captured:
+        return v
+    w = Graph(f"vectorized_{f.name}", f.parent, location)
+    args = [w.add_parameter(p.debug.name, p.location) for p in f.parameters]
+    w.output = w.apply(Constant(v), *args, *captured, location=location)
+    return w
+
+
+def _top_level(f: Graph, location) -> tuple[Graph, list]:
+    """f as a graph of no enclosing graph, taking the values it captures as parameters after
+    its own, and those values."""
+    from myir.errors import MyirError
+    from myir.ir.analysis import free_variables
+    from myir.ir.edit import clone
+    from passes.lift import _add_parameters
+
+    if f.parent is None:
+        return f, []
+    body = clone(f)
+    captured = free_variables(body)
+    _add_parameters(body, captured)
+    body.parent = None
+    if free_variables(body):
+        raise MyirError(f"vectorize({f.name}): {f.name} calls a closure that captures "
+                        "variables of the enclosing function", location,
+                        hint=f"pass those values to {f.name} as arguments")
+    return body, captured
 
 
 def _partials_graph(f: Graph, location) -> Graph:

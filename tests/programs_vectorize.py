@@ -84,3 +84,12 @@ def mixed_types(x):
     return myir.vectorize(type_depends_on_value)(x)
 
 
+
+
+def captures(x, a):
+    def scaled(v):
+        if v > 0.0:
+            return v * a
+        return -v * v
+
+    return np.sum(myir.vectorize(scaled)(x))

@@ -122,6 +122,15 @@ def test_mixed_mode_gradient_with_broadcasting_closures_and_loops():
     check_gradients(pv.loss_of_loop, (rng.uniform(0.5, 4.0, size=5),), (0,))
 
 
+def test_closure_capturing_a_value_of_the_enclosing_function():
+    # the captured value is one more operand of the broadcast: its gradient is a partial too
+    x = np.linspace(-1.0, 1.0, 8)
+    assert myir.compile(pv.captures, backend=BACKEND)(x, 2.5) == pytest.approx(pv.captures(x, 2.5))
+    gx, ga = myir.grad(pv.captures, 0, 1, backend=BACKEND)(x, 2.5)
+    np.testing.assert_allclose(gx, np.where(x > 0.0, 2.5, -2.0 * x), rtol=1e-12)
+    assert ga == pytest.approx(np.sum(x[x > 0.0]), rel=1e-12)
+
+
 def test_tvm_builds_one_kernel_per_vectorized_call():
     args = hmlstm_inputs(64, np.float32)
     for fn in (myir.compile(pv.hmlstm_vec, backend="tvm"),
