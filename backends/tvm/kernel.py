@@ -1,19 +1,23 @@
 """`vectorize_call(f, *xs)` on TVM: the scalar function's graph as one fused kernel.
 
-The typed scalar graph f is translated into a region `Program` over the broadcast shape: each
-primitive of f becomes the same elementwise op on arrays (operands keep their own shapes, so
-a row vector broadcast over a matrix is read, not copied), a branch `switch(c, then, else)()`
-becomes `where(c, then, else)` of the two branches' values, calls of functions are inlined.
-The Program then takes the path of any region (region.py): Relax, FuseOps into one kernel,
-the CPU schedule (loops fused, vectorized, parallel over the outer loop) or the CUDA pipeline
-(thread binding), fast math for float32, the memory and disk caches, unaligned inputs.  Every
-op is injective, so FuseOps makes one kernel of all of them (`tests/test_vectorize.py`
-counts the kernels of the generated code).
+The typed scalar graph f is translated into a `Program` (`kernel=True`) over the broadcast
+shape: each primitive of f becomes an elementwise op whose operands keep their own shapes (a
+row vector broadcast over a matrix is read, not copied), a branch `switch(c, then, else)()`
+becomes `where(c, then, else)` of the two branches' values, calls are inlined, equal ops are
+made once (the n tangent evaluations of a gradient share f's primal computation) and
+tangents known to be zero fold away.  `build_module` makes that Program one TIR PrimFunc
+with te.compute: one loop nest over the elements, every output computed at each element
+(one block per output), transcendental values as blocks of their own computed inside the
+nest a vector at a time (so once per element, however many outputs read them), float32 exp
+and tanh by TVM's fast versions (as FastMathTransform gives regions).  The schedule fuses the
+loops, splits them into vectors of 8 lanes and runs the outer loop on the thread pool (CPU),
+or binds one thread per element (CUDA).  The Relax `main` calls that PrimFunc once, so a
+kernel takes the path of a region (region.py): unaligned inputs, memory and disk caches, the
+VM, pickling for saved programs.
 
-A branch evaluates both sides per element and selects (no divergence on a GPU; float
-exceptions do not exist in numpy's array semantics).  A function that loops (a `while` or
-recursion: a graph calling itself) or reads values from outside its parameters is not
-translated: its call stays np.vectorize's, with a warning saying why.
+A branch evaluates both sides per element and selects (no divergence on a GPU; numpy's
+arithmetic does not raise).  A function that loops (a `while` or recursion: a graph calling
+itself) is not translated: its call stays np.vectorize's, with a warning saying why.
 """
 
 from __future__ import annotations
@@ -242,9 +246,10 @@ def compile_kernels(root: Graph, types: dict, target, report) -> list:
 
 # ------------------------------------------------------------------------------- TIR
 
-# Transcendental functions computed in float64 for float32 operands: np.vectorize computes
-# them on Python floats (float64) too, and float64 exp, log and tanh have vectorizing
-# lowerings (vmath.py) where TVM's float32 ones are scalar libm calls.
+# float32 exp and tanh: TVM's fast versions, vectorized (FastMathTransform's).  Other float32
+# transcendental functions are computed in float64, as np.vectorize computes them on Python
+# floats: float64 exp, log and tanh have vectorizing lowerings (vmath.py) where TVM's float32
+# ones are scalar libm calls.
 _FAST = {"exp": lambda t: load_tvm().topi.fast_exp(t),
          "tanh": lambda t: load_tvm().topi.fast_tanh(t)}
 _WIDENED = {"exp", "log", "tanh", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "arctan",
