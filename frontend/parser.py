@@ -37,7 +37,7 @@ from myir.errors import Location, MyirSyntaxError
 from myir.ir.analysis import primitive_name
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
-from myir.ir.values import GradMacro, JacobianMacro, JvpMacro
+from myir.ir.values import GradMacro, JacobianMacro, JvpMacro, VectorizeMacro
 from passes.raising import evaluates, raising_node
 
 P = PRIMITIVES
@@ -1357,6 +1357,12 @@ class FunctionParser:
         """`grad(f, 'x', ...)`: the function, then parameter names or positions (constants)."""
         if macro.name == "jvp":
             return self.jvp_call(e, block)
+        if macro.name == "vectorize":
+            if len(e.args) != 1 or e.keywords:
+                self.error(e, "vectorize() takes the scalar function only",
+                           "write `vectorize(f)(x, y)`")
+            return block.graph.apply(Constant(VectorizeMacro()), self.expr(e.args[0], block),
+                                     location=self.loc(e))
         if not e.args or e.keywords:
             self.error(e, f"{macro.name}() takes the function, then the parameters to "
                        "differentiate with respect to", f"write `{macro.name}(f, 'x')`")

@@ -16,7 +16,7 @@ import numpy as np
 
 from myir.errors import MyirError
 from myir.ir.graph import Graph
-from myir.ir.values import GradMacro, JacobianMacro, JvpMacro
+from myir.ir.values import GradMacro, JacobianMacro, JvpMacro, VectorizeMacro
 
 BACKENDS = ("tvm", "python")
 DEFAULT_BACKEND = "tvm"
@@ -433,6 +433,21 @@ def hessian(fn, *wrt, backend: str | None = None):
     return _compiled(fn, backend, (JacobianMacro("hessian", tuple(wrt) or (0,)),), {})
 
 
+def vectorize(fn, *, backend: str | None = None):
+    """`fn`, a function of scalars, broadcast over arrays with numpy's broadcasting: the
+    values and dtypes of `np.vectorize(fn)` (the output dtype is that of `fn`'s result, which
+    inference knows from the inputs' dtypes; a function whose result type depends on the
+    values is refused).  `fn` may branch, loop and call functions and closures.
+
+    On the tvm backend the whole broadcast is one kernel, and `grad` through it is mixed
+    mode: the kernel computes each element's partial derivatives by forward mode, and the
+    gradient is the incoming sensitivity times them (passes/vectorize.py).  Inside compiled
+    code `vectorize(f)(x, y)` is a macro; outside, or as a decorator, this returns a
+    compiled function."""
+    return _compiled(fn, backend, (VectorizeMacro(),), {})
+
+
+vectorize.__myir_macro__ = "vectorize"
 jvp.__myir_macro__ = "jvp"
 jacfwd.__myir_macro__ = "jacfwd"
 jacrev.__myir_macro__ = "jacrev"

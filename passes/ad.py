@@ -81,6 +81,10 @@ VARIADIC_RULES = frozenset({"make_tuple", "builtin_min", "builtin_max", "einsum"
 
 # Primitives without a gradient rule, and why (checked by tests/test_primitive_tables.py).
 NO_RULE = {
+    "vectorize_call": "vectorize(f) is differentiated by its own rule, forward mode inside "
+                      "the broadcast (passes/vectorize.py); the derivative of that rule (a "
+                      "second derivative through vectorize) is not supported: differentiate "
+                      "the scalar function twice inside it instead",
     **{name: "einsum's and tensordot's gradients are einsums of numpy's, computed by numpy: "
              "a second derivative through a contraction is not supported"
        for name in ("einsum_grad", "tensordot_grad")},

@@ -13,13 +13,14 @@ from myir.errors import MyirError
 from myir.ir.analysis import reachable_graphs, toposort, users
 from myir.ir.edit import clone_program, replace
 from myir.ir.graph import Apply, Constant, Graph, is_graph_constant
-from myir.ir.values import GradMacro, JacobianMacro, JvpMacro
+from myir.ir.values import GradMacro, JacobianMacro, JvpMacro, VectorizeMacro
 from passes.ad import grad_graph
 from passes.forward import check_jvp_calls, expand_macro
 from passes.lift import lift
+from passes.vectorize import vectorized_graph
 
 
-MACROS = (GradMacro, JvpMacro, JacobianMacro)
+MACROS = (GradMacro, JvpMacro, JacobianMacro, VectorizeMacro)
 
 
 def _macro_nodes(root: Graph) -> list[Apply]:
@@ -51,6 +52,8 @@ def expand(root: Graph) -> Graph:
             lift(target)
             if isinstance(spec, GradMacro):
                 graph = grad_graph(target, spec.wrt, spec.with_value, node.location)
+            elif isinstance(spec, VectorizeMacro):
+                graph = vectorized_graph(target, node.location)
             else:
                 if isinstance(spec, JvpMacro):
                     check_jvp_calls(node, users(root).get(node, []), target)

@@ -54,7 +54,7 @@ LINEAR: dict[str, tuple[int, ...]] = {
         expand_dims squeeze swapaxes concatenate stack unstack getitem check_bound unpack depend
         to_float cast asarray astype take take_along_axis sum_to_like broadcast_to_like
         reduce_grad grad_check_input grad_cast stack_pop sum_to_side broadcast_to_side copy
-        not_a_view""".split()},
+        not_a_view array""".split()},
     **{name: (0, 1) for name in ("add", "sub", "np_add", "np_subtract", "gadd", "stack_push")},
     "where": (1, 2), "switch": (1, 2), "env_getitem": (0, 2), "env_setitem": (0, 2),
     "getitem_grad": (2,), "concat_grad": (2,), "select_grad": (2,), "take_grad": (3,),
@@ -74,7 +74,8 @@ VARIADIC = frozenset({"make_tuple", "builtin_min", "builtin_max", "einsum"})
 
 # Primitives without a tangent rule, and why (checked by tests/test_primitive_tables.py).
 NO_TANGENT_RULE = {
-    "array": "np.array of a tuple: take the tangent with respect to the elements instead",
+    "vectorize_call": "forward mode through vectorize(f) is not supported: call f's jvp "
+                      "inside the vectorized function instead",
     **{name: "the gradient of a contraction is computed by numpy, not as graphs: a second "
              "derivative through einsum or tensordot is not supported"
        for name in ("einsum_grad", "tensordot_grad")},

@@ -95,6 +95,7 @@ MAX_COMBINATIONS = 16
 PASS_THROUGH = frozenset({"make_tuple", "switch", "depend", "env_setitem", "raise_", "is_",
                           "is_not", "grad_seed"})
 SWITCH = PRIMITIVES["switch"]
+VECTORIZE_CALL = PRIMITIVES["vectorize_call"]
 # Rule results whose arguments are plain data (`_plain_data`), for every inference in the
 # process: a program's rules are applied to the same few types at every compilation, and
 # applying them was a fifth of a small program's inference.  Cleared when it holds this many.
@@ -450,6 +451,8 @@ class Interpreter:
         return result if raises in (0, len(combinations)) else ANY
 
     def call(self, frame: Frame, node: Apply, option, args: tuple, strict: bool = False):
+        if option is VECTORIZE_CALL:
+            return self.vectorize_call(frame, node, args)
         if isinstance(option, Primitive):
             return self.rule(option, args, strict)
         graph = option.graph
@@ -462,6 +465,22 @@ class Interpreter:
         frame.calls.setdefault(node, []).append(callee)
         callee.callers.add(frame)
         return callee.output
+
+    def vectorize_call(self, frame: Frame, node: Apply, args: tuple):
+        """`vectorize_call(f, *xs)`: f called on the element types of xs, its result as
+        arrays of their broadcast shape (passes/vectorize.py).  The call of f is recorded
+        like any call, so f is typed and specialised for those elements."""
+        from passes.vectorize import element_types, result_type
+
+        if not args or not isinstance(args[0], AFunction):
+            raise RuleError("vectorize() takes a function", "write `vectorize(f)(x, y)`")
+        elements, shape = element_types(args[1:])
+        result, error = self.apply_one(frame, node, args[0], elements)
+        if error is not None:
+            raise error
+        names = {getattr(o, "graph", o).name if hasattr(o, "graph") else str(o)
+                 for o in args[0].options}
+        return result_type(result, shape, " or ".join(sorted(names)))
 
     def rule(self, primitive: Primitive, args: tuple, strict: bool):
         """The result of `primitive`'s rule for `args`, or its RuleError raised.  Rules are

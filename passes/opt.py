@@ -38,6 +38,7 @@ from passes.abstract import (ANY, BOTTOM, AArray, AObject, AScalar, ATuple, AUni
                              options)
 from passes import grad_rules
 from passes.raising import evaluates, may_raise
+from passes.vectorize import vectorized_may_raise
 from passes.type_rules import TYPE_RULES, RuleError
 
 P = PRIMITIVES
@@ -564,8 +565,9 @@ def depend_on_what_raises(node: Apply, ctx) -> Node | None:
             continue
         seen.add(id(n))
         name = primitive_name(n)
-        if name is None or name in EFFECTS or \
-                may_raise(name, [ctx.type_of(a) for a in n.args], ctx.type_of(n)):
+        if name is None or name in EFFECTS or (
+                vectorized_may_raise(n, ctx.type_of) if name == "vectorize_call" else
+                may_raise(name, [ctx.type_of(a) for a in n.args], ctx.type_of(n))):
             kept.append(n)
         else:
             stack.extend(reversed(n.args))

@@ -227,6 +227,7 @@ RAISES = _table([
     # IndexError: an index out of range; ValueError: a value of a shape that does not
     # broadcast to the indexed one, or a float nan assigned into an int array
     ("setitem", _always),
+    ("vectorize_call", _always),    # the scalar function may raise (or not broadcast)
 ])
 
 CANNOT_RAISE = _table([

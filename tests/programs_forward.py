@@ -83,6 +83,12 @@ def element_updates(x, a):
     return np.sum(z * z)
 
 
+def array_of_numbers(x, y):
+    """np.array of a tuple of computed numbers, then of an array."""
+    v = np.array((x * y, x + 1.0, np.sin(y)))
+    return np.sum(np.array(v * 2.0) * v)
+
+
 def arrays(w, x):
     return np.tanh(w @ x) * np.sum(x ** 2)
 

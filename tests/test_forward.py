@@ -23,7 +23,7 @@ def fd_jvp(f, xs, vs, eps=1e-6):
 
 
 SCALAR_PROGRAMS = [pf.poly, pf.branches, pf.while_loop, pf.for_loop, pf.recursion,
-                   pf.closures, pf.tuples, pf.numpy_and_math]
+                   pf.closures, pf.tuples, pf.numpy_and_math, pf.array_of_numbers]
 POINTS = [(0.7, 0.3), (-0.4, 1.3), (1.9, -0.6), (0.2, 0.9)]
 
 

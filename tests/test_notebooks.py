@@ -49,6 +49,9 @@ EXPECTED = {
                            "%truediv = truediv(%exp, %sum) : f64[4]\n  return %truediv"],
     "04-tvm-targets.ipynb": ["def mlp(x, W1, b1, W2, b2, onehot):", "region1:", "R.dataflow()",
                              "<8 x float>", "__global__", "no such device", "numpy/tvm"],
+    "06-forward-and-mixed-mode.ipynb": ["max |H - (diag(p) - p pᵀ)|", "['__tvm_ffi_vectorized']",
+                                        "T.Select", "__global__", "no such device",
+                                        "mixed mode (vectorize)"],
 }
 
 

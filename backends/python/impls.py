@@ -513,6 +513,9 @@ IMPLS = {
     "format": _format,
     "concat_str": lambda *parts: "".join(parts),
     "switch": _switch,
+    # np.vectorize's semantics exactly: the output dtype is that of f's result on the first
+    # element (inference typed it statically: passes/vectorize.py)
+    "vectorize_call": lambda f, *xs: np.vectorize(f)(*xs),
     "stack_push": Stack,
     "stack_pop": _stack_pop,
     "stack_empty": lambda s: s is EMPTY_STACK,

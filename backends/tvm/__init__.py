@@ -48,6 +48,7 @@ def lower_regions(root: Graph, types: dict, target, report) -> tuple[Graph, list
     regions, and the copy's types (the program itself when it has no region).  `target` is
     a user's target spec (see `target.py`); `report` is told each region as it starts
     (`myir/progress.py`)."""
+    from backends.tvm.kernel import compile_kernels
     from backends.tvm.regions import compile_regions, has_candidates
     from backends.tvm.target import resolve
 
@@ -57,4 +58,5 @@ def lower_regions(root: Graph, types: dict, target, report) -> tuple[Graph, list
     cloner.scopes([g for g in reachable_graphs(root) if g.parent is None])
     copy = cloner.mapping[root]
     types = {cloner.mapping.get(node, node): t for node, t in types.items()}
-    return copy, compile_regions(copy, types, resolve(target), report), types
+    kernels = compile_kernels(copy, types, resolve(target), report)   # vectorize: kernel.py
+    return copy, kernels + compile_regions(copy, types, resolve(target), report), types

@@ -464,6 +464,8 @@ KEPT_ON_CPU = {name for name, rule in LOWERINGS.items() if rule.gpu_only}
 _PYTHON_ONLY = "acts on Python values (numbers, strings, tuples, functions), not on arrays"
 _MATH_MODULE = "`math` functions take Python floats only (math.exp(array) raises)"
 KEPT_IN_NUMPY: dict[str, str] = {
+    "vectorize_call": "a kernel of its own, its loop body the scalar function "
+                      "(backends/tvm/kernel.py), not an op of a region",
     "jvp_check_tangent": "checks a jvp tangent against its primal, once, where the glue "
                          "receives it: nothing to compute",
     **{p: "integer division by zero must give numpy's 0/inf with a warning, not a SIGFPE; "

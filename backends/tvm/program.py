@@ -75,9 +75,12 @@ class Program:
     inputs: tuple[Spec, ...]
     ops: tuple[Op, ...]
     outputs: tuple[int, ...]     # indices of the ops whose values leave the region
+    # one loop nest computing every output per element (vectorize: backends/tvm/kernel.py)
+    # rather than Relax ops for TVM to fuse
+    kernel: bool = False
 
     def __str__(self) -> str:
-        lines = [f"region({', '.join(f'in{i}: {s!r}' for i, s in enumerate(self.inputs))}):"]
+        lines = [f"{'kernel' if self.kernel else 'region'}({', '.join(f'in{i}: {s!r}' for i, s in enumerate(self.inputs))}):"]
         for i, op in enumerate(self.ops):
             lines.append(f"  %{i}: {op.out!r} = {op.prim}({', '.join(map(repr, op.args))})")
         lines.append(f"  return {', '.join(f'%{i}' for i in self.outputs)}")

@@ -39,9 +39,13 @@ from backends.tvm.target import is_gpu
 from myir.cache import open_cache
 
 
-def build_module(program: Program):
+def build_module(program: Program, target=None):
     """The Relax IRModule of a program: function `main(inputs...) -> output or tuple`."""
     from tvm import relax
+
+    if program.kernel:
+        from backends.tvm.kernel import build_module as build_kernel
+        return build_kernel(program, target)
 
     bb = relax.BlockBuilder()
     params = [relax.Var(f"in{i}", relax.TensorType(spec.shape, str(spec.dtype)))
@@ -121,7 +125,7 @@ def compile_program(program: Program, target) -> Compiled:
             float32 = all(op.out.dtype != np.float64 for op in program.ops)
             pipeline = gpu_pipeline(target, float32) if is_gpu(target) \
                 else cpu_pipeline(target, float32, kept_aligned)
-            lib = tvm.compile(build_module(program), target, relax_pipeline=pipeline)
+            lib = tvm.compile(build_module(program, target), target, relax_pipeline=pipeline)
             lib = lib.mod if hasattr(lib, "mod") else lib
             if disk is not None and not kept_aligned:
                 source = generated_source(lib)

@@ -301,5 +301,6 @@ def has_candidates(root: Graph, types: dict) -> bool:
     from passes.abstract import AArray
 
     return any(isinstance(types.get(node), AArray) and primitive_name(node) in LOWERINGS
+               or primitive_name(node) == "vectorize_call"
                for g in reachable_graphs(root) for node in toposort(g)
                if isinstance(node, Apply) and node.graph is g)

@@ -234,6 +234,9 @@ primitive("stack_empty", "s")                # whether s is empty
 
 # Control flow and effects.
 primitive("switch", "cond, if_true, if_false")
+# vectorize_call(f, *xs): the scalar function f broadcast over the arrays xs, as
+# np.vectorize(f)(*xs) (myir.vectorize; passes/vectorize.py)
+primitive("vectorize_call", varargs=True)
 primitive("make_exception", varargs=True)   # make_exception(cls, *args)
 primitive("raise_", "exception", pure=False)
 primitive("depend", "x, effect")            # x, once `effect` has been evaluated

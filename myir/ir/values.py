@@ -117,3 +117,17 @@ class JacobianMacro:
 
     def __repr__(self) -> str:
         return f"{self.kind}[{', '.join(map(repr, self.wrt))}]"
+
+
+class VectorizeMacro:
+    """`vectorize(f)` written inside compiled code (or `@myir.vectorize` on a function):
+    applied to the scalar function, it stands for `lambda *xs: vectorize_call(f, *xs)` until
+    `passes.expand` replaces it by that graph with its mixed-mode gradient rule
+    (passes/vectorize.py)."""
+
+    __slots__ = ()
+    kind = "vectorize"
+    takes = None                        # the parameters of the function it is applied to
+
+    def __repr__(self) -> str:
+        return "vectorize"
