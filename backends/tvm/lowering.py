@@ -466,6 +466,11 @@ KEPT_IN_NUMPY: dict[str, str] = {
         "size", "dtype", "cast", "env_getitem", "env_setitem", "select_grad", "switch",
         "make_exception", "raise_", "depend", "check_bound", "format", "concat_str",
         "print_")},
+    **{p: "dicts and records are Python containers; their arrays are lowered where used"
+       for p in ("make_dict", "make_record", "getattr_", "record_replace", "dict_setitem",
+                 "dict_get", "copy", "dict_keys", "dict_values", "dict_items", "dict_cons",
+                 "contains", "iter_keys", "comp_length", "dict_pick", "children", "rebuild",
+                 "dict_items_grad", "iter_keys_grad")},
     **{"math_" + p: _MATH_MODULE for p in (
         "exp log log1p expm1 sqrt sin cos tan asin acos atan sinh cosh tanh fabs floor ceil "
         "pow atan2 hypot").split()},
