@@ -322,13 +322,16 @@ def _is_print(node: ast.AST) -> bool:
 
 
 def _assigned_names(nodes) -> list[str]:
-    """Names bound in these statements (assignment, augmented assignment, for target, def),
-    and `PRINTED` where they print or call a function by name (it may print: a function that
+    """Names bound in these statements (assignment, augmented assignment, for target, def;
+    `d[k] = v` too, which binds `d` to the updated dict), and `PRINTED` where they print or call a function by name (it may print: a function that
     prints passes its last print on through its branches and loops, see `print_call`)."""
     names: dict[str, None] = {}
     for node in _walk_same_function(nodes):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             names[node.id] = None
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) \
+                and isinstance(node.value, ast.Name):
+            names[node.value.id] = None
         elif _is_print(node) or (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
             names[PRINTED] = None   # a print, or a call of a function that may print
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -351,6 +354,12 @@ def _contains(nodes, kinds, into_loops: bool = True) -> bool:
             continue
         stack.extend(ast.iter_child_nodes(node))
     return False
+
+
+class _ComprehensionScope(ast.Lambda):
+    """The scope of a comprehension: its target's names.  It runs where it is written, so
+    what it reads is read then (no capture of a variable assigned later, see
+    `_check_captures`)."""
 
 
 # Reads of a dict that do not let it be seen elsewhere: `d[k]`, `k in d`, `len(d)`, `for k in
@@ -530,7 +539,7 @@ class FunctionParser:
             parser, block_at_def = self.enclosing
             if name in parser.locals or parser.enclosing_has(name):
                 value = parser.read(block_at_def, name, node)
-                if name in parser.locals:
+                if name in parser.locals and not isinstance(self.node, _ComprehensionScope):
                     # parser is in the middle of parsing the `def` of self.node
                     parser.captures.append((name, self.node, parser.loop_stack))
                 return value
@@ -1144,7 +1153,8 @@ class FunctionParser:
 
     def expr_DictComp(self, e, block):
         """`{key: value for target in it if cond}` over an iterable of a length known when
-        compiling (a dict's keys, a tuple, `range` of a constant): the recursion
+        compiling (a dict's keys or items, a tuple, `range` of a constant, `zip` and
+        `enumerate` of those): the recursion
         `comp(i) = {key_i: value_i, **comp(i + 1)}`, marked `unrolled` so that inference
         gives each i a frame of its own (the keys stay constants) rather than widening it
         like a loop (passes/infer.py); the typed optimizer inlines it into one dict."""
@@ -1152,11 +1162,11 @@ class FunctionParser:
             self.error(e, "dict comprehensions with several `for` are not supported",
                        "nest a comprehension in a `for` loop, or use a tuple of pairs")
         gen, loc = e.generators[0], self.loc(e)
-        seq = block.graph.apply(P["iter_keys"], self.expr(gen.iter, block), location=loc)
-        n = block.graph.apply(P["comp_length"], seq, location=self.loc(gen.iter))
+        length, element = self.iteration(gen.iter, block)
+        n = block.graph.apply(P["comp_length"], length, location=self.loc(gen.iter))
         g = Graph("dictcomp", block.graph, loc)
         g.unrolled = True
-        names = ast.Lambda(args=ast.arguments(posonlyargs=[], args=[
+        names = _ComprehensionScope(args=ast.arguments(posonlyargs=[], args=[
             ast.arg(name) for name in _assigned_names([ast.Assign([gen.target], gen.iter)])],
             kwonlyargs=[], kw_defaults=[], defaults=[]), body=e)
         ast.copy_location(names, e)     # the comprehension's own scope: its target's names
@@ -1167,16 +1177,16 @@ class FunctionParser:
         done = Graph("dictcomp_done", g, loc)
         done.output = done.apply(P["make_dict"], location=loc)
         parser.tail_switch(head, g.apply(P["lt"], i, n, location=loc), step.graph, done, e)
-        parser.assign(gen.target, step.graph.apply(P["getitem"], seq, i, location=loc), step, e)
+        parser.assign(gen.target, element(step, i), step, e)
         for cond in gen.ifs:
             keep = Block(Graph("dictcomp_if", step.graph, loc), step)
             skip = Graph("dictcomp_skip", step.graph, loc)
-            skip.output = skip.apply(Constant(g), skip.apply(P["add"], i, 1), location=loc)
+            skip.output = skip.apply(Constant(g), skip.apply(P["comp_next"], i, n), location=loc)
             parser.tail_switch(step, parser.truth(parser.expr(cond, step), cond, step),
                                keep.graph, skip, cond)
             step = keep
         key, value = parser.expr(e.key, step), parser.expr(e.value, step)
-        rest = step.graph.apply(Constant(g), step.graph.apply(P["add"], i, 1), location=loc)
+        rest = step.graph.apply(Constant(g), step.graph.apply(P["comp_next"], i, n), location=loc)
         step.graph.output = step.graph.apply(P["dict_cons"], key, value, rest, location=loc)
         for h in scope(g):    # the steps, on the recursion's cycle too
             h.unrolled = True
@@ -1606,10 +1616,8 @@ _UNSUPPORTED = {
     "Match": ("`match` statements", "use `if`/`elif`"),
     "ListComp": ("list comprehensions", "use a tuple and a `for` loop"),
     "SetComp": ("set comprehensions", "use a tuple and a `for` loop"),
-    "DictComp": ("dict comprehensions", "use tuples"),
     "GeneratorExp": ("generator expressions", "use a `for` loop"),
     "List": ("list literals", "use a tuple `(a, b)`, or np.array((a, b)) for an array"),
-    "Dict": ("dict literals", "use a tuple"),
     "Set": ("set literals", "use a tuple"),
     "NamedExpr": ("assignment expressions (`:=`)", "assign in a separate statement"),
     "Starred": ("starred expressions", "pass the elements one by one"),

@@ -73,7 +73,7 @@ NON_DIFFERENTIABLE = frozenset("""
     zeros_like ones_like arange eye make_exception raise_ format concat_str grad_seed
     math_floor math_ceil stack_empty isnan isinf isfinite print_ rint trunc
 """.split()) | frozenset({"searchsorted"}) \
-    | frozenset({"contains", "dict_keys", "comp_length"})   # keys, lengths
+    | frozenset({"contains", "dict_keys", "comp_length", "comp_next"})   # keys, lengths
 
 # Gradient rules built here rather than parsed, for primitives with any number of inputs.
 VARIADIC_RULES = frozenset({"make_tuple", "builtin_min", "builtin_max", "einsum", "make_dict",

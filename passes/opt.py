@@ -455,6 +455,15 @@ def gradient_of_container(node: Apply, ctx) -> Node | None:
     if name == "iter_keys" and t is not None and t is not ANY:
         if isinstance(t, ADict):
             return Constant(tuple(t.keys))
+        view = primitive_name(node.args[0])
+        if view in _VIEWS:      # a dict's view: the tuple of what it holds
+            d = node.args[0].args[0]
+            dt = ctx.type_of(d)
+            if not isinstance(dt, ADict):
+                return None
+            items = [_VIEWS[view](node, k, _typed_apply(ctx, node, v, "getitem", d, k))
+                     for k, v in zip(dt.keys, dt.items)]
+            return node.graph.apply(P["make_tuple"], *items, location=node.location)
         if not any(isinstance(o, AObject) for o in options(t)):
             return node.args[0]
         return None
@@ -493,6 +502,13 @@ def gradient_of_container(node: Apply, ctx) -> Node | None:
                                    "grad_cast", v, _typed_apply(ctx, node, item, read, x, k))
                       for v, k, item in zip(fields[1], keys, t.items)])
     return None
+
+
+_VIEWS = {
+    "dict_keys": lambda at, k, v: Constant(k),
+    "dict_values": lambda at, k, v: v,
+    "dict_items": lambda at, k, v: at.graph.apply(P["make_tuple"], k, v, location=at.location),
+}
 
 
 CONTAINER_REWRITES = [item_of_container, update_of_container]

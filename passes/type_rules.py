@@ -1801,15 +1801,22 @@ def iter_keys_grad_rule(x, dout):
     return grad_zeros_rule(x) if isinstance(x, ADict) else dout
 
 
-def comp_length_rule(x):
-    n = len_rule(x)
+def comp_length_rule(n):
     if not (isinstance(n, AScalar) and n.known):
         raise RuleError("a dict comprehension builds a dict whose keys must be known when "
-                        f"compiling, but it goes over {type_name(x)} of a length not known "
-                        "until run time",
+                        "compiling, but it goes over values whose number is not known until "
+                        "run time",
                         "go over a dict's keys or `.items()`, a tuple, or `range` of a "
                         "constant; or build a tuple or array of the values instead")
     return n
+
+
+def comp_next_rule(i, n):
+    """i + 1 for a step i < n; none past the end (BOTTOM), so that inference, which may
+    evaluate a step again after its condition turned false, never goes past it."""
+    if isinstance(i, AScalar) and i.known and isinstance(n, AScalar) and n.known:
+        return AScalar(int, i.value + 1) if i.value < n.value else BOTTOM
+    return BOTTOM
 
 
 def dict_pick_rule(d, like):
@@ -1852,6 +1859,7 @@ DICT_RULES = {
     "iter_keys": iter_keys_rule,
     "iter_keys_grad": iter_keys_grad_rule,
     "comp_length": comp_length_rule,
+    "comp_next": comp_next_rule,
     "dict_pick": dict_pick_rule,
     "children": children_rule,
     "rebuild": rebuild_rule,

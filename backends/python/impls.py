@@ -36,7 +36,6 @@ SYNTAX = {
     # dicts (see `_DICT_IMPLS`)
     "dict_setitem": "{{**{}, {}: {}}}", "dict_get": "{}.get({}, {})", "copy": "{}.copy()",
     "dict_keys": "{}.keys()", "dict_values": "{}.values()", "dict_items": "{}.items()", "dict_cons": "{{{}: {}, **{}}}", "contains": "{} in {}",
-    "comp_length": "len({})",
 }
 
 # Variadic primitives written as Python syntax: name -> (prefix, suffix).
@@ -314,6 +313,8 @@ _DICT_IMPLS = {
     "getattr_": getattr,
     "record_replace": _record_replace,
     "iter_keys": _iter_keys,
+    "comp_length": lambda n: n,
+    "comp_next": lambda i, n: i + 1,
     "dict_pick": lambda d, like: {k: d[k] for k in like},
     "children": lambda x: tuple(tree.children(x)),
     "rebuild": tree.rebuild,

@@ -198,7 +198,8 @@ primitive("dict_items", "d")                  # tuple(d.items())
 primitive("dict_cons", "key, value, rest")    # {key: value, **rest}: a dict comprehension's step
 primitive("contains", "item, x")              # item in x
 primitive("iter_keys", "x")                   # what `for v in x` walks: x, or a dict's keys
-primitive("comp_length", "x")                 # len(x), which must be known when compiling
+primitive("comp_length", "n")                 # n, a length that must be known when compiling
+primitive("comp_next", "i, n")                # i + 1, the next step of a comprehension of n
 # Their gradients' helpers.
 primitive("dict_pick", "d, like")             # d's entries at like's keys, in like's order
 primitive("children", "x")                    # a dict's values or a record's fields, a tuple
