@@ -321,6 +321,16 @@ def hand_fold_numpy_division_by_zero():
     return g
 
 
+def hand_gadd_of_dicts():
+    """The gradients of a dict's entries added: one dict of the entries' sums."""
+    g, (x, y) = _graph(2, "before")
+    g.output = g.apply(PR["gadd"], g.apply(PR["make_dict"], "a", x),
+                       g.apply(PR["make_dict"], "a", y))
+    h, (x2, y2) = _graph(2, "after")
+    h.output = h.apply(PR["make_dict"], "a", h.apply(PR["gadd"], x2, y2))
+    return g, h
+
+
 def _parsed_pair(before, after):
     return lambda: (parse(before), parse(after))
 
@@ -354,6 +364,10 @@ PAIRS = [
     ("call_inline", "lambda", _parsed_pair(P.inline_lambda_before, P.inline_lambda_after)),
     ("unpack_of_tuple", "unpack", _parsed_pair(P.unpack_before, P.unpack_after)),
     ("depend_satisfied", "effect_used", hand_depend_satisfied),
+    ("item_of_container", "dict", _parsed_pair(P.dict_item_before, P.dict_item_after)),
+    ("update_of_container", "dict_setitem",
+     _parsed_pair(P.dict_update_before, P.dict_update_after)),
+    ("update_of_container", "gadd_of_dicts", hand_gadd_of_dicts),
 ]
 
 
