@@ -448,7 +448,7 @@ def gradient_of_container(node: Apply, ctx) -> Node | None:
     where it is no dict; iter_keys_grad likewise; rebuild(like, make_tuple(...)) -> the
     dict or record."""
     name = primitive_name(node)
-    t = ctx.type_of(node.args[0])
+    t = ctx.type_of(node.args[1] if name == "grad_cast" else node.args[0])   # the container
     if name == "iter_keys_grad" and t is not None and t is not ANY and not any(
             isinstance(o, (ADict, AObject)) for o in options(t)):
         return node.args[1]

@@ -49,6 +49,9 @@ EXPECTED = {
                            "%truediv = truediv(%out.3, %out.4) : f64[4]\n  return %truediv"],
     "04-tvm-targets.ipynb": ["def mlp(x, W1, b1, W2, b2, onehot):", "region1:", "R.dataflow()",
                              "<8 x float>", "__global__", "no such device", "numpy/tvm"],
+    "05-models.ipynb": ["dict ['layer0', 'layer1'] Layer", "return {'layer0': ",
+                        "Layer (16, 1)", "params = dict(params)",
+                        "KeyError: 'layer2' is not a key of this dict"],
 }
 
 
