@@ -166,6 +166,18 @@ def _kind_phrase(a) -> str:
     return f"{'an' if type_name(a)[0] in 'aeiou' else 'a'} {type_name(a)}"
 
 
+def _named(err: RuleError, node: Apply) -> str:
+    """err's message naming the operand it is about by the program's name for it."""
+    if err.about is None:
+        return err.message
+    i, phrase = err.about
+    operand = node.args[i] if i < len(node.args) else None
+    name = None if operand is None or isinstance(operand, Constant) else operand.debug.name
+    if not (name and name.isidentifier()):
+        return err.message
+    return err.message.replace(phrase, f"`{name}`", 1)
+
+
 def union_error(node: Apply, operand: Node, union: AUnion, failing, error: RuleError):
     """The error of `node`, which fails when its `operand`, of the types `union`, is of the
     type `failing`."""
@@ -603,7 +615,7 @@ def infer(graph: Graph, args: tuple) -> Typed:
     if found is not None:
         node, err = found
         location = node.location or node.graph.location
-        raise MyirTypeError(err.message, location, err.hint, getattr(err, "notes", ()))
+        raise MyirTypeError(_named(err, node), location, err.hint, getattr(err, "notes", ()))
     return Specialiser(interp, frames).run(root)
 
 

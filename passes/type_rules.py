@@ -39,10 +39,13 @@ from passes.abstract import kind as kind_of
 class RuleError(Exception):
     """A type error certain to happen when the primitive runs: message and hint."""
 
-    def __init__(self, message: str, hint: str | None = None):
+    def __init__(self, message: str, hint: str | None = None, about: tuple | None = None):
         super().__init__(message)
         self.message = message
         self.hint = hint or "check the types and shapes of the values used here"
+        # (i, phrase): the phrase of the message that names the operand i, which the
+        # interpreter replaces by the program's name for it (`d` for "this dict")
+        self.about = about
 
 
 class TypeFailure(RuleError):
@@ -1657,7 +1660,8 @@ def _known_key(d: ADict, key) -> bool:
 def _missing_key(d: ADict, key):
     keys = ", ".join(map(repr, d.keys)) or "none"
     return RuleError(f"KeyError: {key!r} is not a key of this dict (its keys: {keys})",
-                     "use one of its keys, or `.get(key, default)` for a key it may lack")
+                     "use one of its keys, or `.get(key, default)` for a key it may lack",
+                     about=(0, "this dict"))
 
 
 def _dict_item(d: ADict, index):
