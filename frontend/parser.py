@@ -323,8 +323,9 @@ def _is_print(node: ast.AST) -> bool:
 
 def _assigned_names(nodes) -> list[str]:
     """Names bound in these statements (assignment, augmented assignment, for target, def;
-    `d[k] = v` too, which binds `d` to the updated dict), and `PRINTED` where they print or call a function by name (it may print: a function that
-    prints passes its last print on through its branches and loops, see `print_call`)."""
+    `d[k] = v` too, which binds `d` to the updated dict), and `PRINTED` where they print or
+    call a function by name (it may print: a function that prints passes its last print on
+    through its branches and loops, see `print_call`)."""
     names: dict[str, None] = {}
     for node in _walk_same_function(nodes):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):

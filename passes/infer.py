@@ -73,8 +73,9 @@ from myir.ir.analysis import free_variables, primitive_name, recursive_graphs, t
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter
 from myir.ir.primitives import PRIMITIVES, Primitive
 from passes.abstract import (ANY, BOTTOM, AArray, AbstractValue, ADict, AEnv, AFunction,  # noqa: F401
-                             ANone, AObject, ARecord, kind, AScalar, ASlice, ATuple, AUnion, Closure, abstract_of,
-                             conforms, function, join, located, options, truncate, widen)
+                             ANone, AObject, ARecord, AScalar, ASlice, ATuple, AUnion, Closure,
+                             abstract_of, conforms, function, join, kind, located, options,
+                             truncate, widen)
 from passes.type_rules import TYPE_RULES, RuleError, TypeFailure, strict_rule, type_name
 
 # A non-recursive graph gets one frame per argument values, up to this many per parent frame;

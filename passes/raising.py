@@ -257,8 +257,8 @@ CANNOT_RAISE = _table([
      "forward computed"),
     ("depend", "passes its operands on: what raises is one of them"),
     ("make_dict make_record record_replace dict_setitem dict_get copy dict_keys dict_values "
-     "dict_items dict_cons iter_keys comp_length comp_next children rebuild dict_pick dict_items_grad "
-     "iter_keys_grad", "dicts of keys and records of fields inference knows were checked at "
+     "dict_items dict_cons iter_keys comp_length comp_next children rebuild dict_pick "
+     "dict_items_grad iter_keys_grad", "dicts of keys and records of fields inference knows were checked at "
      "compile time"),
     ("stack_push stack_pop stack_empty", "a loop gradient's residual stack: the backward "
      "loop pops exactly what the forward loop pushed"),

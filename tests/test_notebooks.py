@@ -51,7 +51,7 @@ EXPECTED = {
                              "<8 x float>", "__global__", "no such device", "numpy/tvm"],
     "05-models.ipynb": ["dict ['layer0', 'layer1'] Layer", "return {'layer0': ",
                         "Layer (16, 1)", "params = dict(params)",
-                        "KeyError: 'layer2' is not a key of this dict"],
+                        "KeyError: 'layer2' is not a key of `params`"],
 }
 
 

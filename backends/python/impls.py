@@ -35,7 +35,8 @@ SYNTAX = {
     "size": "{}.size", "dtype": "{}.dtype", "raise_": "raise {}",
     # dicts (see `_DICT_IMPLS`)
     "dict_setitem": "{{**{}, {}: {}}}", "dict_get": "{}.get({}, {})", "copy": "{}.copy()",
-    "dict_keys": "{}.keys()", "dict_values": "{}.values()", "dict_items": "{}.items()", "dict_cons": "{{{}: {}, **{}}}", "contains": "{} in {}",
+    "dict_keys": "{}.keys()", "dict_values": "{}.values()", "dict_items": "{}.items()",
+    "dict_cons": "{{{}: {}, **{}}}", "contains": "{} in {}",
 }
 
 # Variadic primitives written as Python syntax: name -> (prefix, suffix).

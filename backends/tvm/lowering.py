@@ -469,7 +469,8 @@ KEPT_IN_NUMPY: dict[str, str] = {
     **{p: "dicts and records are Python containers; their arrays are lowered where used"
        for p in ("make_dict", "make_record", "getattr_", "record_replace", "dict_setitem",
                  "dict_get", "copy", "dict_keys", "dict_values", "dict_items", "dict_cons",
-                 "contains", "iter_keys", "comp_length", "comp_next", "dict_pick", "children", "rebuild",
+                 "contains", "iter_keys", "comp_length", "comp_next", "dict_pick", "children",
+                 "rebuild",
                  "dict_items_grad", "iter_keys_grad")},
     **{"math_" + p: _MATH_MODULE for p in (
         "exp log log1p expm1 sqrt sin cos tan asin acos atan sinh cosh tanh fabs floor ceil "
