@@ -448,6 +448,8 @@ def gradient_of_container(node: Apply, ctx) -> Node | None:
     where it is no dict; iter_keys_grad likewise; rebuild(like, make_tuple(...)) -> the
     dict or record."""
     name = primitive_name(node)
+    if name not in _CONTAINER_GRADIENT_OPS:
+        return None
     t = ctx.type_of(node.args[1] if name == "grad_cast" else node.args[0])   # the container
     if name == "iter_keys_grad" and t is not None and t is not ANY and not any(
             isinstance(o, (ADict, AObject)) for o in options(t)):
@@ -504,6 +506,8 @@ def gradient_of_container(node: Apply, ctx) -> Node | None:
     return None
 
 
+_CONTAINER_GRADIENT_OPS = frozenset({"iter_keys", "iter_keys_grad", "grad_check_input",
+                                     "rebuild", "getitem_grad", "grad_cast"})
 _VIEWS = {
     "dict_keys": lambda at, k, v: Constant(k),
     "dict_values": lambda at, k, v: v,
@@ -1069,8 +1073,7 @@ MATCHES = {
     depend_on_what_raises: {"depend"},
     item_of_container: {"getitem", "getattr_", "children"},
     update_of_container: {"gadd", "dict_cons", "dict_setitem", "record_replace"},
-    gradient_of_container: {"iter_keys", "iter_keys_grad", "grad_check_input", "rebuild",
-                            "getitem_grad", "grad_cast"},
+    gradient_of_container: _CONTAINER_GRADIENT_OPS,
 }
 
 

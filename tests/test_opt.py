@@ -41,7 +41,7 @@ from myir.ir.graph import Constant, Graph, Parameter
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
 from myir.ir.values import NEWENV, Env, GradKey
 from passes import opt
-from passes.abstract import ANY, AArray, AScalar, ATuple, abstract_of, join
+from passes.abstract import ANY, AArray, ADict, AScalar, ATuple, abstract_of, join
 from passes.infer import infer
 from tests import programs_opt as P
 
@@ -740,6 +740,22 @@ def _expect_waiting(name, n, unused=0):
 
 I_A4 = AArray(np.dtype("int64"), (4,))
 
+_DICT = ADict(("a", "b"), (F64, A4))
+
+
+def _dict_item_grad():
+    """getitem_grad(d, 'a', dout) of a dict of known keys: zeros but at 'a'."""
+    return _typed(2, [_DICT, F64], lambda g, d, dout: (
+        n := g.apply(PR["getitem_grad"], d, "a", dout), [(n, _DICT)]))
+
+
+def _dict_item_grad_expected():
+    g, (d, dout) = _graph(2, "after")
+    zeros = g.apply(PR["grad_zeros"], g.apply(PR["getitem"], d, "b"))
+    g.output = g.apply(PR["make_dict"], "a", dout, "b", zeros)
+    return g
+
+
 # (typed rewrite, case, () -> (before, types), expected graph or None when nothing changes)
 TYPED_CASES = [
     ("depend_on_what_raises", "array_division_cannot",
@@ -934,6 +950,11 @@ TYPED_CASES = [
      lambda: _returning(1, 0)),
     ("neg_neg", "bool_kept", lambda: _typed(1, [BOOL], lambda g, x: _neg_neg(g, x, I64)),
      None),
+    ("gradient_of_container", "getitem_grad_of_dict", _dict_item_grad,
+     _dict_item_grad_expected),
+    ("gradient_of_container", "iter_keys_of_tuple",
+     lambda: _one_op("iter_keys", [ATuple((F64, F64))], result=ATuple((F64, F64))),
+     lambda: _returning(1, 0)),
 ]
 
 
