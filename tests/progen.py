@@ -440,7 +440,6 @@ class Gen:
                 (1, lambda: self.ternary(cx, scope, ty, d)),
                 (1, lambda: self.value_boolop(cx, scope, ty, d)),
                 (1, lambda: self.minmax(cx, scope, ty, d)),
-                (1, lambda: self.dict_item(cx, scope, ty, d)),
             ] + self.call_options(cx, scope, ty, d)
             if ty is FLOAT:
                 opts += [(2, lambda: self.math_fn(cx, scope, d)),
@@ -451,17 +450,6 @@ class Gen:
                                                self.choice([ast.Add(), ast.Mult()]),
                                                self.numeric(cx, scope, INT, d))))
         return self.pick(opts)()
-
-    def dict_item(self, cx, scope, ty, d):
-        """A dict literal read at a constant key: `{'a': e0, 'b': e1}['b']`, or `.get('z', e)`
-        of a key it lacks (every value is computed, as CPython does, read or not)."""
-        keys = self.choice([("a", "b"), ("w", "b", "s")])
-        literal = ast.Dict([ast.Constant(k) for k in keys],
-                           [self.numeric(cx, scope, ty, d) for _ in keys])
-        if self.flip(25):
-            return ast.Call(ast.Attribute(literal, "get", ast.Load()),
-                            [ast.Constant("z"), self.numeric(cx, scope, ty, d)], [])
-        return ast.Subscript(literal, ast.Constant(self.choice(keys)), ast.Load())
 
     def operand_types(self, ty):
         if ty is INT:
@@ -1544,11 +1532,6 @@ def features(source: str) -> set[str]:
                     found.add("local shadows module constant")
                 if node.targets[0].id.startswith(tuple(NAME_POOLS["unused"])):
                     found.add("unused computation that can raise")
-            elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Dict):
-                found.add("dict item")
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and isinstance(node.func.value, ast.Dict):
-                found.add("dict get")
             elif isinstance(node, ast.Subscript):
                 found.add("tuple index")
             elif isinstance(node, ast.Tuple) and isinstance(node.ctx, ast.Load):
@@ -1620,5 +1603,5 @@ FEATURES = frozenset([
     "default argument", "keyword argument", "math.sin", "math.cos", "math.exp", "math.sqrt",
     "abs()", "division guarded by ternary", "division guarded by short-circuit",
     "nested for target", "local shadows module constant", "lambdas sharing a line",
-    "unused computation that can raise", "dict item", "dict get",
+    "unused computation that can raise",
 ])
