@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.systems import to_numpy
+from myir import tree
 from bench.workloads import handwritten, programs
 
 RTOL = {"float32": 1e-4, "float64": 1e-6}
@@ -36,6 +37,10 @@ class Check:
 
 
 def _rel_error(got, ref):
+    if tree.kind(ref) is not tree.LEAF:   # a dict of parameters' gradient: leaf by leaf
+        if tree.structure(got) != tree.structure(ref):
+            return float("inf")
+        return max(map(_rel_error, tree.leaves(got), tree.leaves(ref)))
     got, ref = np.asarray(got, np.float64), np.asarray(ref, np.float64)
     if got.shape != ref.shape:
         return float("inf")
@@ -45,7 +50,21 @@ def _rel_error(got, ref):
 
 
 def _in_float64(args):
-    return tuple(a.astype(np.float64) if isinstance(a, np.ndarray) else a for a in args)
+    return tuple(tree.map(lambda a: a.astype(np.float64) if isinstance(a, np.ndarray) else a, x)
+                 for x in args)
+
+
+def _same_shapes(g, a) -> bool:
+    """g has a's structure (a dict of parameters' gradient is such a dict) and shapes."""
+    return tree.structure(g) == tree.structure(a) and all(
+        np.shape(x) == np.shape(y) for x, y in zip(tree.leaves(g), tree.leaves(a)))
+
+
+def _in_order_of(g, a):
+    """A dict gradient g in the key order of its parameter a (JAX sorts a dict's keys)."""
+    if isinstance(g, dict) and isinstance(a, dict) and set(g) == set(a):
+        return {k: _in_order_of(g[k], a[k]) for k in a}
+    return g
 
 
 def fd_errors(workload, args, grads):
@@ -57,15 +76,17 @@ def fd_errors(workload, args, grads):
     errors = []
     for _ in range(FD_DIRECTIONS):
         # per argument: a normal direction scaled to the argument's magnitude
-        dirs = {i: rng.standard_normal(np.shape(args[i])) * max(np.sqrt(np.mean(np.square(args[i]))), 1e-3)
-                for i in wrt}
+        dirs = {i: tree.map(lambda a: rng.standard_normal(np.shape(a))
+                            * max(np.sqrt(np.mean(np.square(a))), 1e-3), args[i]) for i in wrt}
 
         def at(sign):
-            moved = [a + sign * FD_STEP * dirs[i] if i in dirs else a for i, a in enumerate(args)]
+            moved = [tree.map(lambda x, d: x + sign * FD_STEP * d, a, dirs[i]) if i in dirs
+                     else a for i, a in enumerate(args)]
             return float(f(*moved))
 
         fd = (at(1.0) - at(-1.0)) / (2 * FD_STEP)
-        ad = sum(float(np.sum(np.asarray(g, np.float64) * dirs[i])) for i, g in zip(wrt, grads))
+        ad = sum(float(np.sum(np.asarray(g, np.float64) * d)) for i, grad in zip(wrt, grads)
+                 for g, d in zip(tree.leaves(grad), tree.leaves(dirs[i])))
         errors.append(abs(fd - ad) / max(abs(fd), abs(ad), 1e-300))
     return errors
 
@@ -104,8 +125,9 @@ def check(workload, mode, args, out, reference):
     wrt = programs.WRT[workload]
     if not isinstance(out, tuple):  # one position: a single value
         out = (out,)
+    out = tuple(_in_order_of(g, args[i]) for i, g in zip(wrt, out))
     shapes_ok = len(out) == len(wrt) and all(
-        np.shape(g) == np.shape(args[i]) for i, g in zip(wrt, out))
+        np.shape(g) == np.shape(args[i]) and _same_shapes(g, args[i]) for i, g in zip(wrt, out))
     if not shapes_ok:
         return Check(False, float("inf"), tol, "expected shapes")
     if reference is not None:

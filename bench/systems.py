@@ -250,6 +250,8 @@ def to_numpy(value):
     """A result (scalar, array, tensor, or tuple of them) as numpy, tuples kept."""
     if isinstance(value, (tuple, list)):
         return tuple(to_numpy(v) for v in value)
+    if isinstance(value, dict):     # a dict of parameters' gradient
+        return {k: to_numpy(v) for k, v in value.items()}
     if hasattr(value, "detach"):  # torch
         value = value.detach().cpu().numpy()
     return np.asarray(value)

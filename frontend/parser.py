@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import builtins
 import collections
+import dataclasses
 import functools
 import inspect
 import threading
@@ -33,8 +34,9 @@ import numpy as np
 
 from frontend import ownership, resolve
 from frontend.fingerprint import fingerprints, text_positions
+from myir import tree
 from myir.errors import Location, MyirSyntaxError
-from myir.ir.analysis import primitive_name
+from myir.ir.analysis import primitive_name, scope
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
 from myir.ir.values import GradMacro, JacobianMacro, JvpMacro, VectorizeMacro
@@ -364,6 +366,45 @@ def _contains(nodes, kinds, into_loops: bool = True) -> bool:
     return False
 
 
+class _ComprehensionScope(ast.Lambda):
+    """The scope of a comprehension: its target's names.  It runs where it is written, so
+    what it reads is read then (no capture of a variable assigned later, see
+    `_check_captures`)."""
+
+
+# Reads of a dict that do not let it be seen elsewhere: `d[k]`, `k in d`, `len(d)`, `for k in
+# d`, `d.get(k)` and the other methods that give new values.
+_DICT_READERS = frozenset({"get", "items", "keys", "values", "copy"})
+
+
+@functools.lru_cache(maxsize=64)
+def _dict_reads(fn: ast.AST) -> frozenset:
+    """The ids of the Name nodes in `fn` read as a dict is read (see `_DICT_READERS`)."""
+    ids = set()
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Subscript):
+            ids.add(id(n.value))
+        elif isinstance(n, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn))
+                                                for op in n.ops):
+            ids.update(id(c) for c in n.comparators)
+        elif isinstance(n, ast.Attribute) and n.attr in _DICT_READERS:
+            ids.add(id(n.value))
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in (
+                "len", "dict") and len(n.args) == 1:
+            ids.add(id(n.args[0]))
+        elif isinstance(n, (ast.For, ast.comprehension)):
+            ids.add(id(n.iter))
+    return frozenset(ids)
+
+
+@functools.lru_cache(maxsize=64)
+def _in_branches(fn: ast.AST) -> frozenset:
+    """The ids of the statements of `fn` inside an `if`: a dict assigned there may not be
+    the one the name holds after it."""
+    return frozenset(id(s) for n in ast.walk(fn) if isinstance(n, ast.If)
+                     for part in (n.body, n.orelse) for st in part for s in ast.walk(st))
+
+
 def _needs_tail_form(stmts) -> bool:
     return (_contains(stmts, (ast.Return, ast.Raise, ast.Assert))
             or _contains(stmts, (ast.Break, ast.Continue), into_loops=False))
@@ -398,6 +439,8 @@ class FunctionParser:
         self.assigned: list[tuple[Node, str | None]] = []   # (value, name), the same
         self.updates: list[tuple[Apply, str, ast.AST]] = []   # `y[i] = v`: (setitem, y, target)
         self.names_of: dict[int, list[tuple[str, int]]] = {}  # id(value) -> [(name, line)]
+        self.owned: set[str] = set()     # names holding a dict this function made (see owns)
+        self.dict_copies: set[int] = set()   # ids of the copies `dict(d)` made (not `x.copy()`)
         self.root = enclosing[0].root if enclosing is not None else self
         self.root.function_graphs = getattr(self.root, "function_graphs", set()) | {graph}
 
@@ -510,7 +553,7 @@ class FunctionParser:
             parser, block_at_def = self.enclosing
             if name in parser.locals or parser.enclosing_has(name):
                 value = parser.read(block_at_def, name, node)
-                if name in parser.locals:
+                if name in parser.locals and not isinstance(self.node, _ComprehensionScope):
                     # parser is in the middle of parsing the `def` of self.node
                     parser.captures.append((name, self.node, parser.loop_stack))
                 return value
@@ -536,6 +579,9 @@ class FunctionParser:
         macro = getattr(value, "__myir_macro__", None)
         if macro is not None:
             return Constant(Macro(macro))
+        if value is dict or value is dataclasses.replace or isinstance(value, type) and (
+                tree.is_namedtuple(value) or dataclasses.is_dataclass(value)):
+            return Constant(value)      # constructors of dicts and records (expr_Call)
         transforms = getattr(value, "__myir_transforms__", ())
         if transforms:  # e.g. a module-level `df = myir.grad(f)`
             inner = self.worklist.graph_of(value.__myir_function__)
@@ -717,6 +763,15 @@ class FunctionParser:
         return self.expr(e, block)
 
     def stmt_AugAssign(self, s, block):
+        if isinstance(s.target, ast.Subscript) and self.owns(s.target.value):
+            d = self.read(block, s.target.value.id, s.target.value)
+            key = self.index(s.target.slice, block)
+            old = block.graph.apply(P["getitem"], d, key, location=self.loc(s.target))
+            value = self.binop(s.op, old, self.expr(s.value, block), s, block)
+            update = block.graph.apply(P["dict_setitem"], d, key, value, location=self.loc(s))
+            self.assign(s.target.value, update, block, s)
+            self.owned.add(s.target.value.id)
+            return block
         if isinstance(s.target, ast.Subscript):
             self.update_item(s.target, block, s, op=s.op)
             return block
@@ -839,6 +894,10 @@ class FunctionParser:
 
     def assign(self, target: ast.expr, value: Node, block: Block, stmt: ast.AST):
         if isinstance(target, ast.Name):
+            self.owned.discard(target.id)
+            if (primitive_name(value) in ("make_dict", "dict_cons") or id(value) in self.dict_copies) \
+                    and id(stmt) not in _in_branches(self.node):
+                self.owned.add(target.id)
             if value.debug.name is None and isinstance(value, Apply):
                 value.debug.name = target.id
             self.root.assigned.append((value, target.id))
@@ -853,6 +912,9 @@ class FunctionParser:
             for i, elt in enumerate(target.elts):
                 item = block.graph.apply(P["getitem"], checked, i, location=self.loc(elt))
                 self.assign(elt, item, block, stmt)
+        elif isinstance(target, ast.Subscript) and self.owns(target.value):
+            self.assign(target.value, self.dict_update(target, value, block), block, stmt)
+            self.owned.add(target.value.id)
         elif isinstance(target, ast.Subscript):
             self.update_item(target, block, stmt, value=value)
         elif isinstance(target, ast.Attribute):
@@ -949,6 +1011,25 @@ class FunctionParser:
             end.graph.output = end.graph.apply(
                 Constant(join.graph), *[self.value(end, n) for n in names], location=loc)
         return self.stmts(rest, join)
+
+    def owns(self, e: ast.expr) -> bool:
+        """Whether `e[k] = v` may update the dict `e` names: one this function made (a dict
+        literal or comprehension, `dict(...)`) and no other name, container,
+        closure or caller can see -- not read anywhere but as `e[k]`, `k in e`, `e.get(k)`,
+        ... since (nor anywhere in an enclosing loop).  Compiled code then rebinds `e` to the
+        updated dict, which is what CPython's in-place update gives.  A dict that may be seen
+        elsewhere is refused (`dict_update_error`): rebinding would change what the other
+        holder sees."""
+        if not isinstance(e, ast.Name) or e.id not in self.owned:
+            return False
+        reads = _dict_reads(self.node)
+        return not any(isinstance(n, ast.Name) and n.id == e.id and isinstance(n.ctx, ast.Load)
+                       and id(n) not in reads for loop in self.loop_stack for n in ast.walk(loop))
+
+    def dict_update(self, target: ast.Subscript, value: Node, block: Block) -> Node:
+        d = self.read(block, target.value.id, target.value)
+        key = self.index(target.slice, block)
+        return block.graph.apply(P["dict_setitem"], d, key, value, location=self.loc(target))
 
     # -- loops
 
@@ -1106,7 +1187,7 @@ class FunctionParser:
                     length = g.apply(P["builtin_min"], *[p[0] for p in parts], location=loc)
                 return length, lambda b, k: b.graph.apply(
                     P["make_tuple"], *[p[1](b, k) for p in parts], location=loc)
-        seq = self.expr(it, block)
+        seq = g.apply(P["iter_keys"], self.expr(it, block), location=loc)   # a dict: its keys
         length = g.apply(P["len"], seq, location=loc)
         return length, lambda b, k: b.graph.apply(P["getitem"], seq, k, location=loc)
 
@@ -1149,6 +1230,8 @@ class FunctionParser:
         return Constant(e.value)
 
     def expr_Name(self, e, block):
+        if e.id in self.owned and id(e) not in _dict_reads(self.node):
+            self.owned.discard(e.id)     # the dict may be seen elsewhere now
         return self.read(block, e.id, e)
 
     def expr_Tuple(self, e, block):
@@ -1157,6 +1240,54 @@ class FunctionParser:
                        "build the tuple from its elements, e.g. `t[0], t[1], x`")
         elts = [self.expr(x, block) for x in e.elts]
         return block.graph.apply(P["make_tuple"], *elts, location=self.loc(e))
+
+    def expr_Dict(self, e, block):
+        if any(k is None for k in e.keys):
+            self.error(e, "`**` in dict literals is not supported",
+                       "copy the dict with `dict(d)`, then set the other keys")
+        pairs = [self.expr(x, block) for k, v in zip(e.keys, e.values) for x in (k, v)]
+        return block.graph.apply(P["make_dict"], *pairs, location=self.loc(e))
+
+    def expr_DictComp(self, e, block):
+        """`{key: value for target in it if cond}` over an iterable of a length known when
+        compiling (a dict's keys or items, a tuple, `range` of a constant, `zip` and
+        `enumerate` of those): the recursion
+        `comp(i) = {key_i: value_i, **comp(i + 1)}`, marked `unrolled` so that inference
+        gives each i a frame of its own (the keys stay constants) rather than widening it
+        like a loop (passes/infer.py); the typed optimizer inlines it into one dict."""
+        if len(e.generators) != 1 or e.generators[0].is_async:
+            self.error(e, "dict comprehensions with several `for` are not supported",
+                       "nest a comprehension in a `for` loop, or use a tuple of pairs")
+        gen, loc = e.generators[0], self.loc(e)
+        length, element = self.iteration(gen.iter, block)
+        n = block.graph.apply(P["comp_length"], length, location=self.loc(gen.iter))
+        g = Graph("dictcomp", block.graph, loc)
+        g.unrolled = True
+        names = _ComprehensionScope(args=ast.arguments(posonlyargs=[], args=[
+            ast.arg(name) for name in _assigned_names([ast.Assign([gen.target], gen.iter)])],
+            kwonlyargs=[], kw_defaults=[], defaults=[]), body=e)
+        ast.copy_location(names, e)     # the comprehension's own scope: its target's names
+        parser = FunctionParser(self.source, (self, block), names, g, self.worklist)
+        i = g.add_parameter("i", loc)
+        head = Block(g, None)
+        step = Block(Graph("dictcomp_step", g, loc), head)
+        done = Graph("dictcomp_done", g, loc)
+        done.output = done.apply(P["make_dict"], location=loc)
+        parser.tail_switch(head, g.apply(P["lt"], i, n, location=loc), step.graph, done, e)
+        parser.assign(gen.target, element(step, i), step, e)
+        for cond in gen.ifs:
+            keep = Block(Graph("dictcomp_if", step.graph, loc), step)
+            skip = Graph("dictcomp_skip", step.graph, loc)
+            skip.output = skip.apply(Constant(g), skip.apply(P["comp_next"], i, n), location=loc)
+            parser.tail_switch(step, parser.truth(parser.expr(cond, step), cond, step),
+                               keep.graph, skip, cond)
+            step = keep
+        key, value = parser.expr(e.key, step), parser.expr(e.value, step)
+        rest = step.graph.apply(Constant(g), step.graph.apply(P["comp_next"], i, n), location=loc)
+        step.graph.output = step.graph.apply(P["dict_cons"], key, value, rest, location=loc)
+        for h in scope(g):    # the steps, on the recursion's cycle too
+            h.unrolled = True
+        return block.graph.apply(Constant(g), 0, location=loc)
 
     def binop(self, op: ast.operator, left: Node, right: Node, e: ast.AST, block: Block) -> Node:
         prim = _BINOPS.get(type(op))
@@ -1215,6 +1346,11 @@ class FunctionParser:
         return self.value_switch(block, self.truth(first, e, block), b.graph, keep, e)
 
     def compare(self, op, left, right, e, block):
+        if isinstance(op, (ast.In, ast.NotIn)):
+            found = block.graph.apply(P["contains"], left, right, location=self.loc(e))
+            if isinstance(op, ast.In):
+                return found
+            return block.graph.apply(P["not_"], found, location=self.loc(e))
         prim = _CMPOPS.get(type(op))
         if prim is None:
             self.error(e, f"the comparison `{_OP_TEXT.get(type(op), type(op).__name__)}` is not "
@@ -1258,10 +1394,8 @@ class FunctionParser:
             return self.global_value(getattr(base, e.attr), e.attr, e)
         value = self.expr(e.value, block)
         prim = resolve.ATTRIBUTES.get(e.attr)
-        if prim is None:
-            self.error(e, f"unknown attribute `.{e.attr}`",
-                       f"supported attributes: {', '.join(sorted(resolve.ATTRIBUTES))}; "
-                       f"methods: {', '.join(sorted(resolve.METHODS))}")
+        if prim is None:    # a field of a dataclass or NamedTuple (checked by inference)
+            return block.graph.apply(P["getattr_"], value, e.attr, location=self.loc(e))
         return block.graph.apply(prim, *self.bind_primitive(prim, [value], {}, e),
                                  location=self.loc(e))
 
@@ -1297,10 +1431,17 @@ class FunctionParser:
             if attr in resolve.MUTATING_METHODS:
                 self.error(e.func, f"`.{attr}()` mutates its object, which compiled functions "
                            "cannot do", "build a new tuple or array instead")
+            if attr == "_replace":      # a NamedTuple's
+                if e.args:
+                    self.error(e, "`_replace()` takes keyword arguments", "write "
+                               "`p._replace(W=w)`")
+                return self.replace_fields(self.expr(e.func.value, block), e, block)
             prim = resolve.METHODS.get(attr)
             if prim is None:
                 self.error(e.func, f"unknown method `.{attr}()`",
-                           f"supported methods: {', '.join(sorted(resolve.METHODS))}")
+                           f"supported methods: {', '.join(sorted(resolve.METHODS))}; methods "
+                           "of your own classes are not compiled: write a function taking the "
+                           f"object instead, e.g. `{attr}(obj, ...)`")
             obj = self.expr(e.func.value, block)
             args = [self.expr(a, block) for a in e.args]
             if not isinstance(prim, Primitive):   # a function of numpy_functions.py
@@ -1314,6 +1455,11 @@ class FunctionParser:
             return block.graph.apply(prim, *self.bind_primitive(prim, [obj] + args, kwargs, e),
                                      location=loc)
         fn = self.expr(e.func, block)
+        if isinstance(fn, Constant) and fn.value is dataclasses.replace:
+            if len(e.args) != 1:
+                self.error(e, "dataclasses.replace() takes the object, then keyword arguments",
+                           "write `dataclasses.replace(p, W=w)`")
+            return self.replace_fields(self.expr(e.args[0], block), e, block)
         if isinstance(fn, Constant) and isinstance(fn.value, Macro):
             return self.macro_call(fn.value, e, block)
         args = [self.expr(a, block) for a in e.args]
@@ -1390,7 +1536,64 @@ class FunctionParser:
         jvp = block.graph.apply(Constant(JvpMacro()), fn, location=loc)
         return block.graph.apply(jvp, primals, tangents, location=loc)
 
+    def replace_fields(self, obj: Node, e: ast.Call, block: Block) -> Node:
+        """`dataclasses.replace(p, W=w, b=c)`, `p._replace(W=w)`: one record_replace a field."""
+        for k in e.keywords:
+            obj = block.graph.apply(P["record_replace"], obj, k.arg, self.expr(k.value, block),
+                                    location=self.loc(e))
+        return obj
+
+    def make_dict(self, args: list, kwargs: dict, e, block) -> Node:
+        """`dict(a=x)`, `dict(d)` (a copy), `dict(d, a=x)`."""
+        if len(args) > 1:
+            self.error(e, "dict() takes at most one positional argument")
+        loc = self.loc(e)
+        if not args:
+            pairs = [x for k, v in kwargs.items() for x in (Constant(k), v)]
+            return block.graph.apply(P["make_dict"], *pairs, location=loc)
+        d = block.graph.apply(P["copy"], args[0], location=loc)
+        for k, v in kwargs.items():
+            d = block.graph.apply(P["dict_setitem"], d, k, v, location=loc)
+        self.dict_copies.add(id(d))
+        return d
+
+    def make_record(self, cls, args: list, kwargs: dict, e, block) -> Node:
+        """`Layer(w, b)`, `Layer(W=w)` with defaults: the fields in declaration order."""
+        if tree.is_namedtuple(cls):
+            names, defaults = list(cls._fields), dict(cls._field_defaults)
+        else:
+            fields = dataclasses.fields(cls)
+            if any(not f.init for f in fields) or hasattr(cls, "__post_init__"):
+                self.error(e, f"{cls.__name__} computes some fields itself (`init=False` or "
+                           "`__post_init__`), which compiled code does not run",
+                           "construct it outside the compiled function, or give every field "
+                           "as an argument")
+            names = [f.name for f in fields]
+            defaults = {f.name: f.default for f in fields if f.default is not dataclasses.MISSING}
+            if any(f.default_factory is not dataclasses.MISSING for f in fields):
+                self.error(e, f"{cls.__name__} has a field with a default_factory, which "
+                           "compiled code does not call", "pass every such field explicitly")
+        if len(args) > len(names):
+            self.error(e, f"{cls.__name__}() takes {len(names)} fields but {len(args)} were "
+                       "given")
+        values = dict(zip(names, args))
+        for k, v in kwargs.items():
+            if k not in names or k in values:
+                self.error(e, f"{cls.__name__}() got an unexpected or repeated field '{k}'")
+            values[k] = v
+        for n in names:
+            if n not in values:
+                if n not in defaults:
+                    self.error(e, f"{cls.__name__}() missing required field '{n}'")
+                values[n] = self.global_value(defaults[n], n, e)
+        return block.graph.apply(P["make_record"], cls, *(values[n] for n in names),
+                                 location=self.loc(e))
+
     def _call_type(self, cls, args, kwargs, e, block):
+        if cls is dict:
+            return self.make_dict(args, kwargs, e, block)
+        if tree.is_namedtuple(cls) or dataclasses.is_dataclass(cls):
+            return self.make_record(cls, args, kwargs, e, block)
         # np.float32(x) and friends: a cast
         if issubclass(cls, np.generic) and len(args) == 1 and not kwargs:
             return block.graph.apply(P["cast"], args[0], cls, location=self.loc(e))
@@ -1547,10 +1750,8 @@ _UNSUPPORTED = {
     "Match": ("`match` statements", "use `if`/`elif`"),
     "ListComp": ("list comprehensions", "use a tuple and a `for` loop"),
     "SetComp": ("set comprehensions", "use a tuple and a `for` loop"),
-    "DictComp": ("dict comprehensions", "use tuples"),
     "GeneratorExp": ("generator expressions", "use a `for` loop"),
     "List": ("list literals", "use a tuple `(a, b)`, or np.array((a, b)) for an array"),
-    "Dict": ("dict literals", "use a tuple"),
     "Set": ("set literals", "use a tuple"),
     "NamedExpr": ("assignment expressions (`:=`)", "assign in a separate statement"),
     "Starred": ("starred expressions", "pass the elements one by one"),

@@ -94,6 +94,9 @@ METHODS = {"sum": P["sum"], "mean": P["mean"], "prod": P["prod"], "max": P["max"
 METHODS.update({name: getattr(numpy_functions, name) for name in (
     "var std any all ravel trace diagonal repeat round").split()})
 METHODS["flatten"] = numpy_functions.ravel
+# Methods of dicts (`copy` of arrays too).
+METHODS.update({"items": P["dict_items"], "keys": P["dict_keys"], "values": P["dict_values"],
+                "get": P["dict_get"], "copy": P["copy"]})
 ATTRIBUTES = {"T": P["transpose"], "shape": P["shape"], "ndim": P["ndim"], "size": P["size"],
               "dtype": P["dtype"]}
 MUTATING_METHODS = {"append", "extend", "insert", "pop", "remove", "sort", "reverse", "clear",

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from myir import tree
 from myir.errors import MyirError
 from myir.ir.graph import Graph
 from myir.ir.values import GradMacro, JacobianMacro, JvpMacro, VectorizeMacro
@@ -29,6 +30,11 @@ def signature_of(value):
     """The part of a value's type a compiled function is specialised on."""
     if isinstance(value, np.ndarray):
         return ("array", value.dtype.str, value.shape)
+    if type(value) is dict:     # keys are part of the type (passes/abstract.py: ADict)
+        return ("dict",) + tuple((k, signature_of(v)) for k, v in value.items())
+    kind = tree.kind(value)
+    if kind not in (tree.LEAF, tuple, list):     # a NamedTuple or dataclass
+        return (kind,) + tuple(signature_of(v) for v in tree.children(value))
     if isinstance(value, tuple):
         return ("tuple",) + tuple(signature_of(v) for v in value)
     return type(value)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from myir import tree
 from myir.ir.values import EMPTY_STACK, Env, Stack
 
 
@@ -140,6 +141,71 @@ class ATuple(AbstractValue):
     def __repr__(self) -> str:
         inner = ", ".join(map(repr, self.items))
         return f"({inner}{',' if len(self.items) == 1 else ''})"
+
+
+@dataclass(frozen=True)
+class ADict(AbstractValue):
+    """A dict whose keys are the compile-time constants `keys`, in insertion order (CPython's
+    order, which iteration, printing and gradients keep), holding `items` (one abstract value
+    per key)."""
+
+    keys: tuple
+    items: tuple
+
+    __hash__ = _hashed_once(lambda self: (tuple(map(_value_key, self.keys)), self.items))
+
+    def __eq__(self, other) -> bool:
+        return type(other) is ADict and _keys_equal(self.keys, other.keys) \
+            and self.items == other.items
+
+    def get(self, key, default=None):
+        for k, v in zip(self.keys, self.items):
+            if _value_key(k) == _value_key(key):
+                return v
+        return default
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f"{k!r}: {v!r}" for k, v in zip(self.keys, self.items)) + "}"
+
+
+@dataclass(frozen=True)
+class ARecord(AbstractValue):
+    """An instance of `cls`, a NamedTuple or dataclass, whose fields (`fields`, the names,
+    in declaration order) hold `items`."""
+
+    cls: type
+    fields: tuple
+    items: tuple
+
+    __hash__ = _hashed_once(lambda self: (self.cls, self.items))
+
+    def get(self, name, default=None):
+        return self.items[self.fields.index(name)] if name in self.fields else default
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{f}={v!r}" for f, v in zip(self.fields, self.items))
+        return f"{self.cls.__name__}({inner})"
+
+
+def _keys_equal(a: tuple, b: tuple) -> bool:
+    return len(a) == len(b) and all(_value_key(x) == _value_key(y) for x, y in zip(a, b))
+
+
+def containers(a) -> bool:
+    """Whether `a` is a tuple, dict or record: a value whose `items` are abstract values."""
+    return type(a) in (ATuple, ADict, ARecord)
+
+
+def with_items(a, items: tuple):
+    """The container `a` (see `containers`) holding `items` instead (`a` if they are the same
+    objects)."""
+    if _same(items, a.items) and len(items) == len(a.items):
+        return a
+    if type(a) is ATuple:
+        return ATuple(tuple(items))
+    if type(a) is ADict:
+        return ADict(a.keys, tuple(items))
+    return ARecord(a.cls, a.fields, tuple(items))
 
 
 @dataclass(frozen=True)
@@ -279,6 +345,10 @@ def kind(a):
         return t, a.dtype, a.ndim
     if t is ATuple:
         return t, len(a.items)
+    if t is ADict:
+        return t, tuple(map(_value_key, a.keys))
+    if t is ARecord:
+        return t, a.cls
     return t
 
 
@@ -296,8 +366,8 @@ def join(a, b):
         return AScalar(a.pytype)
     if isinstance(a, AArray):
         return AArray(a.dtype, tuple(x if x == y else None for x, y in zip(a.shape, b.shape)))
-    if isinstance(a, ATuple):
-        return ATuple(tuple(join(x, y) for x, y in zip(a.items, b.items)))
+    if containers(a):
+        return with_items(a, tuple(join(x, y) for x, y in zip(a.items, b.items)))
     if isinstance(a, ASlice):
         return ASlice(join(a.start, b.start), join(a.stop, b.stop), join(a.step, b.step))
     if isinstance(a, AObject):
@@ -345,9 +415,8 @@ def located(a, origin):
         if a.origin is None:
             return AUnion(tuple(located(x, origin) for x in a.options), origin)
         return a
-    if type(a) is ATuple:
-        items = tuple(located(x, origin) for x in a.items)
-        return a if _same(items, a.items) else ATuple(items)
+    if containers(a):
+        return with_items(a, tuple(located(x, origin) for x in a.items))
     return a
 
 
@@ -359,11 +428,10 @@ def truncate(a, depth: int):
         if any(x is ANY for x in items):
             return ANY
         return a if _same(items, a.options) else AUnion(items, a.origin)
-    if isinstance(a, ATuple):
+    if containers(a):
         if depth == 0:
             return ANY
-        items = tuple(truncate(x, depth - 1) for x in a.items)
-        return a if _same(items, a.items) else ATuple(items)
+        return with_items(a, tuple(truncate(x, depth - 1) for x in a.items))
     if isinstance(a, AEnv):
         if depth == 0:
             return ANY
@@ -383,8 +451,8 @@ def widen(a):
     """`a` without its constant values (scalars keep their type)."""
     if isinstance(a, AScalar):
         return AScalar(a.pytype) if a.known else a
-    if isinstance(a, ATuple):
-        return ATuple(tuple(map(widen, a.items)))
+    if containers(a):
+        return with_items(a, tuple(map(widen, a.items)))
     if isinstance(a, ASlice):
         return ASlice(widen(a.start), widen(a.stop), widen(a.step))
     if isinstance(a, AObject) and a.value is not ANY and a.pytype is str:
@@ -401,6 +469,11 @@ def abstract_of(value, keep_values: bool = True):
         return AArray(value.dtype, value.shape)
     if isinstance(value, (bool, int, float, complex, np.bool_, np.number)):
         return AScalar(type(value), value if keep_values else ANY)
+    if type(value) is dict and all(_constant_key(k) for k in value):
+        return ADict(tuple(value), tuple(abstract_of(v, keep_values) for v in value.values()))
+    if tree.kind(value) not in (tree.LEAF, tuple, list, dict):    # a NamedTuple or dataclass
+        return ARecord(type(value), tree.keys(value),
+                       tuple(abstract_of(v, keep_values) for v in tree.children(value)))
     if isinstance(value, tuple):
         return ATuple(tuple(abstract_of(v, keep_values) for v in value))
     if value is None:
@@ -425,6 +498,12 @@ def abstract_of(value, keep_values: bool = True):
     return AObject(type(value), value if keep_values else ANY)
 
 
+def _constant_key(k) -> bool:
+    """Whether a dict key can be a compile-time constant key of an ADict."""
+    return type(k) in (str, int, bool, float) or k is None or (
+        type(k) is tuple and all(map(_constant_key, k)))
+
+
 def conforms(value, abstract) -> bool:
     """Whether the runtime `value` is one of the values `abstract` describes (the tests'
     check that inference tells the truth)."""
@@ -442,6 +521,12 @@ def conforms(value, abstract) -> bool:
     if isinstance(abstract, ATuple):
         return isinstance(value, tuple) and len(value) == len(abstract.items) \
             and all(conforms(v, a) for v, a in zip(value, abstract.items))
+    if isinstance(abstract, ADict):
+        return type(value) is dict and _keys_equal(tuple(value), abstract.keys) \
+            and all(conforms(v, a) for v, a in zip(value.values(), abstract.items))
+    if isinstance(abstract, ARecord):
+        return type(value) is abstract.cls \
+            and all(conforms(v, a) for v, a in zip(tree.children(value), abstract.items))
     if isinstance(abstract, ANone):
         return value is None
     if isinstance(abstract, AObject):

@@ -74,10 +74,12 @@ NON_DIFFERENTIABLE = frozenset("""
     zeros_like ones_like arange eye make_exception raise_ format concat_str grad_seed
     math_floor math_ceil stack_empty isnan isinf isfinite print_ rint trunc builtin_round
     math_isnan math_isinf math_isfinite math_trunc
-""".split()) | frozenset({"searchsorted"})   # numpy's integer-valued functions
+""".split()) | frozenset({"searchsorted"}) \
+    | frozenset({"contains", "dict_keys", "comp_length", "comp_next"})   # keys, lengths
 
 # Gradient rules built here rather than parsed, for primitives with any number of inputs.
-VARIADIC_RULES = frozenset({"make_tuple", "builtin_min", "builtin_max", "einsum"})
+VARIADIC_RULES = frozenset({"make_tuple", "builtin_min", "builtin_max", "einsum", "make_dict",
+                            "make_record"})
 
 # Primitives without a gradient rule, and why (checked by tests/test_primitive_tables.py).
 NO_RULE = {
@@ -88,6 +90,9 @@ NO_RULE = {
     **{name: "einsum's and tensordot's gradients are einsums of numpy's, computed by numpy: "
              "a second derivative through a contraction is not supported"
        for name in ("einsum_grad", "tensordot_grad")},
+    **{name: "a gradient's helper for dicts: a second derivative through `d[k] = v`, a dict "
+             "comprehension or `.items()` is not supported" for name in ("dict_pick",
+                                                                         "dict_items_grad")},
 }
 
 
@@ -179,6 +184,13 @@ def _rule_gradients(prim: Primitive, bp: Graph, xs: list, out: Node, dout: Node,
         return [bp.apply(P["grad_zeros"], x) for x in xs]
     if name == "make_tuple":
         return [bp.apply(P["getitem"], dout, i) for i in range(len(xs))]
+    if name == "make_dict":     # make_dict(k0, v0, ...): the keys' zeros, dout[k] for v
+        return [bp.apply(P["grad_zeros"], x) if i % 2 == 0 else
+                bp.apply(P["getitem"], dout, xs[i - 1]) for i, x in enumerate(xs)]
+    if name == "make_record":   # make_record(cls, *fields): dout's fields, in order
+        fields = bp.apply(P["children"], dout)
+        return [bp.apply(P["grad_zeros"], xs[0])] + [
+            bp.apply(P["getitem"], fields, i) for i in range(len(xs) - 1)]
     if name in ("builtin_min", "builtin_max"):
         ties = [bp.apply(P["eq"], x, out) for x in xs]
         count = ties[0]
@@ -281,6 +293,7 @@ class JTransform:
             return self.loop(g, region)
         parent = self.graphs.get(g.parent, g.parent)
         gj = Graph(f"J_{g.name}", parent, g.location)
+        gj.unrolled = g.unrolled
         gj.debug = g.debug.derive("grad of")
         gj.debug.name = f"J_{g.name}"
         self.graphs[g] = gj

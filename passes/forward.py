@@ -54,7 +54,10 @@ LINEAR: dict[str, tuple[int, ...]] = {
         expand_dims squeeze swapaxes concatenate stack unstack getitem check_bound unpack depend
         to_float cast asarray astype take take_along_axis sum_to_like broadcast_to_like
         reduce_grad grad_check_input grad_cast stack_pop sum_to_side broadcast_to_side copy
-        not_a_view array""".split()},
+        not_a_view array getattr_ dict_values children iter_keys dict_pick""".split()},
+    **{name: (1,) for name in ("rebuild", "dict_items_grad", "iter_keys_grad")},
+    **{name: (0, 2) for name in ("record_replace", "dict_setitem", "dict_get")},
+    "dict_cons": (1, 2), "dict_items": (0,),
     **{name: (0, 1) for name in ("add", "sub", "np_add", "np_subtract", "gadd", "stack_push")},
     "where": (1, 2), "switch": (1, 2), "env_getitem": (0, 2), "env_setitem": (0, 2),
     "getitem_grad": (2,), "concat_grad": (2,), "select_grad": (2,), "take_grad": (3,),
@@ -71,6 +74,10 @@ ELEMENTWISE = frozenset("""exp expm1 log log1p sqrt sin cos tan tanh sinh cosh a
     math_asinh math_acosh math_atanh math_erf math_erfc math_degrees math_radians""".split())
 
 VARIADIC = frozenset({"make_tuple", "builtin_min", "builtin_max", "einsum"})
+
+# Containers built from keys or a class and values: the tangent is the container of the
+# values' tangents, under the same keys or class.
+VALUES_AT: dict[str, slice] = {"make_dict": slice(1, None, 2), "make_record": slice(1, None)}
 
 # Primitives without a tangent rule, and why (checked by tests/test_primitive_tables.py).
 NO_TANGENT_RULE = {
@@ -92,7 +99,7 @@ def _base(name: str) -> str:
 def has_tangent_rule(name: str) -> bool:
     name = _base(name)
     return (name in ZERO or name in LINEAR or name in MULTILINEAR or name in ELEMENTWISE
-            or name in VARIADIC or hasattr(jvp_rules, "jvp_" + name))
+            or name in VARIADIC or name in VALUES_AT or hasattr(jvp_rules, "jvp_" + name))
 
 
 @functools.cache
@@ -256,6 +263,11 @@ class ForwardTransform:
             return zeros()
         if name == "make_tuple":
             return fg.apply(P["make_tuple"], *dxs)
+        if name in VALUES_AT:
+            inputs = list(xs)
+            values = range(len(xs))[VALUES_AT[name]]
+            inputs[VALUES_AT[name]] = [dxs[i] for i in values]
+            return fg.apply(base, *inputs, location=location)
         positions = range(1, len(xs)) if name == "einsum" else \
             range(len(xs)) if name in VARIADIC else LINEAR.get(name) or MULTILINEAR.get(name)
         live = [i for i in (positions or range(len(xs))) if not zero[i]]
@@ -281,7 +293,8 @@ class ForwardTransform:
 def constant_parameters(root: Graph) -> set:
     """The parameters of the graphs reached from root (root's own excepted) whose tangent is
     zero at every call: what every call passes them is a constant, the result of a `ZERO`
-    primitive (`range(n)`, `len(x)`) or such a parameter (a loop passing its counter on).
+    primitive (`range(n)`, `len(x)`), of a `LINEAR` one of such values (`iter_keys` of a
+    range) or such a parameter (a loop passing its counter on).
     A graph used otherwise than called (directly or as a branch of a called switch) keeps
     all its tangents.  The greatest fixpoint: a loop's own tail call does not make its
     counter's tangent nonzero.  This keeps forward mode from computing what is zero, and
@@ -306,8 +319,10 @@ def constant_parameters(root: Graph) -> set:
     constant = {p for g in sites for p in g.parameters}
 
     def known(node: Node) -> bool:
-        return isinstance(node, Constant) or node in constant or \
-            _base(primitive_name(node) or "") in ZERO
+        name = _base(primitive_name(node) or "")
+        return isinstance(node, Constant) or node in constant or name in ZERO or (
+            name in LINEAR and all(known(node.args[i]) for i in LINEAR[name]
+                                   if i < len(node.args)))
 
     changed = True
     while changed:

@@ -49,6 +49,14 @@ ieee_pow = _P["ieee_pow"]
 tensordot_grad = _P["tensordot_grad"]
 take_grad = _P["take_grad"]
 take_along_axis_grad = _P["take_along_axis_grad"]
+getattr_ = _P["getattr_"]
+record_replace = _P["record_replace"]
+dict_setitem = _P["dict_setitem"]
+dict_pick = _P["dict_pick"]
+children = _P["children"]
+rebuild = _P["rebuild"]
+dict_items_grad = _P["dict_items_grad"]
+iter_keys_grad = _P["iter_keys_grad"]
 
 
 # ------------------------------------------------------------------ arithmetic
@@ -501,12 +509,66 @@ def bprop_setitem(x, index, value, out, dout):
     return (setitem(dout, index, zeros(value)), zeros(index), sum_to(dout[index], value))
 
 
+# ---------------------------------------------------- dicts and records
+# A dict's or record's sensitivity is a dict or record of the same keys or class (make_dict
+# and make_record, any number of inputs, have rules built in passes/ad.py).
+
+def bprop_getattr_(x, name, out, dout):
+    return (getitem_grad(x, name, dout), zeros(name))
+
+
+def bprop_record_replace(x, name, value, out, dout):
+    return (record_replace(dout, name, zeros(value)), zeros(name), getattr_(dout, name))
+
+
+def bprop_dict_setitem(d, key, value, out, dout):
+    """An entry the update replaced gets no gradient; one it added is not d's."""
+    return (dict_pick(dict_setitem(dout, key, zeros(value)), d), zeros(key), dout[key])
+
+
+def bprop_dict_get(d, key, default, out, dout):
+    if key in d:
+        return (getitem_grad(d, key, dout), zeros(key), zeros(default))
+    return (zeros(d), zeros(key), dout)
+
+
 def bprop_copy(x, out, dout):
     return (dout,)
 
 
 def bprop_not_a_view(x, message, hint, out, dout):
     return (dout, zeros(message), zeros(hint))
+
+
+def bprop_dict_values(d, out, dout):
+    return (rebuild(d, dout),)
+
+
+def bprop_children(x, out, dout):
+    return (rebuild(x, dout),)
+
+
+def bprop_rebuild(like, values, out, dout):
+    return (zeros(like), children(dout))
+
+
+def bprop_dict_items(d, out, dout):
+    return (dict_items_grad(d, dout),)
+
+
+def bprop_dict_cons(key, value, rest, out, dout):
+    """`{key: value, **rest}`: where rest has the key too, its value is the one kept."""
+    if key in rest:
+        return (zeros(key), zeros(value), dict_pick(dout, rest))
+    return (zeros(key), dout[key], dict_pick(dout, rest))
+
+
+def bprop_iter_keys(x, out, dout):
+    return (iter_keys_grad(x, dout),)
+
+
+def bprop_iter_keys_grad(x, dout_, out, dout):
+    return (zeros(x), iter_keys_grad(x, dout))
 
 
 def bprop_check_bound(x, name, out, dout):

@@ -72,14 +72,19 @@ from myir.errors import MyirTypeError
 from myir.ir.analysis import free_variables, primitive_name, recursive_graphs, toposort, users
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter
 from myir.ir.primitives import PRIMITIVES, Primitive
-from passes.abstract import (ANY, BOTTOM, AArray, AbstractValue, AEnv, AFunction, ANone,  # noqa: F401
-                             AObject, AScalar, ASlice, ATuple, AUnion, Closure, abstract_of,
-                             conforms, function, join, located, options, truncate, widen)
+from passes.abstract import (ANY, BOTTOM, AArray, AbstractValue, ADict, AEnv, AFunction,  # noqa: F401
+                             ANone, AObject, ARecord, AScalar, ASlice, ATuple, AUnion, Closure,
+                             abstract_of, conforms, function, join, kind, located, options,
+                             truncate, widen)
 from passes.type_rules import TYPE_RULES, RuleError, TypeFailure, strict_rule, type_name
 
 # A non-recursive graph gets one frame per argument values, up to this many per parent frame;
 # then one frame with the join of them all.
 FRAMES_PER_GRAPH = 8
+# A graph marked `unrolled` (a dict comprehension: frontend/parser.py) is recursive but gets
+# one frame per argument values, like a non-recursive one, so that its counter stays a
+# constant at each step (its length is a constant: `comp_length`), up to this many.
+UNROLLED_FRAMES = 10_000
 # A recursive graph gets one frame per skeleton of its arguments, up to this many.
 SKELETONS_PER_GRAPH = 4
 # Tuples and envs nested deeper than this are ANY in the values joined across iterations.
@@ -112,6 +117,8 @@ def skeleton(value):
         return value.dtype, value.ndim
     if isinstance(value, ATuple):
         return tuple(map(skeleton, value.items))
+    if isinstance(value, (ADict, ARecord)):
+        return kind(value), tuple(map(skeleton, value.items))
     if isinstance(value, AFunction):
         return AFunction
     if isinstance(value, AObject):
@@ -128,7 +135,7 @@ def _plain_data(value) -> bool:
     t = type(value)
     if t is AScalar or t is AArray or t is ANone or value is ANY:
         return True
-    if t is ATuple:
+    if t is ATuple or t is ADict or t is ARecord:
         return all(map(_plain_data, value.items))
     if t is ASlice:
         return _plain_data(value.start) and _plain_data(value.stop) and _plain_data(value.step)
@@ -153,11 +160,25 @@ def _kind_phrase(a) -> str:
         return f"an array {a!r}"
     if isinstance(a, ATuple):
         return f"a tuple {a!r}"
+    if isinstance(a, ADict):
+        return f"a dict {a!r}"
     if isinstance(a, AFunction):
         return "a function"
     if isinstance(a, ANone):
         return "None"
     return f"{'an' if type_name(a)[0] in 'aeiou' else 'a'} {type_name(a)}"
+
+
+def _named(err: RuleError, node: Apply) -> str:
+    """err's message naming the operand it is about by the program's name for it."""
+    if err.about is None:
+        return err.message
+    i, phrase = err.about
+    operand = node.args[i] if i < len(node.args) else None
+    name = None if operand is None or isinstance(operand, Constant) else operand.debug.name
+    if not (name and name.isidentifier()):
+        return err.message
+    return err.message.replace(phrase, f"`{name}`", 1)
 
 
 def union_error(node: Apply, operand: Node, union: AUnion, failing, error: RuleError):
@@ -248,14 +269,17 @@ class Interpreter:
             family = self.families[graph, parent] = Family()
         if family.joined is not None:
             return self._widen(family.joined, args)
-        recursive = graph in self.recursive
+        unrolled = getattr(graph, "unrolled", False)
+        recursive = graph in self.recursive and not unrolled
         if recursive:  # the recursive call would join the constants away: drop them now
             args = tuple(map(widen, args))
         key = tuple(map(skeleton, args)) if recursive else args
         frame = family.frames.get(key)
         if frame is not None:
             return self._widen(frame, args) if recursive else frame
-        if len(family.frames) >= (SKELETONS_PER_GRAPH if recursive else FRAMES_PER_GRAPH):
+        limit = UNROLLED_FRAMES if unrolled else \
+            SKELETONS_PER_GRAPH if recursive else FRAMES_PER_GRAPH
+        if len(family.frames) >= limit:
             joined = args
             for other in family.frames.values():
                 joined = tuple(map(join, joined, other.args))
@@ -612,7 +636,7 @@ def infer(graph: Graph, args: tuple) -> Typed:
     if found is not None:
         node, err = found
         location = node.location or node.graph.location
-        raise MyirTypeError(err.message, location, err.hint, getattr(err, "notes", ()))
+        raise MyirTypeError(_named(err, node), location, err.hint, getattr(err, "notes", ()))
     return Specialiser(interp, frames).run(root)
 
 

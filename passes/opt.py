@@ -22,6 +22,7 @@ to the operations that can.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import math
 import operator
 from collections import deque
@@ -34,8 +35,9 @@ from myir.ir.edit import Cloner, clone_program, inline, replace
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
 from myir.ir.values import Env
-from passes.abstract import (ANY, BOTTOM, AArray, AObject, AScalar, ATuple, AUnion, abstract_of,
-                             options)
+from myir.tree import is_namedtuple
+from passes.abstract import (ANY, BOTTOM, AArray, ADict, AObject, ARecord, AScalar, ATuple,
+                             AUnion, abstract_of, options)
 from passes import grad_rules
 from passes.raising import evaluates, may_raise
 from passes.vectorize import vectorized_may_raise
@@ -416,9 +418,192 @@ def _is_closed_function(node: Node) -> bool:
     return _const(node, Primitive) or (is_graph_constant(node) and node.value.parent is None)
 
 
+# ------------------------------------------------------------------ dicts and records
+# A dict of known keys (make_dict) and a record of known class (make_record) taken apart
+# where built, so a gradient of a dict of parameters keeps no container but its result.
+
+def _fields(node: Node) -> tuple[tuple, list[Node]] | None:
+    """The keys (or field names) and values of a make_dict / make_record node."""
+    name = primitive_name(node)
+    if name == "make_dict" and all(isinstance(k, Constant) for k in node.args[::2]):
+        keys, values = [k.value for k in node.args[::2]], list(node.args[1::2])
+        merged: dict = {}
+        for k, v in zip(keys, values):     # a repeated key: the last value, first place
+            merged[_key(k)] = (k, v)
+        return tuple(k for k, _ in merged.values()), [v for _, v in merged.values()]
+    if name == "make_record" and _const(node.args[0], type):
+        return tree_fields(node.args[0].value), list(node.args[1:])
+    return None
+
+
+def _key(k):
+    return type(k), k
+
+
+def tree_fields(cls: type) -> tuple:
+    return cls._fields if is_namedtuple(cls) else tuple(f.name for f in dataclasses.fields(cls))
+
+
+def _rebuilt(like: Node, keys: tuple, values: list, at: Apply) -> Apply:
+    """A make_dict / make_record of `like`'s kind (a node of one) with `values`."""
+    if primitive_name(like) == "make_record":
+        return at.graph.apply(P["make_record"], like.args[0], *values, location=at.location)
+    return at.graph.apply(P["make_dict"], *(x for kv in zip(keys, values) for x in kv),
+                          location=at.location)
+
+
+def item_of_container(node: Apply, ctx) -> Node | None:
+    """getitem(make_dict(k, v, ...), k) -> v; getattr_(make_record(C, a, b), 'b') -> b (and
+    a NamedTuple's position); children(make_dict(...)) -> the tuple of its values."""
+    name = primitive_name(node)
+    if name not in ("getitem", "getattr_", "children"):
+        return None
+    fields = _fields(node.args[0])
+    if fields is None:
+        return None
+    keys, values = fields
+    if name == "children":
+        return node.graph.apply(P["make_tuple"], *values, location=node.location)
+    index = node.args[1]
+    if primitive_name(node.args[0]) == "make_record" and name == "getitem":
+        if not (_const(index, int) and is_namedtuple(node.args[0].args[0].value)):
+            return None
+        return values[index.value] if -len(values) <= index.value < len(values) else None
+    if not isinstance(index, Constant):
+        return None
+    for k, v in zip(keys, values):
+        if _key(k) == _key(index.value):
+            return v
+    return None
+
+
+def update_of_container(node: Apply, ctx) -> Node | None:
+    """dict_setitem / record_replace / dict_cons of a make_dict or make_record with a
+    constant key -> the make_dict or make_record it gives; gadd of two of the same keys ->
+    one of their values' gadds."""
+    name = primitive_name(node)
+    if name == "gadd":
+        a, b = (_fields(x) for x in node.args)
+        if a is None or b is None or a[0] != b[0] \
+                or primitive_name(node.args[0]) != primitive_name(node.args[1]):
+            return None
+        sums = [node.graph.apply(P["gadd"], x, y, location=node.location)
+                for x, y in zip(a[1], b[1])]
+        return _rebuilt(node.args[0], a[0], sums, node)
+    if name == "dict_cons":
+        key, value, rest = node.args
+        fields = _fields(rest)
+        if fields is None or not isinstance(key, Constant) \
+                or any(_key(k) == _key(key.value) for k in fields[0]):
+            return None
+        return _rebuilt(rest, (key.value,) + fields[0], [value] + fields[1], node)
+    if name not in ("dict_setitem", "record_replace"):
+        return None
+    x, key, value = node.args
+    fields = _fields(x)
+    if fields is None or not isinstance(key, Constant):
+        return None
+    keys, values = fields
+    hits = [i for i, k in enumerate(keys) if _key(k) == _key(key.value)]
+    if hits:
+        values[hits[0]] = value
+    elif name == "dict_setitem":
+        keys, values = keys + (key.value,), values + [value]
+    else:
+        return None
+    return _rebuilt(x, keys, values, node)
+
+
+def _typed_apply(ctx, at: Apply, abstract, prim: str, *args) -> Apply:
+    """A new node, with its type where types are known (so typed rewrites see it)."""
+    new = at.graph.apply(P[prim], *args, location=at.location)
+    if ctx.types is not None:
+        ctx.types[new] = abstract
+    return new
+
+
+def gradient_of_container(node: Apply, ctx) -> Node | None:
+    """With types, the gradient ops of a dict of known keys or a record, taken apart:
+    getitem_grad(d, k, dout) -> make_dict of zeros and dout at k; grad_cast(make_dict(...),
+    x) -> make_dict of the values' casts; grad_check_input of a dict or record -> the value
+    (the check looks at numbers and arrays only); iter_keys(x) -> x's keys, or x itself
+    where it is no dict; iter_keys_grad likewise; rebuild(like, make_tuple(...)) -> the
+    dict or record."""
+    name = primitive_name(node)
+    if name not in _CONTAINER_GRADIENT_OPS:
+        return None
+    t = ctx.type_of(node.args[1] if name == "grad_cast" else node.args[0])   # the container
+    if name == "iter_keys_grad" and t is not None and t is not ANY and not any(
+            isinstance(o, (ADict, AObject)) for o in options(t)):
+        return node.args[1]
+    if name == "iter_keys" and t is not None and t is not ANY:
+        if isinstance(t, ADict):
+            return Constant(tuple(t.keys))
+        view = primitive_name(node.args[0])
+        if view in _VIEWS:      # a dict's view: the tuple of what it holds
+            d = node.args[0].args[0]
+            dt = ctx.type_of(d)
+            if not isinstance(dt, ADict):
+                return None
+            items = [_VIEWS[view](node, k, _typed_apply(ctx, node, v, "getitem", d, k))
+                     for k, v in zip(dt.keys, dt.items)]
+            return node.graph.apply(P["make_tuple"], *items, location=node.location)
+        if not any(isinstance(o, AObject) for o in options(t)):
+            return node.args[0]
+        return None
+    if not isinstance(t, (ADict, ARecord)):
+        return None
+    x = node.args[0]
+    keys = t.keys if isinstance(t, ADict) else t.fields
+    read = "getitem" if isinstance(t, ADict) else "getattr_"
+
+    def build(values):
+        if isinstance(t, ADict):
+            return node.graph.apply(P["make_dict"], *(v for kv in zip(keys, values) for v in kv),
+                                    location=node.location)
+        return node.graph.apply(P["make_record"], t.cls, *values, location=node.location)
+
+    if name == "grad_check_input":
+        return x
+    if name == "rebuild" and primitive_name(node.args[1]) == "make_tuple":
+        return build(list(node.args[1].args))
+    if name == "getitem_grad" and isinstance(node.args[1], Constant):
+        index = node.args[1].value
+        if isinstance(t, ARecord) and type(index) is int:
+            index = t.fields[index]
+        if index not in keys:
+            return None
+        values = [node.args[2] if k == index else _typed_apply(
+            ctx, node, TYPE_RULES["grad_zeros"](item), "grad_zeros",
+            _typed_apply(ctx, node, item, read, x, k)) for k, item in zip(keys, t.items)]
+        return build(values)
+    if name == "grad_cast":
+        d, x = node.args
+        fields = _fields(d)
+        if fields is None or fields[0] != tuple(keys):
+            return None
+        return build([_typed_apply(ctx, node, TYPE_RULES["grad_cast"](ctx.type_of(v), item),
+                                   "grad_cast", v, _typed_apply(ctx, node, item, read, x, k))
+                      for v, k, item in zip(fields[1], keys, t.items)])
+    return None
+
+
+_CONTAINER_GRADIENT_OPS = frozenset({"iter_keys", "iter_keys_grad", "grad_check_input",
+                                     "rebuild", "getitem_grad", "grad_cast"})
+_VIEWS = {
+    "dict_keys": lambda at, k, v: Constant(k),
+    "dict_values": lambda at, k, v: v,
+    "dict_items": lambda at, k, v: at.graph.apply(P["make_tuple"], k, v, location=at.location),
+}
+
+
+CONTAINER_REWRITES = [item_of_container, update_of_container]
+CONTAINER_TYPED_REWRITES = [gradient_of_container]
+
+
 REWRITES = [getitem_of_tuple, unpack_of_tuple, depend_satisfied, env_get_after_set, gadd_zero,
             getitem_grad_of_made, gadd_of_made, switch_on_constant, switch_equal_branches, neg_neg, constant_fold, call_inline,
-            specialize_call]
+            specialize_call, *CONTAINER_REWRITES]
 
 
 # ------------------------------------------------------------------ typed rewrites
@@ -1021,7 +1206,7 @@ TYPED_REWRITES = [checks_proved, grad_check_passes, grad_cast_by_type, ieee_on_n
                   depend_on_what_raises, grad_seed_of_float, shape_facts,
                   known_integer, mul_one, add_zero, negation_absorbed, gadd_of_numbers,
                   side_of_number, container_grads_by_type, sum_to_like_same_shape, shape_from_input, implicit_broadcast, spread_late,
-                  spread_out, spread_of_spread]
+                  spread_out, spread_of_spread, *CONTAINER_TYPED_REWRITES]
 
 
 # The primitives each rewrite can apply to: a rewrite is only tried on a call of one of
@@ -1047,6 +1232,9 @@ MATCHES = {
     spread_late: ELEMENTWISE, spread_out: ROUNDED_ONCE, spread_of_spread: {"reduce_grad"},
     grad_cast_by_type: {"grad_cast"}, ieee_on_numpy: {"ieee_truediv", "ieee_pow"},
     depend_on_what_raises: {"depend"},
+    item_of_container: {"getitem", "getattr_", "children"},
+    update_of_container: {"gadd", "dict_cons", "dict_setitem", "record_replace"},
+    gradient_of_container: _CONTAINER_GRADIENT_OPS,
 }
 
 

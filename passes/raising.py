@@ -34,7 +34,7 @@ import numpy as np
 
 from myir.ir.analysis import primitive_name
 from myir.ir.graph import Apply, Node
-from passes.abstract import AArray, ANone, AObject, AScalar, ASlice, ATuple
+from passes.abstract import ANY, AArray, ADict, ANone, AObject, ARecord, AScalar, ASlice, ATuple
 
 _PY_NUMBERS = (bool, int, float, complex)
 
@@ -127,6 +127,10 @@ def _getitem(args, out) -> bool:
     """An index out of range raises IndexError; a constant index of a tuple is checked at
     compile time, and basic slices of an array (not 0-d) never raise."""
     x, index = args
+    if isinstance(x, ADict):    # a constant key is checked at compile time
+        return not (isinstance(index, (AScalar, AObject)) and index.value is not ANY)
+    if isinstance(x, ARecord):
+        x = ATuple(x.items)
     if isinstance(x, ATuple):
         return not (isinstance(index, AScalar) and index.known and index.pytype is int
                     and -len(x.items) <= index.value < len(x.items))
@@ -134,6 +138,17 @@ def _getitem(args, out) -> bool:
         slices = index.items if isinstance(index, ATuple) else (index,)
         return not (all(isinstance(s, ASlice) for s in slices) and len(slices) <= x.ndim)
     return True
+
+
+def _getattr(args, out) -> bool:
+    """A record's field is checked at compile time; another object may lack it."""
+    return not isinstance(args[0], ARecord)
+
+
+def _contains(args, out) -> bool:
+    """`k in d` of a dict is a lookup; `x in xs` compares with `==`, whose truth may raise
+    (an array's)."""
+    return not isinstance(args[1], ADict)
 
 
 def _unpack(args, out) -> bool:
@@ -210,6 +225,8 @@ RAISES = _table([
     ("truth not_ to_bool", _truth),
     ("getitem", _getitem),
     ("unpack", _unpack),
+    ("getattr_", _getattr),
+    ("contains", _contains),
     ("range", _range),
     ("builtin_min builtin_max", _builtin_min_max),
     ("max min argmax argmin", _reduction_no_identity),
@@ -258,6 +275,10 @@ CANNOT_RAISE = _table([
     ("depend", "passes its operands on: what raises is one of them"),
     ("copy", "a copy of a value that has `.copy()`, which inference checked"),
     ("not_a_view", "checked by inference"),
+    ("make_dict make_record record_replace dict_setitem dict_get dict_keys dict_values "
+     "dict_items dict_cons iter_keys comp_length comp_next children rebuild dict_pick "
+     "dict_items_grad iter_keys_grad", "dicts of keys and records of fields inference knows were checked at "
+     "compile time"),
     ("stack_push stack_pop stack_empty", "a loop gradient's residual stack: the backward "
      "loop pops exactly what the forward loop pushed"),
     ("linalg_det linalg_slogdet", "a singular matrix has determinant 0 (log -inf), numpy "
@@ -284,7 +305,7 @@ def _unknown(t) -> bool:
     know (it may fail to broadcast)."""
     if isinstance(t, AArray):
         return None in t.shape
-    if isinstance(t, ATuple):
+    if isinstance(t, (ATuple, ADict, ARecord)):
         return any(_unknown(i) for i in t.items)
     return not isinstance(t, (AScalar, ANone, ASlice, AObject))
 

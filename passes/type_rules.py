@@ -19,6 +19,7 @@ simply computed (constant folding), so branches on constants are resolved.
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import math
 import operator
 import warnings
@@ -28,17 +29,23 @@ import numpy as np
 from myir.ir import einsum, tangents
 from myir.ir.ieee import ieee_pow, ieee_truediv
 from myir.ir.primitives import MATH_MORE, UNBOUND
-from passes.abstract import (ANY, BOTTOM, AArray, AEnv, AFunction, ANone, AObject, AScalar,
-                             ASlice, AStack, ATuple, AUnion, _value_key, abstract_of, join)
+from myir import tree
+from passes.abstract import (ANY, BOTTOM, AArray, ADict, AEnv, AFunction, ANone, AObject,
+                             ARecord, AScalar, ASlice, AStack, ATuple, AUnion, _value_key,
+                             abstract_of, containers, join, with_items)
+from passes.abstract import kind as kind_of
 
 
 class RuleError(Exception):
     """A type error certain to happen when the primitive runs: message and hint."""
 
-    def __init__(self, message: str, hint: str | None = None):
+    def __init__(self, message: str, hint: str | None = None, about: tuple | None = None):
         super().__init__(message)
         self.message = message
         self.hint = hint or "check the types and shapes of the values used here"
+        # (i, phrase): the phrase of the message that names the operand i, which the
+        # interpreter replaces by the program's name for it (`d` for "this dict")
+        self.about = about
 
 
 class TypeFailure(RuleError):
@@ -307,7 +314,9 @@ def type_name(a) -> str:
         return a.pytype.__name__
     if isinstance(a, AUnion):
         return " or ".join(map(type_name, a.options))
-    return {AArray: "numpy.ndarray", ATuple: "tuple", ANone: "NoneType",
+    if isinstance(a, ARecord):
+        return a.cls.__name__
+    return {ADict: "dict", AArray: "numpy.ndarray", ATuple: "tuple", ANone: "NoneType",
             ASlice: "slice"}.get(type(a), "object")
 
 
@@ -849,7 +858,7 @@ def eye_rule(n, dtype):
 
 @rule
 def len_rule(x):
-    if isinstance(x, ATuple):
+    if isinstance(x, (ATuple, ADict)) or isinstance(x, ARecord) and tree.is_namedtuple(x.cls):
         return AScalar(int, len(x.items))
     if isinstance(x, AArray):
         if not x.shape:
@@ -907,6 +916,13 @@ def getitem_rule(x, index):
         return _tuple_item(x, index)
     if isinstance(x, AArray):
         return _array_item(x, index)
+    if isinstance(x, ADict):
+        return _dict_item(x, index)
+    if isinstance(x, ARecord):
+        if not tree.is_namedtuple(x.cls):
+            raise RuleError(f"'{x.cls.__name__}' object is not subscriptable",
+                            "read a dataclass's fields by name: `p.W`")
+        return _tuple_item(ATuple(x.items), index)
     if isinstance(x, AObject) and x.pytype is range and x.value is ANY:
         return AObject(range) if isinstance(index, ASlice) else AScalar(int)
     if isinstance(x, AObject) and x.pytype in (str, range):
@@ -942,6 +958,15 @@ def setitem_rule(x, index, value):
             evaluate(_assign_into, [AArray(x.dtype, ()), value if not isinstance(value, AArray)
                                     else AArray(value.dtype, ())])
         return BOTTOM if item is BOTTOM else x
+    if isinstance(x, ADict):
+        # `d[k] = v` on a dict that is not a literal, `dict(...)` or comprehension of this
+        # function (`d = p.copy()`): setitem's gradient keeps d's keys, so only a key d has
+        key = _constant_key(index, "the key")
+        if key not in x.keys:
+            raise RuleError(f"adding the key {key!r} to a dict copied with `.copy()` is not "
+                            "supported", "copy it with `dict(...)` instead, e.g. "
+                            f"`d = dict(p)`, or build it as `{{**p, {key!r}: value}}`")
+        return dict_setitem_rule(x, index, value)
     if isinstance(x, (ATuple, AScalar, ANone, AFunction)) or \
             (isinstance(x, AObject) and x.pytype is str):
         raise RuleError(f"'{type_name(x)}' object does not support item assignment",
@@ -960,8 +985,9 @@ def _assign_into(x, value):
 
 @rule
 def copy_rule(x):
-    """`x.copy()`: a value of x's own type."""
-    if isinstance(x, AArray) or (isinstance(x, AScalar) and issubclass(x.pytype, np.generic)):
+    """`x.copy()`, `dict(d)`: a value of x's own type."""
+    if isinstance(x, (AArray, ADict)) or (isinstance(x, AScalar)
+                                          and issubclass(x.pytype, np.generic)):
         return x
     if isinstance(x, (ATuple, AScalar, ANone, AFunction)) or \
             (isinstance(x, AObject) and x.pytype is str):
@@ -1068,7 +1094,7 @@ def _advanced_item(x, items):
 @rule
 def unpack_rule(x, n):
     count = int_value(n)
-    if isinstance(x, ATuple) and count is not ANY:
+    if containers(x) and count is not ANY:
         return x if len(x.items) == count else BOTTOM  # ValueError at run time
     return x
 
@@ -1100,8 +1126,8 @@ def grad_zeros_rule(x):
         if x.pytype in (bool, int):
             return AScalar(int, 0)
         return AScalar(x.pytype, x.pytype(0))
-    if isinstance(x, ATuple):
-        return ATuple(tuple(map(grad_zeros_rule, x.items)))
+    if containers(x):
+        return with_items(x, tuple(map(grad_zeros_rule, x.items)))
     if isinstance(x, (AEnv, AFunction)) or (isinstance(x, AObject) and _callable(x)):
         return AEnv()
     if isinstance(x, AStack):
@@ -1120,8 +1146,8 @@ def gadd_rule(x, y):
         if x.item is BOTTOM or y.item is BOTTOM:
             return AStack(join(x.item, y.item))
         return AStack(join(join(x.item, y.item), gadd_rule(x.item, y.item)))
-    if isinstance(x, ATuple) and isinstance(y, ATuple):
-        return ATuple(tuple(gadd_rule(a, b) for a, b in zip(x.items, y.items)))
+    if containers(x) and containers(y) and kind_of(x) == kind_of(y):
+        return with_items(x, tuple(gadd_rule(a, b) for a, b in zip(x.items, y.items)))
     if isinstance(x, AEnv) and isinstance(y, AEnv):
         env = AEnv(x.items, x.complete and y.complete)
         for key, value in y.items:
@@ -1135,7 +1161,7 @@ def gadd_rule(x, y):
         return y
     if isinstance(y, ANone):
         return x
-    if x is ANY or y is ANY or isinstance(x, (ATuple, AEnv)):
+    if x is ANY or y is ANY or containers(x) or isinstance(x, AEnv):
         return ANY
     return TYPE_RULES["add"](x, y)
 
@@ -1252,6 +1278,8 @@ def getitem_grad_rule(x, index, dout):
         return x
     if isinstance(x, AScalar) and issubclass(x.pytype, np.inexact):
         return AScalar(x.pytype)    # a numpy scalar indexed as a 0-d array: x[()], x[None]
+    if isinstance(x, (ADict, ARecord)):
+        return _record_item_grad(x, index, dout)
     return grad_zeros_rule(x)
 
 
@@ -1357,9 +1385,9 @@ def grad_cast_rule(d, x):
     if isinstance(x, AScalar) and issubclass(x.pytype, (float, complex, np.inexact)) \
             and numeric:
         return AScalar(x.pytype)
-    if isinstance(x, ATuple) and isinstance(d, ATuple) and len(d.items) == len(x.items):
-        return ATuple(tuple(map(grad_cast_rule, d.items, x.items)))
-    if isinstance(x, ATuple) and d is ANY:
+    if containers(x) and containers(d) and len(d.items) == len(x.items):
+        return with_items(x, tuple(map(grad_cast_rule, d.items, x.items)))
+    if containers(x) and d is ANY:
         return ANY
     return d
 
@@ -1750,6 +1778,255 @@ _MATH = ("exp log log1p expm1 sqrt sin cos tan asin acos atan sinh cosh tanh fab
 _AUGMENTED = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//",
               "mod": "%", "pow": "**", "matmul": "@"}
 
+# ------------------------------------------------------------------------ dicts, records
+
+
+class _NotConstant(Exception):
+    pass
+
+
+def key_value(a):
+    """The constant a dict key's abstract value stands for (raises _NotConstant)."""
+    if isinstance(a, ANone):
+        return None
+    if isinstance(a, ATuple):
+        return tuple(key_value(x) for x in a.items)
+    if isinstance(a, (AScalar, AObject)) and a.value is not ANY \
+            and (isinstance(a, AScalar) or a.pytype is str):
+        return a.value
+    raise _NotConstant
+
+
+def _constant_key(a, what: str):
+    try:
+        return key_value(a)
+    except _NotConstant:
+        raise RuleError(f"{what} is {type_name(a)} whose value is not known when compiling; "
+                        "compiled dicts have keys known when compiling",
+                        "use constant keys (strings, numbers), or a tuple or array indexed by "
+                        "an int for values chosen at run time") from None
+
+
+def _set(d: ADict, key, value) -> ADict:
+    """d with `key` set to value: replaced in place, or added at the end (CPython's order)."""
+    keys, items = list(d.keys), list(d.items)
+    for i, k in enumerate(keys):
+        if _value_key(k) == _value_key(key):
+            items[i] = value
+            return ADict(d.keys, tuple(items))
+    return ADict(tuple(keys) + (key,), tuple(items) + (value,))
+
+
+def _known_key(d: ADict, key) -> bool:
+    return any(_value_key(k) == _value_key(key) for k in d.keys)
+
+
+def _missing_key(d: ADict, key):
+    keys = ", ".join(map(repr, d.keys)) or "none"
+    return RuleError(f"KeyError: {key!r} is not a key of this dict (its keys: {keys})",
+                     "use one of its keys, or `.get(key, default)` for a key it may lack",
+                     about=(0, "this dict"))
+
+
+def _dict_item(d: ADict, index):
+    if index is ANY:
+        return ANY
+    try:
+        key = key_value(index)
+    except _NotConstant:   # a key chosen at run time: any of the values
+        result = BOTTOM
+        for item in d.items:
+            result = join(result, item)
+        return result
+    found = d.get(key, BOTTOM)
+    if found is BOTTOM:
+        raise _missing_key(d, key)
+    return found
+
+
+def _record_item_grad(x, index, dout):
+    """getitem_grad of a dict's key or a record's field (or a NamedTuple's position)."""
+    items = list(grad_zeros_rule(x).items)
+    if isinstance(x, ARecord) and isinstance(index, AScalar) and index.known:
+        items[int(index.value)] = dout
+        return with_items(x, tuple(items))
+    try:
+        key = key_value(index)
+    except _NotConstant:
+        return ANY
+    keys = x.keys if isinstance(x, ADict) else x.fields
+    for i, k in enumerate(keys):
+        if _value_key(k) == _value_key(key):
+            items[i] = dout
+    return with_items(x, tuple(items))
+
+
+def make_dict_rule(*keys_and_values):
+    d = ADict((), ())
+    for k, v in zip(keys_and_values[::2], keys_and_values[1::2]):
+        if k is ANY:
+            return ANY
+        d = _set(d, _constant_key(k, "a key of this dict"), v)
+    return d
+
+
+def make_record_rule(cls, *values):
+    if not (isinstance(cls, AObject) and isinstance(cls.value, type)):
+        return ANY
+    fields = cls.value._fields if tree.is_namedtuple(cls.value) else \
+        tuple(f.name for f in dataclasses.fields(cls.value))
+    return ARecord(cls.value, fields, values)
+
+
+def getattr_rule(x, name):
+    if x is ANY or not isinstance(name, AObject) or name.value is ANY:
+        return ANY
+    if isinstance(x, ARecord):
+        if name.value not in x.fields:
+            raise RuleError(f"'{x.cls.__name__}' object has no attribute '{name.value}'",
+                            f"its fields: {', '.join(x.fields)}")
+        return x.get(name.value)
+    if isinstance(x, AObject) and x.value is ANY:
+        return ANY
+    raise RuleError(f"'{type_name(x)}' object has no attribute '{name.value}'",
+                    "attributes are read from dataclasses and NamedTuples (and arrays' "
+                    "`.shape`, `.T`, ...)")
+
+
+def record_replace_rule(x, name, value):
+    if isinstance(x, ARecord) and isinstance(name, AObject) and name.value is not ANY:
+        getattr_rule(x, name)
+        return ARecord(x.cls, x.fields, tuple(value if f == name.value else v
+                                              for f, v in zip(x.fields, x.items)))
+    return ANY
+
+
+def _dict_arg(d, what: str):
+    """d, a dict of known keys; None for an unknown value; an error for anything else."""
+    if isinstance(d, ADict):
+        return d
+    if d is ANY or isinstance(d, AObject) and d.pytype is dict:
+        return None
+    raise RuleError(f"{what} needs a dict, not {type_name(d)}")
+
+
+def dict_setitem_rule(d, key, value):
+    d = _dict_arg(d, "`d[key] = value`")
+    return ANY if d is None or key is ANY else _set(d, _constant_key(key, "the key"), value)
+
+
+def dict_get_rule(d, key, default):
+    d = _dict_arg(d, "`.get()`")
+    if d is None or key is ANY:
+        return ANY
+    return d.get(_constant_key(key, "the key"), default)
+
+
+def _dict_method(fn, what: str):
+    def apply(d):
+        d = _dict_arg(d, what)
+        return ANY if d is None else ATuple(tuple(fn(k, v) for k, v in zip(d.keys, d.items)))
+    return apply
+
+
+def dict_cons_rule(key, value, rest):
+    rest = _dict_arg(rest, "a dict comprehension")
+    if rest is None or key is ANY:
+        return ANY
+    k = _constant_key(key, "a key of this dict comprehension")
+    if _known_key(rest, k):     # a later item sets the value; the first one the position
+        return ADict((k,) + rest.keys, (rest.get(k),) + rest.items)
+    return ADict((k,) + rest.keys, (value,) + rest.items)
+
+
+def contains_rule(item, x):
+    if isinstance(x, ADict) and item is not ANY:
+        try:
+            return AScalar(bool, _known_key(x, key_value(item)))
+        except _NotConstant:
+            return AScalar(bool)
+    if isinstance(x, ATuple) and known(x) and known(item):
+        return fold(lambda a, b: a in b, [item, x])
+    return AScalar(bool)
+
+
+def iter_keys_rule(x):
+    if isinstance(x, ADict):
+        return ATuple(tuple(abstract_of(k) for k in x.keys))
+    if isinstance(x, AObject) and x.pytype is dict:
+        return ANY
+    return x
+
+
+def iter_keys_grad_rule(x, dout):
+    return grad_zeros_rule(x) if isinstance(x, ADict) else dout
+
+
+def comp_length_rule(n):
+    if not (isinstance(n, AScalar) and n.known):
+        raise RuleError("a dict comprehension builds a dict whose keys must be known when "
+                        "compiling, but it goes over values whose number is not known until "
+                        "run time",
+                        "go over a dict's keys or `.items()`, a tuple, or `range` of a "
+                        "constant; or build a tuple or array of the values instead")
+    return n
+
+
+def comp_next_rule(i, n):
+    """i + 1 for a step i < n; none past the end (BOTTOM), so that inference, which may
+    evaluate a step again after its condition turned false, never goes past it."""
+    if isinstance(i, AScalar) and i.known and isinstance(n, AScalar) and n.known:
+        return AScalar(int, i.value + 1) if i.value < n.value else BOTTOM
+    return BOTTOM
+
+
+def dict_pick_rule(d, like):
+    if isinstance(d, ADict) and isinstance(like, ADict):
+        return ADict(like.keys, tuple(d.get(k, ANY) for k in like.keys))
+    return ANY
+
+
+def children_rule(x):
+    return ATuple(x.items) if isinstance(x, (ADict, ARecord)) else ANY
+
+
+def rebuild_rule(like, values):
+    if isinstance(like, (ADict, ARecord)) and isinstance(values, ATuple) \
+            and len(values.items) == len(like.items):
+        return with_items(like, values.items)
+    return ANY
+
+
+def dict_items_grad_rule(d, dout):
+    if isinstance(d, ADict) and isinstance(dout, ATuple) and all(
+            isinstance(p, ATuple) and len(p.items) == 2 for p in dout.items):
+        return ADict(d.keys, tuple(p.items[1] for p in dout.items))
+    return ANY
+
+
+DICT_RULES = {
+    "make_dict": make_dict_rule,
+    "make_record": make_record_rule,
+    "getattr_": getattr_rule,
+    "record_replace": record_replace_rule,
+    "dict_setitem": dict_setitem_rule,
+    "dict_get": dict_get_rule,
+    "dict_keys": _dict_method(lambda k, v: abstract_of(k), "`.keys()`"),
+    "dict_values": _dict_method(lambda k, v: v, "`.values()`"),
+    "dict_items": _dict_method(lambda k, v: ATuple((abstract_of(k), v)), "`.items()`"),
+    "dict_cons": dict_cons_rule,
+    "contains": contains_rule,
+    "iter_keys": iter_keys_rule,
+    "iter_keys_grad": iter_keys_grad_rule,
+    "comp_length": comp_length_rule,
+    "comp_next": comp_next_rule,
+    "dict_pick": dict_pick_rule,
+    "children": children_rule,
+    "rebuild": rebuild_rule,
+    "dict_items_grad": dict_items_grad_rule,
+}
+
+
 TYPE_RULES = {
     **{name: elementwise(fn) for name, fn in _OPERATORS.items()},
     **{name: elementwise(getattr(np, name)) for name in _NUMPY_ELEMENTWISE},
@@ -1844,4 +2121,5 @@ TYPE_RULES = {
     "format": _string(_format),
     "concat_str": _string(lambda *parts: "".join(parts)),
     **LINALG_RULES,
+    **DICT_RULES,
 }

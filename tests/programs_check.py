@@ -30,6 +30,7 @@ import math
 import os
 import shutil
 import tempfile
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -215,8 +216,12 @@ def assert_same(actual, expected, where: str = "result", tolerance=None) -> None
         assert len(actual) == len(expected), f"{where}: {actual!r} != {expected!r}"
         for i, (a, e) in enumerate(zip(actual, expected)):
             assert_same(a, e, f"{where}[{i}]", tolerance)
+    elif dataclasses.is_dataclass(expected):
+        for f in dataclasses.fields(expected):
+            assert_same(getattr(actual, f.name), getattr(expected, f.name),
+                        f"{where}.{f.name}", tolerance)
     elif isinstance(expected, dict):
-        assert actual.keys() == expected.keys(), f"{where}: {actual!r} != {expected!r}"
+        assert list(actual) == list(expected), f"{where}: {actual!r} != {expected!r}"
         for k in expected:
             assert_same(actual[k], expected[k], f"{where}[{k!r}]", tolerance)
     elif isinstance(expected, np.ndarray):

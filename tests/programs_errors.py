@@ -165,7 +165,7 @@ def list_comp(t):
 
 
 def dict_comp(t):
-    return {v: v * 2 for v in t}
+    return {v: w * 2 for v in t for w in t}
 
 
 def set_comp(t):
@@ -177,7 +177,7 @@ def list_literal(x):
 
 
 def dict_literal(x):
-    return {"x": x}
+    return {**x}
 
 
 def set_literal(x):

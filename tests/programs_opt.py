@@ -384,6 +384,36 @@ def hand_mlp(x, W1, b1, W2, b2, onehot):
     return x.T @ da, np.sum(da, axis=0), h.T @ dlogits, np.sum(dlogits, axis=0)
 
 
+def dict_item_before(x, y):
+    return {"a": x, "b": y}["b"] * x
+
+
+def dict_item_after(x, y):
+    return y * x
+
+
+def dict_update_before(x, y):
+    d = {"a": x}
+    d["b"] = y
+    d["a"] = y * x
+    return d
+
+
+def dict_update_after(x, y):
+    return {"a": y * x, "b": y}
+
+
+def mlp_dict(params, x, onehot):
+    """The benchmark's mlp with its parameters in a dict."""
+    return W.mlp(x, params["W1"], params["b1"], params["W2"], params["b2"], onehot)
+
+
+def hand_mlp_dict(params, x, onehot):
+    dW1, db1, dW2, db2 = hand_mlp(x, params["W1"], params["b1"], params["W2"], params["b2"],
+                                  onehot)
+    return {"W1": dW1, "b1": db1, "W2": dW2, "b2": db2}
+
+
 _C = 0.7978845608028654  # sqrt(2 / pi), as in norm_cdf
 _K = 0.044715
 

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import myir
+from myir import tree
 from bench.workloads import handwritten as H
 from bench.workloads import programs as W
 from tests import programs_grad as G
@@ -538,8 +539,12 @@ def test_workload(name):
     f32 = W.DTYPE[name] == "float32"
     rtol = 1e-3 if f32 else 1e-7
     kind, ref = _workload_reference(name, args)
+    params = [args[i] for i in wrt]
+    if kind == "exact":     # leaf by leaf: a dict of parameters' gradient is such a dict
+        assert [tree.structure(d) for d in got] == [tree.structure(p) for p in params]
+        got, ref, params = ([x for v in vs for x in tree.leaves(v)] for vs in (got, ref, params))
     for i, (d, r) in enumerate(zip(got, ref)):
-        assert np.shape(d) == np.shape(args[wrt[i]]), (name, i)
+        assert np.shape(d) == np.shape(params[i]), (name, i)
         assert np.all(np.isfinite(d)), (name, i)
         if kind == "exact":
             scale = np.max(np.abs(r))

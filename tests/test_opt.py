@@ -32,15 +32,16 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import myir
+from myir import tree
 from backends.python import compile_module, generate
 from bench.workloads import programs as W
 from frontend import parse
-from myir.ir.analysis import primitive_name, reachable_graphs
+from myir.ir.analysis import primitive_name, reachable_graphs, toposort
 from myir.ir.graph import Constant, Graph, Parameter
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
 from myir.ir.values import NEWENV, Env, GradKey
 from passes import opt
-from passes.abstract import ANY, AArray, AScalar, ATuple, abstract_of, join
+from passes.abstract import ANY, AArray, ADict, AScalar, ATuple, abstract_of, join
 from passes.infer import infer
 from tests import programs_opt as P
 
@@ -350,6 +351,16 @@ def hand_fold_numpy_division_by_zero():
     return g
 
 
+def hand_gadd_of_dicts():
+    """The gradients of a dict's entries added: one dict of the entries' sums."""
+    g, (x, y) = _graph(2, "before")
+    g.output = g.apply(PR["gadd"], g.apply(PR["make_dict"], "a", x),
+                       g.apply(PR["make_dict"], "a", y))
+    h, (x2, y2) = _graph(2, "after")
+    h.output = h.apply(PR["make_dict"], "a", h.apply(PR["gadd"], x2, y2))
+    return g, h
+
+
 def _parsed_pair(before, after):
     return lambda: (parse(before), parse(after))
 
@@ -385,6 +396,10 @@ PAIRS = [
     ("call_inline", "lambda", _parsed_pair(P.inline_lambda_before, P.inline_lambda_after)),
     ("unpack_of_tuple", "unpack", _parsed_pair(P.unpack_before, P.unpack_after)),
     ("depend_satisfied", "effect_used", hand_depend_satisfied),
+    ("item_of_container", "dict", _parsed_pair(P.dict_item_before, P.dict_item_after)),
+    ("update_of_container", "dict_setitem",
+     _parsed_pair(P.dict_update_before, P.dict_update_after)),
+    ("update_of_container", "gadd_of_dicts", hand_gadd_of_dicts),
 ]
 
 
@@ -786,6 +801,22 @@ def _expect_waiting(name, n, unused=0):
 
 I_A4 = AArray(np.dtype("int64"), (4,))
 
+_DICT = ADict(("a", "b"), (F64, A4))
+
+
+def _dict_item_grad():
+    """getitem_grad(d, 'a', dout) of a dict of known keys: zeros but at 'a'."""
+    return _typed(2, [_DICT, F64], lambda g, d, dout: (
+        n := g.apply(PR["getitem_grad"], d, "a", dout), [(n, _DICT)]))
+
+
+def _dict_item_grad_expected():
+    g, (d, dout) = _graph(2, "after")
+    zeros = g.apply(PR["grad_zeros"], g.apply(PR["getitem"], d, "b"))
+    g.output = g.apply(PR["make_dict"], "a", dout, "b", zeros)
+    return g
+
+
 # (typed rewrite, case, () -> (before, types), expected graph or None when nothing changes)
 TYPED_CASES = [
     ("depend_on_what_raises", "array_division_cannot",
@@ -1001,6 +1032,11 @@ TYPED_CASES = [
      lambda: _returning(1, 0)),
     ("neg_neg", "bool_kept", lambda: _typed(1, [BOOL], lambda g, x: _neg_neg(g, x, I64)),
      None),
+    ("gradient_of_container", "getitem_grad_of_dict", _dict_item_grad,
+     _dict_item_grad_expected),
+    ("gradient_of_container", "iter_keys_of_tuple",
+     lambda: _one_op("iter_keys", [ATuple((F64, F64))], result=ATuple((F64, F64))),
+     lambda: _returning(1, 0)),
 ]
 
 
@@ -1189,10 +1225,14 @@ def outcome(f, args):
 
 
 def assert_same(a, b, exact: bool = True):
-    """Same type and value (floats: bit for bit, unless `exact` is False; tuples
+    """Same type and value (floats: bit for bit, unless `exact` is False; tuples and dicts
     elementwise)."""
     assert type(a) is type(b), (a, b)
-    if isinstance(a, tuple):
+    if isinstance(a, dict):
+        assert list(a) == list(b), (a, b)
+        for k in a:
+            assert_same(a[k], b[k], exact)
+    elif isinstance(a, tuple):
         assert len(a) == len(b), (a, b)
         for x, y in zip(a, b):
             assert_same(x, y, exact)
@@ -1349,6 +1389,9 @@ def _inputs(name):
     if name == "mlp":
         return (_vec((4, 6), f32), _vec((6, 5), f32), _vec(5, f32), _vec((5, 3), f32),
                 _vec(3, f32), np.eye(3, dtype=f32)[[0, 2, 1, 1]])
+    if name == "mlp_dict":
+        x, W1, b1, W2, b2, onehot = _inputs("mlp")
+        return ({"W1": W1, "b1": b1, "W2": W2, "b2": b2}, x, onehot)
     if name == "blackscholes":
         u = _rng.uniform
         return (u(50, 150, 5), u(50, 150, 5), u(0.1, 2, 5), u(0, 0.05, 5), u(0.1, 0.5, 5))
@@ -1393,6 +1436,7 @@ GOLDEN = {
     "logsumexp": (W.logsumexp, (0,), _TYPES, _MAX, 30, None),
     "logreg": (W.logreg, (2, 3), _MATMUL, None, 110, None),
     "mlp": (W.mlp, (1, 2, 3, 4), _MATMUL + "; " + _TYPES, _MAX, 150, None),
+    "mlp_dict": (P.mlp_dict, (0,), _MATMUL + "; " + _TYPES, _MAX, 154, None),
     "blackscholes": (W.blackscholes, (0, 4), _TYPES,
                      _ALGEBRA + "norm_cdf's derivative in closed form (the pdf) and shared "
                      "factors; the AD differentiates x*x*x and tanh's polynomial by the "
@@ -1469,6 +1513,7 @@ def assert_collapsed(name, g: Graph) -> None:
     stats = g.stats()
     several = len(GOLDEN[name][1]) > 1
     left = Counter({p: n for p, n in stats["primitives"].items() if p in FORBIDDEN})
+    left["getitem"] -= _reads_of_parameter_dicts(g)
     out = g.output
     while primitive_name(out) == "depend":
         out = out.args[0]
@@ -1476,6 +1521,14 @@ def assert_collapsed(name, g: Graph) -> None:
         left["make_tuple"] -= 1
     left = +left
     assert (stats["graphs"], stats["closures"], dict(left)) == (1, 0, {}), f"\n{g}"
+
+
+def _reads_of_parameter_dicts(g: Graph) -> int:
+    """The `params['W1']` of a gradient with respect to a dict of parameters: reads of the
+    argument, which a gradient with respect to positional parameters gets as arguments."""
+    return sum(1 for n in toposort(g) if primitive_name(n) == "getitem"
+               and n.graph is g and n.args[0] in g.parameters
+               and isinstance(n.args[1], Constant) and type(n.args[1].value) is str)
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=_xfail_if(v[2])) for n, v in GOLDEN.items()])
@@ -1528,7 +1581,7 @@ def test_fastmath_gradient_is_close(name):
     got = myir.compile(exact, fastmath=True)(*args)
     want = exact(*args)
     got, want = (got, want) if len(wrt) > 1 else ((got,), (want,))
-    for a, b in zip(got, want):
+    for a, b in zip(tree.leaves(got), tree.leaves(want)):
         b = np.asarray(b)
         tol = 1e-5 if b.dtype == np.float32 else 1e-12
         assert np.max(np.abs(np.asarray(a) - b)) <= tol * max(np.max(np.abs(b)), 1.0)
@@ -1562,7 +1615,7 @@ def test_hand_written_gradients_are_right(name):
     hand = getattr(P, "hand_" + name)(*args)
     got, hand = (got, hand) if len(wrt) > 1 else ((got,), (hand,))
     assert len(got) == len(hand)
-    for a, b in zip(got, hand):
+    for a, b in zip(tree.leaves(got), tree.leaves(hand)):
         np.testing.assert_allclose(a, b, rtol=2e-4, atol=1e-6)
 
 

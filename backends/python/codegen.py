@@ -209,7 +209,7 @@ COMPARE = 6
 PRECEDENCE = {  # Python's operator precedence, loosest first
     "not_": 5,
     "lt": COMPARE, "le": COMPARE, "gt": COMPARE, "ge": COMPARE, "eq": COMPARE, "ne": COMPARE,
-    "is_": COMPARE, "is_not": COMPARE,
+    "is_": COMPARE, "is_not": COMPARE, "contains": COMPARE,
     "bitor": 7, "bitxor": 8, "bitand": 9, "lshift": 10, "rshift": 10,
     "add": 11, "sub": 11,
     "mul": 12, "truediv": 12, "floordiv": 12, "mod": 12, "matmul": 12,
@@ -381,6 +381,8 @@ class Emitter:
             pending = None
         if prim in ("depend", "not_a_view"):  # what depend waits for is a statement of its
             return self.operand(node.args[0], pending)   # own, before it; not_a_view: checked
+        if prim in _CONTAINER_SYNTAX:
+            return _CONTAINER_SYNTAX[prim](self, [self.operand(a, pending) for a in node.args])
         if prim is None or prim not in SYNTAX and prim not in VARIADIC_SYNTAX:
             callee = self.operand(fn, pending) if prim is None else Expr(self.ref(fn), ATOM)
             args = [self.operand(a, pending).text for a in node.args]
@@ -914,6 +916,33 @@ class Generated:
     entry: str
     locations: list
     recipes: dict
+
+
+def _dict_syntax(gen, args: list) -> Expr:
+    """`{'W': w, 'b': b}` from make_dict's alternating keys and values."""
+    pairs = [f"{k.text}: {v.text}" for k, v in zip(args[::2], args[1::2])]
+    return Expr("{" + ", ".join(pairs) + "}", ATOM)
+
+
+def _record_syntax(gen, args: list) -> Expr:
+    """`Layer(w, b)`: a record's class called with its fields."""
+    return Expr(f"{args[0].wrap(ATOM)}({', '.join(a.text for a in args[1:])})", ATOM)
+
+
+def _getattr_syntax(gen, args: list) -> Expr:
+    """`p.W` where the field's name is a constant (always, from the frontend)."""
+    name = args[1].text
+    if name[:1] in "'\"" and name[1:-1].isidentifier():
+        return Expr(f"{args[0].wrap(ATOM)}.{name[1:-1]}", ATOM)
+    return Expr(f"getattr({args[0].text}, {name})", ATOM)
+
+
+# Containers written as Python syntax that is not an operator template.
+_CONTAINER_SYNTAX = {
+    "make_dict": _dict_syntax,
+    "make_record": _record_syntax,
+    "getattr_": _getattr_syntax,
+}
 
 
 def generate(root: Graph) -> Generated:

@@ -34,6 +34,10 @@ SYNTAX = {
     "to_float": "float({})", "to_int": "int({})", "to_bool": "bool({})",
     "make_slice": "slice({}, {}, {})", "shape": "{}.shape", "ndim": "{}.ndim",
     "size": "{}.size", "dtype": "{}.dtype", "raise_": "raise {}",
+    # dicts (see `_DICT_IMPLS`)
+    "dict_setitem": "{{**{}, {}: {}}}", "dict_get": "{}.get({}, {})", "copy": "{}.copy()",
+    "dict_keys": "{}.keys()", "dict_values": "{}.values()", "dict_items": "{}.items()",
+    "dict_cons": "{{{}: {}, **{}}}", "contains": "{} in {}",
 }
 
 # Variadic primitives written as Python syntax: name -> (prefix, suffix).
@@ -234,7 +238,8 @@ def getitem_grad(x, index, dout):
             for i, g in zip(range(*index.indices(len(x))), dout):
                 grads[i] = g
         else:
-            grads[list(x).index(index) if tree.kind(x) is dict else index] = dout
+            by_name = tree.kind(x) is dict or isinstance(index, str)   # a key, a field
+            grads[tree.keys(x).index(index) if by_name else index] = dout
         return tree.rebuild(x, grads)
     if isinstance(x, np.ndarray):
         d = np.zeros_like(x)
@@ -327,6 +332,44 @@ def grad_cast(d, x):
     return d
 
 
+# Dicts and records.  make_dict, make_record and getattr_ are written as Python syntax by the
+# code generator (`{'W': w}`, `Layer(w, b)`, `p.W`); these callables are for a primitive
+# passed around as a value.
+def _make_dict(*keys_and_values):
+    return dict(zip(keys_and_values[::2], keys_and_values[1::2]))
+
+
+def _record_replace(x, name, value):
+    """x with its field `name` set to value: a new NamedTuple or dataclass instance."""
+    return tree.rebuild(x, [value if k == name else v
+                            for k, v in zip(tree.keys(x), tree.children(x))])
+
+
+_DICT_VIEWS = (dict, type({}.keys()), type({}.values()), type({}.items()))
+
+
+def _iter_keys(x):
+    """What `for v in x` walks, as a sequence the loop indexes: a dict's keys, the items of
+    a dict's view (`.items()`), else x."""
+    return tuple(x) if isinstance(x, _DICT_VIEWS) else x
+
+
+_DICT_IMPLS = {
+    "make_dict": _make_dict,
+    "make_record": lambda cls, *values: cls(*values),
+    "getattr_": getattr,
+    "record_replace": _record_replace,
+    "iter_keys": _iter_keys,
+    "comp_length": lambda n: n,
+    "comp_next": lambda i, n: i + 1,
+    "dict_pick": lambda d, like: {k: d[k] for k in like},
+    "children": lambda x: tuple(tree.children(x)),
+    "rebuild": tree.rebuild,
+    "dict_items_grad": lambda d, dout: dict(zip(d, (pair[1] for pair in dout))),
+    "iter_keys_grad": lambda x, dout: grad_zeros(x) if type(x) is dict else dout,
+}
+
+
 def select_grad(out, x, dout, count):
     return dout / count if x == out else grad_zeros(dout)
 
@@ -371,10 +414,6 @@ def setitem(x, index, value):
     y = x.copy()
     y[index] = value
     return y
-
-
-def _copy(x):
-    return x.copy()
 
 
 def _sum_like(fn):
@@ -482,7 +521,6 @@ IMPLS = {
     "cast": lambda x, dtype: dtype(x),
     "unpack": _unpack,
     "setitem": setitem,
-    "copy": _copy,
     "not_a_view": lambda x, message, hint: x,
     **{"aug_" + name: _augmented(getattr(operator, name), symbol) for name, symbol in (
         ("add", "+"), ("sub", "-"), ("mul", "*"), ("truediv", "/"), ("floordiv", "//"),
@@ -520,6 +558,7 @@ IMPLS = {
     "stack_pop": _stack_pop,
     "stack_empty": lambda s: s is EMPTY_STACK,
     **LINALG_IMPLS,
+    **_DICT_IMPLS,
 }
 
 

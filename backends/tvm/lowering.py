@@ -484,6 +484,12 @@ KEPT_IN_NUMPY: dict[str, str] = {
           "is dead (the python backend's codegen), TVM would copy the whole array"
        for p in ("setitem", "copy")},
     "not_a_view": _PYTHON_ONLY,
+    **{p: "dicts and records are Python containers; their arrays are lowered where used"
+       for p in ("make_dict", "make_record", "getattr_", "record_replace", "dict_setitem",
+                 "dict_get", "dict_keys", "dict_values", "dict_items", "dict_cons",
+                 "contains", "iter_keys", "comp_length", "comp_next", "dict_pick", "children",
+                 "rebuild",
+                 "dict_items_grad", "iter_keys_grad")},
     **{"math_" + p: _MATH_MODULE for p in (
         "exp log log1p expm1 sqrt sin cos tan asin acos atan sinh cosh tanh fabs floor ceil "
         "pow atan2 hypot").split()},

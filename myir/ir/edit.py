@@ -61,6 +61,7 @@ class Cloner:
                 continue
             new = Graph(g.name, None, g.location)
             new.debug = g.debug.derive(self.relation)
+            new.unrolled = g.unrolled
             self.mapping[g] = new
             for p in g.parameters:
                 q = Parameter(new, p.debug.derive(self.relation))

@@ -110,7 +110,11 @@ class Graph:
     its nodes' inputs is (`Apply.set_inputs`).  Analyses of one graph (node order, free
     variables) are cached with the stamps of the graphs they read, so an edit invalidates
     only what depends on the edited graph (see myir.ir.analysis).  A graph's `parent` is
-    fixed when it is made."""
+    fixed when it is made.  `unrolled` marks a recursion that inference follows step by step
+    rather than widening (a dict comprehension: frontend/parser.py), kept by copies and
+    by its gradient's J."""
+
+    unrolled = False
 
     def __init__(self, name: str = "g", parent: "Graph | None" = None,
                  location: Location | None = None):

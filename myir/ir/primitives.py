@@ -202,6 +202,29 @@ primitive("setitem", "x, index, value")
 primitive("copy", "x")                      # x.copy(): a new value equal to x
 primitive("not_a_view", "x, message, hint")  # x, refused by inference if it is an array
 
+# Dicts (constant keys) and records (NamedTuple and dataclass instances).  Compiled code is
+# functional: an update is a new dict or record, which the frontend binds to the name again.
+primitive("make_dict", varargs=True)          # make_dict(k0, v0, k1, v1, ...): {k0: v0, ...}
+primitive("make_record", varargs=True)        # make_record(cls, *field values): cls(...)
+primitive("getattr_", "x, name")              # x.name: a record's field
+primitive("record_replace", "x, name, value")  # dataclasses.replace(x, name=value), x._replace
+primitive("dict_setitem", "d, key, value")    # {**d, key: value}: `d[key] = value`, functional
+primitive("dict_get", "d, key, default=None")      # d.get(key, default)
+primitive("dict_keys", "d")                   # tuple(d): the keys, in order
+primitive("dict_values", "d")                 # tuple(d.values())
+primitive("dict_items", "d")                  # tuple(d.items())
+primitive("dict_cons", "key, value, rest")    # {key: value, **rest}: a dict comprehension's step
+primitive("contains", "item, x")              # item in x
+primitive("iter_keys", "x")                   # what `for v in x` walks: x, or a dict's keys
+primitive("comp_length", "n")                 # n, a length that must be known when compiling
+primitive("comp_next", "i, n")                # i + 1, the next step of a comprehension of n
+# Their gradients' helpers.
+primitive("dict_pick", "d, like")             # d's entries at like's keys, in like's order
+primitive("children", "x")                    # a dict's values or a record's fields, a tuple
+primitive("rebuild", "like, values")          # like's kind and keys (class, fields), with values
+primitive("dict_items_grad", "d, dout")       # d's keys with the second items of dout's pairs
+primitive("iter_keys_grad", "x, dout")        # dout, or zeros where x is a dict (keys)
+
 # Differentiation (passes.ad): generic zeros and addition of gradients (numbers, arrays,
 # tuples, envs), envs mapping a closure's free variables to their gradients, and the adjoints
 # of broadcasting, reductions and indexing.

@@ -1,0 +1,346 @@
+"""Test programs with dicts, NamedTuples and dataclasses: the containers a model's parameters
+come in (tests/test_dicts_records.py compiles them and compares with CPython)."""
+
+import dataclasses
+from typing import NamedTuple
+
+import numpy as np
+
+import myir
+
+
+class Layer(NamedTuple):
+    W: np.ndarray
+    b: np.ndarray
+
+
+class Point(NamedTuple):
+    x: float
+    y: float = 0.5
+
+
+@dataclasses.dataclass
+class Dense:
+    W: np.ndarray
+    b: np.ndarray
+    scale: float = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Frozen:
+    a: float
+    b: float
+
+
+# ------------------------------------------------------------------ dicts
+
+
+def dict_literal(a, b):
+    return {"W": a * 2.0, "b": b, 3: a - b}
+
+
+def dict_keywords(a):
+    return dict(x=a, y=a + 1.0)
+
+
+def dict_index(d):
+    return d["W"] * d["b"] + d[3]
+
+
+def dict_contains(d):
+    return "W" in d, "z" in d, "z" not in d, 2 in (1, 2, 3), 5 not in (1, 2)
+
+
+def dict_views(d):
+    ks, vs = d.keys(), d.values()
+    return len(d), len(ks), "a" in ks, d.items()
+
+
+def dict_get(d):
+    return d.get("a") + d.get("z", 5.0), d.get("z")
+
+
+def dict_copy_update(d):
+    e = dict(d)
+    e["c"] = e["a"] * 2.0
+    e["a"] += 1.0
+    f = d.copy()
+    f["a"] = 0.0
+    return e, f
+
+
+def dict_update_in_loop(d, n):
+    e = {}
+    for i in range(n):
+        e[i] = d["a"] * i
+    return e
+
+
+def dict_iterate(d):
+    total = 0.0
+    for k in d:
+        total = total + d[k]
+    names = ""
+    for k, v in d.items():
+        names = names + k
+        total = total * v
+    for v in d.values():
+        total = total - v
+    return total, names
+
+
+def dict_comprehension(d):
+    return {k: v * 2.0 for k, v in d.items()}
+
+
+def dict_comprehension_if(d):
+    return {k: d[k] + 1.0 for k in d if k != "b"}
+
+
+def dict_comprehension_range(x):
+    return {i: x * i for i in range(3)}
+
+
+def dict_comprehension_zip(x, y):
+    return {name: a * b for name, a, b in zip(("u", "v"), (x, y), (y, x))}
+
+
+def dict_comprehension_enumerate(x):
+    return {k: x ** i for i, k in enumerate(("a", "b", "c"))}
+
+
+def dict_nested(p):
+    return p["enc"]["W"] @ p["dec"][1] + p["dec"][0]
+
+
+def dict_of_tuples_returned(x):
+    return {"pair": (x, x + 1.0), "inner": {"z": x * x}}
+
+
+# ------------------------------------------------------------------ records
+
+
+def namedtuple_fields(layer, x):
+    return x @ layer.W + layer.b, layer[0].shape, len(layer)
+
+
+def namedtuple_unpack(layer):
+    W, b = layer
+    return np.sum(W) + np.sum(b)
+
+
+def namedtuple_build(w, b):
+    return Layer(w * 2.0, b=b), Point(3.0), Point(1.0, y=2.0)
+
+
+def namedtuple_replace(p):
+    return p._replace(y=p.x * 10.0)
+
+
+def dataclass_fields(d, x):
+    return (x @ d.W + d.b) * d.scale
+
+
+def dataclass_build(w, b):
+    return Dense(w, b), Dense(w, b, scale=3.0), Frozen(1.0, b=2.0)
+
+
+def dataclass_replace(d):
+    return dataclasses.replace(d, W=d.W * 2.0, scale=0.5)
+
+
+def frozen_replace(f):
+    return dataclasses.replace(f, a=f.a + f.b)
+
+
+def records_nested(model, x):
+    h = np.tanh(x @ model["hidden"].W + model["hidden"].b)
+    return h @ model["out"]["W"]
+
+
+# ------------------------------------------------------------------ gradients
+
+
+def loss_dict(params, x):
+    h = np.tanh(x @ params["W"] + params["b"])
+    return np.sum(h * h) * params["scale"]
+
+
+def loss_layer(layer, x):
+    return np.sum(np.tanh(x @ layer.W + layer.b) ** 2)
+
+
+def loss_dense(d, x):
+    return np.sum(np.sin(x @ d.W + d.b)) * d.scale
+
+
+def loss_frozen(f):
+    return f.a * f.a * f.b
+
+
+def loss_nested(model, x):
+    h = np.tanh(x @ model["hidden"].W + model["hidden"].b)
+    return np.sum((h @ model["out"]["W"]) ** 2) + model["out"]["c"][0] * model["out"]["c"][1]
+
+
+def loss_built_inside(w, b, x):
+    params = {"W": w, "b": b}
+    layer = Layer(params["W"] * 2.0, params["b"])
+    return np.sum(np.tanh(x @ layer.W + layer.b))
+
+
+def loss_comprehension(params, x):
+    scaled = {k: v * 2.0 for k, v in params.items()}
+    e = dict(scaled)
+    e["b"] = e["b"] + 1.0
+    return np.sum(np.tanh(x @ e["W"] + e["b"]))
+
+
+def loss_iterate(params):
+    total = 0.0
+    for k in params:
+        total = total + np.sum(params[k] ** 2)
+    for k, v in params.items():
+        total = total + np.sum(v)
+    return total + params.get("b")[0] * params.get("none", 1.0)
+
+
+def grad_in_compiled(params, x):
+    return myir.grad(loss_dict)(params, x)
+
+
+def value_and_grad_in_compiled(layer, x):
+    return myir.value_and_grad(loss_layer, "layer")(layer, x)
+
+
+def grad_dict_and_array(params, x):
+    return myir.grad(loss_dict, "params", "x")(params, x)
+
+
+# ------------------------------------------------------------------ training loops
+
+
+def mlp_loss(params, x, y):
+    h = np.tanh(x @ params["W1"] + params["b1"])
+    out = h @ params["W2"] + params["b2"]
+    return np.mean((out - y) ** 2)
+
+
+def mlp_grad_by_hand(params, x, y):
+    """mlp_loss's gradient, derived by hand (the reference for the training loops)."""
+    h = np.tanh(x @ params["W1"] + params["b1"])
+    out = h @ params["W2"] + params["b2"]
+    dout = 2.0 * (out - y) / out.size
+    dh = (dout @ params["W2"].T) * (1.0 - h * h)
+    return {"W1": x.T @ dh, "b1": np.sum(dh, axis=0), "W2": h.T @ dout,
+            "b2": np.sum(dout, axis=0)}
+
+
+def sgd_train(params, x, y, lr, steps):
+    for _ in range(steps):
+        g = myir.grad(mlp_loss)(params, x, y)
+        params = {k: params[k] - lr * g[k] for k in params}
+    return params
+
+
+def sgd_train_reference(params, x, y, lr, steps):
+    for _ in range(steps):
+        g = mlp_grad_by_hand(params, x, y)
+        params = {k: params[k] - lr * g[k] for k in params}
+    return params
+
+
+def adam_train(params, x, y, lr, steps):
+    b1, b2, eps = 0.9, 0.999, 1e-8
+    m = {k: v * 0.0 for k, v in params.items()}
+    v = {k: p * 0.0 for k, p in params.items()}
+    for t in range(1, steps + 1):
+        loss, g = myir.value_and_grad(mlp_loss)(params, x, y)
+        m = {k: b1 * m[k] + (1.0 - b1) * g[k] for k in params}
+        v = {k: b2 * v[k] + (1.0 - b2) * g[k] ** 2 for k in params}
+        params = {k: params[k] - lr * (m[k] / (1.0 - b1 ** t))
+                  / (np.sqrt(v[k] / (1.0 - b2 ** t)) + eps) for k in params}
+    return params, loss
+
+
+def adam_train_reference(params, x, y, lr, steps):
+    b1, b2, eps = 0.9, 0.999, 1e-8
+    m = {k: v * 0.0 for k, v in params.items()}
+    v = {k: p * 0.0 for k, p in params.items()}
+    for t in range(1, steps + 1):
+        loss, g = mlp_loss(params, x, y), mlp_grad_by_hand(params, x, y)
+        m = {k: b1 * m[k] + (1.0 - b1) * g[k] for k in params}
+        v = {k: b2 * v[k] + (1.0 - b2) * g[k] ** 2 for k in params}
+        params = {k: params[k] - lr * (m[k] / (1.0 - b1 ** t))
+                  / (np.sqrt(v[k] / (1.0 - b2 ** t)) + eps) for k in params}
+    return params, loss
+
+
+def mlp_positional(x, W1, b1, W2, b2, onehot):
+    h = np.tanh(x @ W1 + b1)
+    logits = h @ W2 + b2
+    m = np.max(logits, axis=1, keepdims=True)
+    z = logits - m
+    lse = np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+    return -np.mean(np.sum(onehot * (z - lse), axis=1))
+
+
+def mlp_dict(params, x, onehot):
+    h = np.tanh(x @ params["W1"] + params["b1"])
+    logits = h @ params["W2"] + params["b2"]
+    m = np.max(logits, axis=1, keepdims=True)
+    z = logits - m
+    lse = np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+    return -np.mean(np.sum(onehot * (z - lse), axis=1))
+
+
+# ------------------------------------------------------------------ errors
+
+
+def missing_key(d):
+    return d["W"] + d["missing"]
+
+
+def update_argument(d):
+    d["W"] = 0.0
+    return d
+
+
+def update_alias(d):
+    e = dict(d)
+    f = (e,)
+    e["W"] = 0.0
+    return f
+
+
+def comprehension_unknown_length(x, n):
+    return {i: x for i in range(n)}
+
+
+def key_not_constant(x, name):
+    return {name: x}
+
+
+def missing_field(layer):
+    return layer.V
+
+
+def method_of_user_class(layer, x):
+    return layer.forward(x)
+
+
+def dataclass_indexed(d):
+    return d[0]
+
+
+def update_a_copy(p, x):
+    """`.copy()` of a dict argument, one of its keys updated."""
+    d = p.copy()
+    d["W"] = d["W"] * 2.0
+    return np.sum(d["W"] * x) + d["b"]
+
+
+def add_a_key_to_a_copy(p, x):
+    d = p.copy()
+    d["c"] = x
+    return d["c"]
