@@ -75,11 +75,10 @@ NON_DIFFERENTIABLE = frozenset("""
 """.split()) | frozenset({"searchsorted"})   # numpy's integer-valued functions
 
 # Gradient rules built here rather than parsed, for primitives with any number of inputs.
-VARIADIC_RULES = frozenset({"make_tuple", "builtin_min", "builtin_max", "einsum"})
+VARIADIC_RULES = frozenset({"make_tuple", "make_list", "builtin_min", "builtin_max", "einsum"})
 
 # Primitives without a gradient rule, and why (checked by tests/test_primitive_tables.py).
 NO_RULE = {
-    "array": "np.array of a tuple: differentiate with respect to the elements instead",
     **{name: "einsum's and tensordot's gradients are einsums of numpy's, computed by numpy: "
              "a second derivative through a contraction is not supported"
        for name in ("einsum_grad", "tensordot_grad")},
@@ -132,7 +131,7 @@ def _rule_gradients(prim: Primitive, bp: Graph, xs: list, out: Node, dout: Node)
     name = prim.name
     if name in NON_DIFFERENTIABLE:
         return [bp.apply(P["grad_zeros"], x) for x in xs]
-    if name == "make_tuple":
+    if name in ("make_tuple", "make_list"):
         return [bp.apply(P["getitem"], dout, i) for i in range(len(xs))]
     if name in ("builtin_min", "builtin_max"):
         ties = [bp.apply(P["eq"], x, out) for x in xs]

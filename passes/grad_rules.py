@@ -44,6 +44,11 @@ ieee_pow = _P["ieee_pow"]
 tensordot_grad = _P["tensordot_grad"]
 take_grad = _P["take_grad"]
 take_along_axis_grad = _P["take_along_axis_grad"]
+list_pop = _P["list_pop"]
+list_unpop = _P["list_unpop"]
+seq_grad = _P["seq_grad"]
+sum_grad = _P["sum_grad"]
+array_grad = _P["array_grad"]
 
 
 # ------------------------------------------------------------------ arithmetic
@@ -243,8 +248,11 @@ def bprop_cast(x, dtype, out, dout):
 
 def bprop_asarray(x, dtype, out, dout):
     """The identity on an array or a number (the compositions of numpy_functions.py take
-    their operands through np.asarray)."""
-    return (grad_cast(dout, x), zeros(dtype))
+    their operands through np.asarray); dout's parts for a list or tuple of them."""
+    return (array_grad(x, dout), zeros(dtype))
+
+
+bprop_array = bprop_asarray
 
 
 def bprop_astype(x, dtype, out, dout):
@@ -378,7 +386,7 @@ def bprop_squeeze(x, axis, out, dout):
 
 
 def bprop_concatenate(arrays, axis, out, dout):
-    return (concat_grad(arrays, axis, dout), zeros(axis))
+    return (seq_grad(concat_grad(arrays, axis, dout), arrays), zeros(axis))
 
 
 def bprop_concat_grad(arrays, axis, dout_, out, dout):
@@ -386,7 +394,7 @@ def bprop_concat_grad(arrays, axis, dout_, out, dout):
 
 
 def bprop_stack(arrays, axis, out, dout):
-    return (unstack(dout, axis), zeros(axis))
+    return (seq_grad(unstack(dout, axis), arrays), zeros(axis))
 
 
 def bprop_unstack(x, axis, out, dout):
@@ -483,6 +491,47 @@ def bprop_grad_cast(d, x, out, dout):
 
 def bprop_select_grad(out_, x, dout_, count, out, dout):
     return (zeros(out_), zeros(x), np.where(x == out_, dout / count, 0.0), zeros(count))
+
+
+# ------------------------------------------------------------------ lists
+# A list's sensitivity is a list of its items' sensitivities, of the same length.
+
+def bprop_list_append(xs, x, out, dout):
+    last_rest = list_pop(dout, -1)
+    return (last_rest[1], last_rest[0])
+
+
+def bprop_list_pop(xs, index, out, dout):
+    return (list_unpop(dout[1], index, dout[0]), zeros(index))
+
+
+def bprop_list_unpop(rest, index, x, out, dout):
+    item_rest = list_pop(dout, index)
+    return (item_rest[1], zeros(index), item_rest[0])
+
+
+def bprop_to_list(x, out, dout):
+    return (seq_grad(dout, x),)
+
+
+def bprop_to_tuple(x, out, dout):
+    return (seq_grad(dout, x),)
+
+
+def bprop_seq_grad(d, x, out, dout):
+    return (seq_grad(dout, d), zeros(x))
+
+
+def bprop_builtin_sum(xs, start, out, dout):
+    return (sum_grad(xs, dout), sum_to(dout, start))
+
+
+def bprop_sum_grad(xs, dout_, out, dout):
+    return (zeros(xs), sum(dout, zeros(dout_)))
+
+
+def bprop_array_grad(x, dout_, out, dout):
+    return (zeros(x), grad_cast(np.asarray(dout), dout_))
 
 
 # ------------------------------------------------- numpy.linalg, contractions, scans, sorting

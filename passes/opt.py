@@ -34,7 +34,7 @@ from myir.ir.edit import Cloner, clone_program, inline, replace
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
 from myir.ir.values import Env
-from passes.abstract import (ANY, BOTTOM, AArray, AObject, AScalar, ATuple, AUnion, abstract_of,
+from passes.abstract import (ANY, BOTTOM, AArray, AList, AObject, AScalar, ATuple, AUnion, abstract_of,
                              options)
 from passes import grad_rules
 from passes.raising import evaluates, may_raise
@@ -386,8 +386,19 @@ def grad_check_passes(node: Apply, ctx) -> Node | None:
     tuple (the check looks at numbers and arrays only, not into tuples): it cannot fail."""
     if primitive_name(node) == "grad_check_input":
         t = ctx.type_of(node.args[0])
-        if is_float(t) or isinstance(t, ATuple):
+        if is_float(t) or isinstance(t, (ATuple, AList)):
             return node.args[0]
+    return None
+
+
+def seq_grad_of_same_kind(node: Apply, ctx) -> Node | None:
+    """seq_grad(d, x) -> d when d is already a sequence of x's kind (the gradient of
+    np.stack of a tuple is unstack's tuple)."""
+    if primitive_name(node) != "seq_grad":
+        return None
+    d, x = (ctx.type_of(a) for a in node.args)
+    if isinstance(d, (ATuple, AList)) and type(d) is type(x):
+        return node.args[0]
     return None
 
 
@@ -859,7 +870,8 @@ def _same_type(a, b) -> bool:
     return a is not None and b is not None and a == b
 
 
-TYPED_REWRITES = [checks_proved, grad_check_passes, grad_cast_by_type, ieee_on_numpy,
+TYPED_REWRITES = [checks_proved, grad_check_passes, grad_cast_by_type, seq_grad_of_same_kind,
+                  ieee_on_numpy,
                   depend_on_what_raises, grad_seed_of_float, shape_facts,
                   known_integer, mul_one, add_zero, negation_absorbed, gadd_of_numbers,
                   sum_to_like_same_shape, shape_from_input, implicit_broadcast, spread_late,
@@ -885,7 +897,7 @@ MATCHES = {
     shape_from_input: set(SHAPE_ONLY), implicit_broadcast: BROADCASTING,
     spread_late: ELEMENTWISE, spread_out: ROUNDED_ONCE, spread_of_spread: {"reduce_grad"},
     grad_cast_by_type: {"grad_cast"}, ieee_on_numpy: {"ieee_truediv", "ieee_pow"},
-    depend_on_what_raises: {"depend"},
+    depend_on_what_raises: {"depend"}, seq_grad_of_same_kind: {"seq_grad"},
 }
 
 

@@ -34,7 +34,7 @@ import numpy as np
 
 from myir.ir.analysis import primitive_name
 from myir.ir.graph import Apply, Node
-from passes.abstract import AArray, ANone, AObject, AScalar, ASlice, ATuple
+from passes.abstract import AArray, AList, ANone, AObject, AScalar, ASlice, ATuple
 
 _PY_NUMBERS = (bool, int, float, complex)
 
@@ -121,6 +121,8 @@ def _getitem(args, out) -> bool:
     """An index out of range raises IndexError; a constant index of a tuple is checked at
     compile time, and basic slices of an array (not 0-d) never raise."""
     x, index = args
+    if isinstance(x, AList) and x.items is not None:
+        x = ATuple(x.items)
     if isinstance(x, ATuple):
         return not (isinstance(index, AScalar) and index.known and index.pytype is int
                     and -len(x.items) <= index.value < len(x.items))
@@ -144,7 +146,7 @@ def _range(args, out) -> bool:
 def _builtin_min_max(args, out) -> bool:
     """min(()) raises ValueError, and arrays compared with `<` have no truth value."""
     if len(args) == 1:
-        return not (isinstance(args[0], ATuple) and args[0].items)
+        return not (isinstance(args[0], (ATuple, AList)) and args[0].items)
     return any(isinstance(a, AArray) for a in args)
 
 
@@ -165,6 +167,18 @@ def _aug_division(args, out) -> bool:
 
 def _aug_power(args, out) -> bool:
     return _power(args, out) or _aug(args, out)
+
+
+def _list_pop(args, out) -> bool:
+    """`xs.pop(i)` raises IndexError for an index out of range (an empty list)."""
+    xs, index = args
+    return not (isinstance(xs, AList) and xs.items is not None and isinstance(index, AScalar)
+                and index.known and -len(xs.items) <= index.value < len(xs.items))
+
+
+def _sequence(args, out) -> bool:
+    """list(x), tuple(x): TypeError unless x is iterable."""
+    return not isinstance(args[0], (ATuple, AList))
 
 
 def _always(args, out) -> bool:
@@ -213,6 +227,8 @@ RAISES = _table([
     # convergence (eigh, svd, qr of NaN); IndexError: an index out of range (take)
     ("linalg_solve linalg_inv linalg_cholesky linalg_eigh linalg_qr linalg_svd", _always),
     ("take take_along_axis", _always),
+    ("list_pop", _list_pop),
+    ("to_list to_tuple", _sequence),
 ])
 
 CANNOT_RAISE = _table([
@@ -247,6 +263,11 @@ CANNOT_RAISE = _table([
      "were checked at compile time"),
     ("einsum_grad tensordot_grad take_grad take_along_axis_grad", "gradient code, on values "
      "of shapes the forward computed"),
+    ("make_list list_append", "build a list from values (append's object is a list: "
+     "inference checked)"),
+    ("builtin_sum", "adds numbers and arrays of shapes inference knows, as `+` does"),
+    ("list_unpop sum_grad seq_grad array_grad", "gradient code, on values of the structure "
+     "the forward computed"),
 ])
 
 

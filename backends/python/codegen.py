@@ -215,6 +215,7 @@ PRECEDENCE = {  # Python's operator precedence, loosest first
     "mul": 12, "truediv": 12, "floordiv": 12, "mod": 12, "matmul": 12,
     "neg": 13, "pos": 13, "invert": 13,
     "pow": 14,
+    "list_append": 11,     # xs + [x]
 }
 
 
@@ -403,7 +404,7 @@ class Emitter:
         if prim == "raise_" and not statement:
             return Expr(f"{self.ref(fn)}({args[0].text})", ATOM)
         prec = PRECEDENCE.get(prim, ATOM)
-        if len(args) == 2:
+        if len(args) == 2 and prec != ATOM:
             left_min, right_min = (prec + 1, prec) if prim == "pow" else (prec, prec + 1)
             if prec == COMPARE:
                 left_min = right_min = COMPARE + 1

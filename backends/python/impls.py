@@ -33,12 +33,14 @@ SYNTAX = {
     "to_float": "float({})", "to_int": "int({})", "to_bool": "bool({})",
     "make_slice": "slice({}, {}, {})", "shape": "{}.shape", "ndim": "{}.ndim",
     "size": "{}.size", "dtype": "{}.dtype", "raise_": "raise {}",
+    "to_list": "list({})", "to_tuple": "tuple({})", "builtin_sum": "sum({}, {})",
+    "list_append": "{} + [{}]",
 }
 
 # Variadic primitives written as Python syntax: name -> (prefix, suffix).
 VARIADIC_SYNTAX = {
     "make_tuple": ("(", ")"), "range": ("range(", ")"), "builtin_min": ("min(", ")"),
-    "builtin_max": ("max(", ")"),
+    "builtin_max": ("max(", ")"), "make_list": ("[", "]"),
 }
 
 
@@ -290,6 +292,46 @@ def concat_grad(arrays, axis, dout):
     return tuple(np.split(dout, ends, axis=axis))
 
 
+def _list_pop(xs, index=-1):
+    """`xs.pop(index)` without changing xs: (the item, a new list without it), raising
+    CPython's IndexError and TypeError."""
+    rest = list(xs)
+    return rest.pop(index), rest
+
+
+def _list_unpop(rest, index, x):
+    """The list that `pop(index)` took x from, leaving `rest` (pop's adjoint)."""
+    k = index if index >= 0 else index + len(rest) + 1
+    return rest[:k] + [x] + rest[k:]
+
+
+def sum_grad(xs, dout):
+    """The gradient of each item of `xs` in `sum(xs, start)` with gradient dout: dout summed
+    to the item's shape, in xs's structure (the rows of an array)."""
+    if isinstance(xs, np.ndarray):
+        if not len(xs):
+            return np.zeros_like(xs)
+        return np.array(np.broadcast_to(sum_to_like(dout, xs[0]), xs.shape))
+    return type(xs)(sum_to_like(dout, x) for x in xs)
+
+
+def seq_grad(d, x):
+    """d, the gradients of x's items as a sequence, in x's kind: a list for a list, a tuple
+    for a tuple, the array of the rows for an array (the adjoint of list(x) and tuple(x),
+    and of np.stack / np.concatenate of a list)."""
+    if type(x) is list or type(x) is tuple:
+        return type(x)(d)
+    return np.asarray(d)
+
+
+def array_grad(x, dout):
+    """The gradient of x, nested lists and tuples of numbers and arrays, in `np.array(x)`
+    whose gradient is the array dout: dout's parts in x's structure."""
+    if type(x) is list or type(x) is tuple:
+        return type(x)(array_grad(v, dout[i]) for i, v in enumerate(x))
+    return grad_cast(dout, x)
+
+
 def _print(previous, sep, end, args):
     print(*args, sep=sep, end=end)
 
@@ -442,6 +484,11 @@ IMPLS = {
     "format": _format,
     "concat_str": lambda *parts: "".join(parts),
     "switch": _switch,
+    "list_pop": _list_pop,
+    "list_unpop": _list_unpop,
+    "sum_grad": sum_grad,
+    "seq_grad": seq_grad,
+    "array_grad": array_grad,
     "stack_push": Stack,
     "stack_pop": _stack_pop,
     "stack_empty": lambda s: s is EMPTY_STACK,
