@@ -1131,8 +1131,7 @@ class FunctionParser:
         if attr == "append":
             new = block.graph.apply(P["list_append"], xs, args[0], location=loc)
         elif attr == "extend":
-            more = block.graph.apply(P["to_list"], args[0], location=loc)
-            new = block.graph.apply(P["add"], xs, more, location=loc)
+            new = block.graph.apply(P["list_extend"], xs, args[0], location=loc)
         else:
             popped = block.graph.apply(P["list_pop"], *self.bind_primitive(
                 P["list_pop"], [xs] + args, {}, e), location=loc)
@@ -1462,8 +1461,11 @@ def _is_list_update(e: ast.AST) -> bool:
 
 
 def _fresh_list(e: ast.expr) -> bool:
-    """Whether `e` certainly makes a new list (or no list at all)."""
+    """Whether `e` certainly makes a new list (or no list at all): a slice of a list is a
+    new list too."""
     if isinstance(e, (ast.List, ast.ListComp, ast.BinOp, ast.Constant)):
+        return True
+    if isinstance(e, ast.Subscript) and isinstance(e.slice, ast.Slice):
         return True
     if isinstance(e, ast.IfExp):
         return _fresh_list(e.body) and _fresh_list(e.orelse)
@@ -1473,7 +1475,10 @@ def _fresh_list(e: ast.expr) -> bool:
 def _safe_list_use(node: ast.Name, parent: ast.AST, parents: dict) -> bool:
     """Whether reading a list here cannot keep it under another name, in a container or a
     closure: indexing it, calling its methods or a function with it, iterating over it,
-    an operator, a comparison, returning it."""
+    an operator, a comparison, returning it (in a tuple or list too: the function ends)."""
+    while isinstance(parent, (ast.Tuple, ast.List)) and isinstance(
+            parents.get(id(parent)), (ast.Tuple, ast.List, ast.Return)):
+        parent = parents.get(id(parent))
     if isinstance(parent, (ast.Subscript, ast.Attribute)):
         return parent.value is node
     if isinstance(parent, ast.keyword):

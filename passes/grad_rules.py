@@ -501,6 +501,11 @@ def bprop_list_append(xs, x, out, dout):
     return (last_rest[1], last_rest[0])
 
 
+def bprop_list_extend(xs, ys, out, dout):
+    n = len(xs)
+    return (dout[:n], seq_grad(dout[n:], ys))
+
+
 def bprop_list_pop(xs, index, out, dout):
     return (list_unpop(dout[1], index, dout[0]), zeros(index))
 

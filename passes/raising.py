@@ -177,8 +177,8 @@ def _list_pop(args, out) -> bool:
 
 
 def _sequence(args, out) -> bool:
-    """list(x), tuple(x): TypeError unless x is iterable."""
-    return not isinstance(args[0], (ATuple, AList))
+    """list(x), tuple(x), xs.extend(x): TypeError unless x is iterable."""
+    return not isinstance(args[-1], (ATuple, AList))
 
 
 def _always(args, out) -> bool:
@@ -228,7 +228,7 @@ RAISES = _table([
     ("linalg_solve linalg_inv linalg_cholesky linalg_eigh linalg_qr linalg_svd", _always),
     ("take take_along_axis", _always),
     ("list_pop", _list_pop),
-    ("to_list to_tuple", _sequence),
+    ("to_list to_tuple list_extend", _sequence),
 ])
 
 CANNOT_RAISE = _table([

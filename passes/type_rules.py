@@ -1712,6 +1712,18 @@ def list_append_rule(xs, x):
 
 
 @rule
+def list_extend_rule(xs, ys):
+    _needs_list(xs, "extend")
+    rows = _rows(ys)
+    if xs is ANY or rows is None:
+        return ANY
+    if xs.items is not None and isinstance(rows, tuple):
+        return AList(xs.items + rows)
+    return AList(None, join(xs.element, rows.element if isinstance(rows, AList)
+                            else AList(rows).element))
+
+
+@rule
 def list_pop_rule(xs, index):
     _needs_list(xs, "pop")
     i = int_value(index)
@@ -1830,6 +1842,7 @@ def array_grad_rule(x, dout):
 LIST_RULES = {
     "make_list": make_list_rule,
     "list_append": list_append_rule,
+    "list_extend": list_extend_rule,
     "list_pop": list_pop_rule,
     "list_unpop": list_unpop_rule,
     "to_list": to_list_rule,
