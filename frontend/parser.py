@@ -320,8 +320,9 @@ def _is_print(node: ast.AST) -> bool:
         and node.func.id == "print"
 
 
-def _assigned_names(nodes) -> list[str]:
-    """Names bound in these statements (assignment, augmented assignment, for target, def),
+def _assigned_names(nodes, updates: bool = True) -> list[str]:
+    """Names bound in these statements (assignment, augmented assignment, for target, def;
+    with `updates`, the receivers of list updates: `xs.append(v)` binds xs to a new list),
     and `PRINTED` where they print or call a function by name (it may print: a function that
     prints passes its last print on through its branches and loops, see `print_call`)."""
     names: dict[str, None] = {}
@@ -332,7 +333,7 @@ def _assigned_names(nodes) -> list[str]:
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) \
                 and id(node) not in comprehension_targets:
             names[node.id] = None
-        elif _is_list_update(node) and isinstance(node.func.value, ast.Name):
+        elif updates and _is_list_update(node) and isinstance(node.func.value, ast.Name):
             names[node.func.value.id] = None   # `xs.append(v)` binds xs to a new list
         elif _is_print(node) or (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
             names[PRINTED] = None   # a print, or a call of a function that may print
@@ -378,7 +379,8 @@ class FunctionParser:
         self.graph = graph
         self.pyfunc = pyfunc
         args = node.args
-        self.locals = set() if isinstance(node, ast.Lambda) else set(_assigned_names(node.body))
+        self.locals = set() if isinstance(node, ast.Lambda) else \
+            set(_assigned_names(node.body, updates=False))
         if PRINTED in self.locals and not _prints(node, source.globals):
             self.locals.discard(PRINTED)
         self.locals.update(a.arg for a in args.posonlyargs + args.args)
@@ -652,7 +654,7 @@ class FunctionParser:
             return block  # `...` or a string used as a comment
         if isinstance(s.value, (ast.Yield, ast.YieldFrom, ast.Await)):
             self.unsupported(s.value)
-        if _is_list_update(s.value):
+        if _is_list_update(s.value) and self.static_value(s.value.func.value, block) is None:
             self.list_update(s.value, block)
             return block
         if _is_print(s.value) and PRINTED in self.locals and \
