@@ -394,17 +394,19 @@ def add_rule(x, y):
 
 
 def _list_concat(x, y):
-    """`x + y` where one operand is a list: CPython's TypeError unless both are."""
-    for a, b in ((x, y), (y, x)):
-        if not isinstance(b, AList):
-            if b is ANY:
-                return ANY
-            raise RuleError(f'can only concatenate list (not "{type_name(b)}") to list'
-                            if a is x else f'can only concatenate {type_name(b)} (not "list") '
-                            f'to {type_name(b)}',
-                            "convert the other operand with list(...) to concatenate lists"
-                            if isinstance(b, ATuple) else "both operands of + must be lists "
-                            "to concatenate them")
+    """`x + y` where one operand is a list: lists concatenate, an array broadcasts with it,
+    anything else is CPython's TypeError."""
+    if isinstance(x, AArray) or isinstance(y, AArray):
+        return _add(x, y)
+    if x is ANY or y is ANY:
+        return ANY
+    if not isinstance(x, AList) or not isinstance(y, AList):
+        kind = "list" if isinstance(x, AList) else "tuple" if isinstance(x, ATuple) else None
+        message = f'can only concatenate {kind} (not "{type_name(y)}") to {kind}' if kind \
+            else f"unsupported operand type(s) for +: '{type_name(x)}' and 'list'"
+        raise RuleError(message, "convert the other operand with list(...) to concatenate "
+                        "lists" if isinstance(x if isinstance(y, AList) else y, ATuple)
+                        else "both operands of + must be lists to concatenate them")
     if x.items is not None and y.items is not None:
         return AList(x.items + y.items)
     return AList(None, join(x.element, y.element))

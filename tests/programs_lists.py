@@ -242,3 +242,11 @@ def append_in_branch_copy(xs, c):
 def append_value_used(a):
     ys = [a]
     return ys.append(2.0)
+
+
+def add_tuple_list(t, xs):
+    return t + xs
+
+
+def add_float_list(a, xs):
+    return a + xs

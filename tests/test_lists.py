@@ -85,10 +85,19 @@ def test_types():
     assert join(AList((AScalar(float),)), AList(())) == AList(None, AScalar(float))
 
 
-def test_list_plus_tuple_is_located_type_error():
-    err = raise_error(lambda: myir.compile(L.add_list_tuple, backend="python")([1.0], (2.0,)))
-    assert 'can only concatenate list (not "tuple") to list' in str(err)
-    assert "xs + t" in str(err) and "programs_lists.py" in str(err)
+@pytest.mark.parametrize("f, args, needle", [
+    (L.add_list_tuple, ([1.0], (2.0,)), "xs + t"),
+    (L.add_tuple_list, ((2.0,), [1.0]), "t + xs"),
+    (L.add_float_list, (2.0, [1.0]), "a + xs"),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_concatenating_a_list_with_another_type_is_a_located_error(f, args, needle):
+    """CPython's TypeError and message, reported before anything runs."""
+    try:
+        f(*args)
+    except TypeError as e:
+        message = str(e)
+    err = raise_error(lambda: myir.compile(f, backend="python")(*args))
+    assert message in str(err) and needle in str(err) and "programs_lists.py" in str(err)
 
 
 # ------------------------------------------------------------------ gradients
