@@ -360,7 +360,9 @@ def bprop_matmul(x, y, out, dout):
 def bprop_dot(x, y, out, dout):
     if np.ndim(x) == 0 or np.ndim(y) == 0:  # np.dot with a scalar multiplies
         return bprop_mul(x, y, out, dout)
-    return _matmul_grads(x, y, dout)
+    # of lists too: numpy multiplies the arrays it makes of them
+    grads = _matmul_grads(np.asarray(x), np.asarray(y), dout)
+    return (array_grad(x, grads[0]), array_grad(y, grads[1]))
 
 
 def bprop_transpose(x, axes, out, dout):

@@ -391,6 +391,22 @@ def grad_check_passes(node: Apply, ctx) -> Node | None:
     return None
 
 
+def array_like_of_array(node: Apply, ctx) -> Node | None:
+    """np.asarray(x) -> x for an array x; array_grad(x, d) -> grad_cast(d, x) where x is
+    no list or tuple (the rules that take lists as numpy does, bprop_dot's, on arrays)."""
+    name = primitive_name(node)
+    if name == "asarray":
+        x, dtype = node.args
+        if isinstance(ctx.type_of(x), AArray) and _const(dtype, type(None)):
+            return x
+    elif name == "array_grad":
+        x, d = node.args
+        t = ctx.type_of(x)
+        if isinstance(t, (AArray, AScalar)):
+            return node.graph.apply(P["grad_cast"], d, x, location=node.location)
+    return None
+
+
 def seq_grad_of_same_kind(node: Apply, ctx) -> Node | None:
     """seq_grad(d, x) -> d when d is already a sequence of x's kind (the gradient of
     np.stack of a tuple is unstack's tuple)."""
@@ -871,6 +887,7 @@ def _same_type(a, b) -> bool:
 
 
 TYPED_REWRITES = [checks_proved, grad_check_passes, grad_cast_by_type, seq_grad_of_same_kind,
+                  array_like_of_array,
                   ieee_on_numpy,
                   depend_on_what_raises, grad_seed_of_float, shape_facts,
                   known_integer, mul_one, add_zero, negation_absorbed, gadd_of_numbers,
@@ -898,6 +915,7 @@ MATCHES = {
     spread_late: ELEMENTWISE, spread_out: ROUNDED_ONCE, spread_of_spread: {"reduce_grad"},
     grad_cast_by_type: {"grad_cast"}, ieee_on_numpy: {"ieee_truediv", "ieee_pow"},
     depend_on_what_raises: {"depend"}, seq_grad_of_same_kind: {"seq_grad"},
+    array_like_of_array: {"asarray", "array_grad"},
 }
 
 

@@ -1017,9 +1017,11 @@ def _list_item(x: AList, index):
                 else AList(None, x.element)
         try:
             return _tuple_item(ATuple(x.items), index)
-        except (RuleError, Fails) as e:
-            raise type(e)(*[str(a).replace("tuple indices", "list indices")
-                            for a in e.args]) from None
+        except RuleError as e:
+            raise RuleError(e.message.replace("tuple", "list"),
+                            e.hint.replace("tuple", "list")) from None
+        except Fails as e:
+            raise Fails(str(e).replace("tuple", "list")) from None
     if isinstance(index, ASlice):
         return x
     if not _is_int(index) and not (isinstance(index, AScalar) and index.pytype is bool):
@@ -1232,6 +1234,10 @@ def broadcast_to_like_rule(d, x):
 
 @rule
 def reduce_grad_rule(dout, x, axis, keepdims):
+    if isinstance(x, (AList, ATuple)):      # numpy reduced the array it makes of x
+        a = _array_arg(x)
+        return ANY if a is None else array_grad_rule(x, reduce_grad_rule(dout, a, axis,
+                                                                          keepdims))
     if not isinstance(x, AArray):
         return dout
     a = _array_arg(dout)

@@ -250,3 +250,8 @@ def add_tuple_list(t, xs):
 
 def add_float_list(a, xs):
     return a + xs
+
+
+def loss_numpy_of_lists(a, v):
+    return np.sum([a, a * a]) + np.dot([a, 2.0, a * a], v) + np.mean(np.array([[a, 1.0],
+                                                                                [2.0, a]]))

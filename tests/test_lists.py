@@ -111,6 +111,7 @@ GRADIENT_CASES = [
     (L.loss_conversions, ((0.5, 1.5), 2.0)),
     (L.loss_slices, ([0.5, -1.5, 2.0],)),
     (L.loss_grad_inside, ([0.5, -1.5, 2.0], 0.3)),
+    (L.loss_numpy_of_lists, (0.7, V)),
 ]
 
 

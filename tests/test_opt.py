@@ -758,6 +758,13 @@ TYPED_CASES = [
     ("seq_grad_of_same_kind", "list", lambda: _one_op(
         "seq_grad", [AList((A4,)), AList((A4,))], result=AList((A4,))),
      lambda: _returning(2, 0)),
+    ("array_like_of_array", "asarray_of_array",
+     lambda: _one_op("asarray", [A4], None, result=A4), lambda: _returning(1, 0)),
+    ("array_like_of_array", "asarray_of_list_kept",
+     lambda: _one_op("asarray", [AList((F64, F64))], None, result=A4), None),
+    ("array_like_of_array", "array_grad_of_array",
+     lambda: _one_op("array_grad", [A4, A4], result=A4),
+     lambda: _returning(2, 1)),
     ("seq_grad_of_same_kind", "tuple_to_list_kept", lambda: _one_op(
         "seq_grad", [ATuple((A4,)), AList((A4,))], result=AList((A4,))), None),
     ("grad_seed_of_float", "float", lambda: _one_op("grad_seed", [F64], result=F64),

@@ -197,6 +197,8 @@ def broadcast_to_like(d, x):
 
 
 def reduce_grad(dout, x, axis, keepdims):
+    if type(x) is list or type(x) is tuple:   # numpy reduced the array it makes of x
+        return array_grad(x, reduce_grad(dout, np.asarray(x), axis, keepdims))
     if not isinstance(x, np.ndarray):
         return dout
     if axis is not None and not keepdims:
