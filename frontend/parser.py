@@ -1105,7 +1105,13 @@ class FunctionParser:
         assert end is block, "a comprehension's loop returns to its block"
         result = self.read(block, acc, e)
         result.debug.name = "comprehension"
+        self.root.lists_made = getattr(self.root, "lists_made", set()) | {id(result)}
         return result
+
+    def makes_list(self, node: Node) -> bool:
+        """Whether node certainly is a list (so `node * n` is `list_repeat`)."""
+        return primitive_name(node) in _LIST_MAKERS \
+            or id(node) in getattr(self.root, "lists_made", ())
 
     def list_update(self, e: ast.Call, block: Block) -> Node:
         """`xs.append(v)`, `xs.extend(ys)`, `xs.pop(i)` on a local list: a new list bound to
@@ -1192,7 +1198,11 @@ class FunctionParser:
         return block.graph.apply(P[prim], left, right, location=self.loc(e))
 
     def expr_BinOp(self, e, block):
-        return self.binop(e.op, self.expr(e.left, block), self.expr(e.right, block), e, block)
+        left, right = self.expr(e.left, block), self.expr(e.right, block)
+        if isinstance(e.op, ast.Mult) and (self.makes_list(left) or self.makes_list(right)):
+            xs, n = (left, right) if self.makes_list(left) else (right, left)
+            return block.graph.apply(P["list_repeat"], xs, n, location=self.loc(e))
+        return self.binop(e.op, left, right, e, block)
 
     def expr_UnaryOp(self, e, block):
         prim = {ast.USub: "neg", ast.UAdd: "pos", ast.Not: "not_", ast.Invert: "invert"}
@@ -1455,6 +1465,11 @@ class FunctionParser:
 # Builtins whose argument may be a generator expression, read as a list comprehension.
 _ITERABLE_BUILTINS = frozenset({"builtin_sum", "builtin_min", "builtin_max", "to_list",
                                 "to_tuple"})
+
+
+# What certainly makes a list: `xs * n` of one is `list_repeat`, whose gradient sums the
+# copies' (`mul`'s would not).
+_LIST_MAKERS = frozenset({"make_list", "list_append", "list_extend", "list_repeat", "to_list"})
 
 
 def _is_list_update(e: ast.AST) -> bool:

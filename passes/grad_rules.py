@@ -508,6 +508,12 @@ def bprop_list_extend(xs, ys, out, dout):
     return (dout[:n], seq_grad(dout[n:], ys))
 
 
+def bprop_list_repeat(xs, n, out, dout):
+    m = len(xs)
+    return ([sum([dout[k * m + i] for k in range(n)], zeros(xs[i])) for i in range(m)],
+            zeros(n))
+
+
 def bprop_list_pop(xs, index, out, dout):
     return (list_unpop(dout[1], index, dout[0]), zeros(index))
 

@@ -1214,6 +1214,12 @@ def env_setitem_rule(env, key, value):
 
 @rule
 def sum_to_like_rule(d, x):
+    if isinstance(x, (AList, ATuple)) and isinstance(d, (AList, ATuple)) and (
+            x.items is None or d.items is None or len(x.items) != len(d.items)):
+        # only `mul`'s rule sums a sequence's sensitivity to a sequence (`+` has its own)
+        raise RuleError("the gradient of repeating a list or tuple (`xs * n`) whose kind "
+                        "is known only when it runs is not supported",
+                        "repeat a list the function makes: `list(xs) * n`")
     if not isinstance(x, AArray):
         return TYPE_RULES["sum"](d, ANone(), AScalar(bool, False)) if isinstance(d, AArray) \
             else d
@@ -1851,6 +1857,7 @@ LIST_RULES = {
     "make_list": make_list_rule,
     "list_append": list_append_rule,
     "list_extend": list_extend_rule,
+    "list_repeat": mul_rule,
     "list_pop": list_pop_rule,
     "list_unpop": list_unpop_rule,
     "to_list": to_list_rule,

@@ -255,3 +255,15 @@ def add_float_list(a, xs):
 def loss_numpy_of_lists(a, v):
     return np.sum([a, a * a]) + np.dot([a, 2.0, a * a], v) + np.mean(np.array([[a, 1.0],
                                                                                 [2.0, a]]))
+
+
+def loss_repeat(a):
+    xs = [a, 2.0 * a] * 3
+    ys = [a * i for i in range(3)]
+    zs = 2 * ys
+    return sum(xs) + xs[3] * xs[4] + sum(zs) * zs[-1]
+
+
+def repeat_argument(xs, a):
+    ys = xs * 2
+    return ys[0] * a + ys[-1]

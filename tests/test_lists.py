@@ -112,6 +112,7 @@ GRADIENT_CASES = [
     (L.loss_slices, ([0.5, -1.5, 2.0],)),
     (L.loss_grad_inside, ([0.5, -1.5, 2.0], 0.3)),
     (L.loss_numpy_of_lists, (0.7, V)),
+    (L.loss_repeat, (0.7,)),
 ]
 
 
@@ -152,3 +153,11 @@ def test_refused_updates_are_located(compile_fresh, f, args, needle, words):
     assert "programs_lists.py" in text and needle in text, text
     for word in words:
         assert word in text, (word, text)
+
+
+def test_gradient_of_repeating_an_argument_is_a_located_error():
+    """`xs * n` of a list argument: `mul` at parse time, whose gradient would not sum the
+    copies' sensitivities; refused where it is, with the fix."""
+    err = raise_error(lambda: myir.grad(L.repeat_argument, backend=BACKEND)([1.0, 2.0], 0.5))
+    assert "xs * 2" in str(err) and "list(xs) * n" in str(err)
+    assert myir.compile(L.repeat_argument, backend=BACKEND)([1.0, 2.0], 0.5) == 2.5

@@ -34,7 +34,7 @@ SYNTAX = {
     "make_slice": "slice({}, {}, {})", "shape": "{}.shape", "ndim": "{}.ndim",
     "size": "{}.size", "dtype": "{}.dtype", "raise_": "raise {}",
     "to_list": "list({})", "to_tuple": "tuple({})", "builtin_sum": "sum({}, {})",
-    "list_append": "{} + [{}]", "list_extend": "[*{}, *{}]",
+    "list_append": "{} + [{}]", "list_extend": "[*{}, *{}]", "list_repeat": "{} * {}",
 }
 
 # Variadic primitives written as Python syntax: name -> (prefix, suffix).
