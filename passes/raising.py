@@ -288,6 +288,8 @@ def _unknown(t) -> bool:
         return None in t.shape
     if isinstance(t, ATuple):
         return any(_unknown(i) for i in t.items)
+    if isinstance(t, AList):
+        return any(_unknown(i) for i in t.items) if t.items is not None else _unknown(t.item)
     return not isinstance(t, (AScalar, ANone, ASlice, AObject))
 
 

@@ -1820,7 +1820,9 @@ def builtin_sum_rule(xs, start):
 
 @rule
 def sum_grad_rule(xs, dout):
-    share = lambda x: TYPE_RULES["sum_to_like"](dout, x)
+    def share(x):
+        return TYPE_RULES["sum_to_like"](dout, x)
+
     if isinstance(xs, ATuple):
         return ATuple(tuple(map(share, xs.items)))
     if isinstance(xs, AList):

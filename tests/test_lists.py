@@ -3,8 +3,6 @@ differences in the list's own structure, inference's types and located errors, a
 updates (`append`, `extend`, `pop`) compiled code refuses because CPython would change a list
 another name or the caller sees.  Subjects are in tests/programs_lists.py."""
 
-import ast
-
 import numpy as np
 import pytest
 

@@ -368,7 +368,10 @@ class Emitter:
     def operand(self, node: Node, pending: "Pending | None") -> Expr:
         if pending is not None and pending.has(node):
             return pending.take(node)
-        return Expr(self.ref(node), ATOM)
+        text = self.ref(node)
+        if isinstance(node, Constant) and text.startswith("(-"):   # a negative number:
+            return Expr(text[1:-1], PRECEDENCE["neg"])              # `xs[-1]`, `f(-2.0)`
+        return Expr(text, ATOM)
 
     def render(self, node: Apply, pending: "Pending | None" = None,
                statement: bool = False) -> Expr:
