@@ -1214,11 +1214,11 @@ def env_setitem_rule(env, key, value):
 
 @rule
 def sum_to_like_rule(d, x):
-    if isinstance(x, (AList, ATuple)) and isinstance(d, (AList, ATuple)) and (
+    if isinstance(x, AList) and isinstance(d, AList) and (
             x.items is None or d.items is None or len(x.items) != len(d.items)):
-        # only `mul`'s rule sums a sequence's sensitivity to a sequence (`+` has its own)
-        raise RuleError("the gradient of repeating a list or tuple (`xs * n`) whose kind "
-                        "is known only when it runs is not supported",
+        # `mul`'s rule of a list repeated: its copies' sensitivities are not summed
+        raise RuleError("the gradient of repeating a list (`xs * n`) that is known to be "
+                        "a list only when it runs is not supported",
                         "repeat a list the function makes: `list(xs) * n`")
     if not isinstance(x, AArray):
         return TYPE_RULES["sum"](d, ANone(), AScalar(bool, False)) if isinstance(d, AArray) \
