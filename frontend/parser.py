@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import builtins
 import collections
+import copy
 import dataclasses
 import functools
 import inspect
@@ -332,16 +333,23 @@ def _is_print(node: ast.AST) -> bool:
 
 def _assigned_names(nodes, updates: bool = True) -> list[str]:
     """Names bound in these statements (assignment, augmented assignment, for target, def),
-    with `updates` the names updated in place (`y[i] = v` binds `y` to the updated value),
+    with `updates` the names updated in place (`y[i] = v` binds `y` to the updated value,
+    `xs.append(v)` binds xs to a new list),
     and `PRINTED` where they print or call a function by name (it may print: a function that
     prints passes its last print on through its branches and loops, see `print_call`)."""
     names: dict[str, None] = {}
+    comprehension_targets = {id(n) for node in _walk_same_function(nodes)
+                             if isinstance(node, ast.comprehension)
+                             for n in ast.walk(node.target)}
     for node in _walk_same_function(nodes):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) \
+                and id(node) not in comprehension_targets:
             names[node.id] = None
         elif updates and isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) \
                 and isinstance(node.value, ast.Name):
             names[node.value.id] = None
+        elif updates and _is_list_update(node) and isinstance(node.func.value, ast.Name):
+            names[node.func.value.id] = None   # `xs.append(v)` binds xs to a new list
         elif _is_print(node) or (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
             names[PRINTED] = None   # a print, or a call of a function that may print
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -707,6 +715,9 @@ class FunctionParser:
             return block  # `...` or a string used as a comment
         if isinstance(s.value, (ast.Yield, ast.YieldFrom, ast.Await)):
             self.unsupported(s.value)
+        if _is_list_update(s.value) and self.static_value(s.value.func.value, block) is None:
+            self.list_update(s.value, block)
+            return block
         if _is_print(s.value) and PRINTED in self.locals and \
                 resolve.lookup_global("print", self.source.globals) is builtins.print:
             return self.print_call(s.value, block)
@@ -1289,6 +1300,134 @@ class FunctionParser:
             h.unrolled = True
         return block.graph.apply(Constant(g), 0, location=loc)
 
+    def expr_List(self, e, block):
+        if any(isinstance(x, ast.Starred) for x in e.elts):
+            self.error(e, "starred expressions in lists are not supported",
+                       "build the list from its elements, or concatenate: `xs + [a]`")
+        elts = [self.expr(x, block) for x in e.elts]
+        return block.graph.apply(P["make_list"], *elts, location=self.loc(e))
+
+    def expr_ListComp(self, e, block):
+        return self.comprehension(e, block)
+
+    def comprehension(self, e: ast.ListComp | ast.GeneratorExp, block: Block) -> Node:
+        """`[elt for x in xs if c for y in ys]` is the loop that appends `elt` to a hidden
+        list, parsed in place.  The comprehension's variables get hidden names (`x.1`): as
+        in CPython, they do not leak into the function, and the first iterable is
+        evaluated outside the comprehension."""
+        self.root.comprehensions = n = getattr(self.root, "comprehensions", 0) + 1
+        acc = f"comprehension.{n}"
+        hidden = {}
+        for gen in e.generators:
+            if gen.is_async:
+                self.error(e, "async comprehensions are not supported")
+            for name in ast.walk(gen.target):
+                if isinstance(name, ast.Name):
+                    hidden[name.id] = f"{name.id}.{n}"
+        renamed = _Renamer(hidden)
+        inner = ast.Expr(ast.Call(ast.Attribute(ast.Name(acc, ast.Load()), "append", ast.Load()),
+                                  [renamed.visit(_copy(e.elt))], []))
+        body = [ast.copy_location(inner, e)]
+        for k, gen in reversed(list(enumerate(e.generators))):
+            for cond in reversed(gen.ifs):
+                body = [ast.copy_location(ast.If(renamed.visit(_copy(cond)), body, []), cond)]
+            it = gen.iter if k == 0 else renamed.visit(_copy(gen.iter))
+            loop = ast.For(renamed.visit(_copy(gen.target)), it, body, [])
+            body = [ast.copy_location(loop, gen.target)]
+        self.locals.update(hidden.values())
+        self.locals.add(acc)
+        self.bind(block, acc, block.graph.apply(P["make_list"], name="comprehension",
+                                                location=self.loc(e)), e)
+        end = self.stmts(ast.fix_missing_locations(ast.Module(body, [])).body, block)
+        assert end is block, "a comprehension's loop returns to its block"
+        result = self.read(block, acc, e)
+        result.debug.name = "comprehension"
+        self.root.lists_made = getattr(self.root, "lists_made", set()) | {id(result)}
+        return result
+
+    def makes_list(self, node: Node) -> bool:
+        """Whether node certainly is a list (so `node * n` is `list_repeat`)."""
+        return primitive_name(node) in _LIST_MAKERS \
+            or id(node) in getattr(self.root, "lists_made", ())
+
+    def list_update(self, e: ast.Call, block: Block) -> Node:
+        """`xs.append(v)`, `xs.extend(ys)`, `xs.pop(i)` on a local list: a new list bound to
+        `xs` again (`xs = list_append(xs, v)`).  Python changes the list in place, so this
+        is refused where another name, container or closure, or the caller, may see it."""
+        attr, obj = e.func.attr, e.func.value
+        if not isinstance(obj, ast.Name) or obj.id not in self.locals:
+            what = ast.unparse(obj)
+            self.error(e, f"`{what}.{attr}()` changes a list in place; compiled code can only "
+                       "update a list held by a local variable, by making a new one",
+                       f"build a local list first: `xs = list({what})`, then `xs.{attr}(...)`")
+        name = obj.id
+        if "." not in name:     # a comprehension's own list is never shared
+            self._check_owned(name, e)
+        if e.keywords:
+            self.error(e, f"`.{attr}()` takes no keyword arguments")
+        arity = {"append": (1,), "extend": (1,), "pop": (0, 1)}[attr]
+        if len(e.args) not in arity:
+            self.error(e, f"`.{attr}()` takes {' or '.join(map(str, arity))} argument"
+                       f"{'s' if max(arity) > 1 else ''}, got {len(e.args)}")
+        loc = self.loc(e)
+        args = [self.expr(a, block) for a in e.args]
+        xs = self.read(block, name, obj)
+        result = Constant(None)
+        if attr == "append":
+            new = block.graph.apply(P["list_append"], xs, args[0], location=loc)
+        elif attr == "extend":
+            new = block.graph.apply(P["list_extend"], xs, args[0], location=loc)
+        else:
+            popped = block.graph.apply(P["list_pop"], *self.bind_primitive(
+                P["list_pop"], [xs] + args, {}, e), location=loc)
+            result = block.graph.apply(P["getitem"], popped, 0, location=loc)
+            new = block.graph.apply(P["getitem"], popped, 1, location=loc)
+        new.debug.name = name
+        self.root.assigned.append((new, name))
+        self.bind(block, name, new, obj)
+        return result
+
+    def _check_owned(self, name: str, e: ast.Call):
+        """That `name` holds a list no one else sees, so updating it in place (CPython) and
+        making a new one (compiled code) agree: every assignment of `name` in the function
+        makes a new list (a literal, a comprehension, `list(...)`, `+`, `*`), an argument
+        is first replaced by a copy, and `name` is never read where the list could be kept
+        under another name, in a container or a closure.  Flow-insensitive, so it may
+        refuse a program CPython would run the same way; it never accepts one it would not."""
+        attr = e.func.attr
+        position = (e.lineno, e.col_offset)
+        hint = f"update a copy: `{name} = list({name})` first"
+        parents = {id(c): p for p in ast.walk(self.node) for c in ast.iter_child_nodes(p)}
+        args = self.node.args
+        if name in {a.arg for a in args.posonlyargs + args.args}:
+            copied = any(isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None
+                         and (s.lineno, s.col_offset) < position and _fresh_list(s.value)
+                         and any(isinstance(t, ast.Name) and t.id == name
+                                 for t in (s.targets if isinstance(s, ast.Assign) else [s.target]))
+                         for s in getattr(self.node, "body", []))
+            if not copied:
+                self.error(e, f"`{name}.{attr}()` would change the caller's list: '{name}' is "
+                           "an argument, and compiled functions never change their arguments",
+                           hint)
+        for node in _walk_same_function(getattr(self.node, "body", [])):
+            if not isinstance(node, ast.Name) or node.id != name:
+                continue
+            parent = parents.get(id(node))
+            if isinstance(node.ctx, ast.Store):
+                if isinstance(parent, ast.comprehension) or isinstance(parent, ast.AugAssign):
+                    continue
+                if isinstance(parent, (ast.Assign, ast.AnnAssign)) and node in (
+                        getattr(parent, "targets", None) or [parent.target]) \
+                        and _fresh_list(parent.value):
+                    continue
+                self.error(e, f"`{name}.{attr}()` changes the list in place, and '{name}' is "
+                           f"assigned at line {node.lineno} a list that may also be seen "
+                           "elsewhere", f"assign a new list there: `{name} = list(...)`")
+            elif not _safe_list_use(node, parent, parents):
+                self.error(e, f"`{name}.{attr}()` changes the list in place, and line "
+                           f"{node.lineno} shares it (`{ast.unparse(parent)}`), which Python "
+                           "would see change", f"share a copy there: `list({name})`")
+
     def binop(self, op: ast.operator, left: Node, right: Node, e: ast.AST, block: Block) -> Node:
         prim = _BINOPS.get(type(op))
         if prim is None:
@@ -1296,7 +1435,11 @@ class FunctionParser:
         return block.graph.apply(P[prim], left, right, location=self.loc(e))
 
     def expr_BinOp(self, e, block):
-        return self.binop(e.op, self.expr(e.left, block), self.expr(e.right, block), e, block)
+        left, right = self.expr(e.left, block), self.expr(e.right, block)
+        if isinstance(e.op, ast.Mult) and (self.makes_list(left) or self.makes_list(right)):
+            xs, n = (left, right) if self.makes_list(left) else (right, left)
+            return block.graph.apply(P["list_repeat"], xs, n, location=self.loc(e))
+        return self.binop(e.op, left, right, e, block)
 
     def expr_UnaryOp(self, e, block):
         prim = {ast.USub: "neg", ast.UAdd: "pos", ast.Not: "not_", ast.Invert: "invert"}
@@ -1428,6 +1571,11 @@ class FunctionParser:
         # Methods of arrays: x.sum(axis=0) -> sum(x, axis=0)
         if isinstance(e.func, ast.Attribute) and self.static_value(e.func.value, block) is None:
             attr = e.func.attr
+            if attr == "pop":
+                return self.list_update(e, block)
+            if attr in resolve.LIST_UPDATES:
+                self.error(e, f"`.{attr}()` returns None; compiled code runs it as a statement "
+                           "only", f"write `{ast.unparse(e)}` on a line of its own")
             if attr in resolve.MUTATING_METHODS:
                 self.error(e.func, f"`.{attr}()` mutates its object, which compiled functions "
                            "cannot do", "build a new tuple or array instead")
@@ -1462,7 +1610,10 @@ class FunctionParser:
             return self.replace_fields(self.expr(e.args[0], block), e, block)
         if isinstance(fn, Constant) and isinstance(fn.value, Macro):
             return self.macro_call(fn.value, e, block)
-        args = [self.expr(a, block) for a in e.args]
+        iterable_of = isinstance(fn, Constant) and isinstance(fn.value, Primitive) \
+            and fn.value.name in _ITERABLE_BUILTINS
+        args = [self.comprehension(a, block) if iterable_of and isinstance(a, ast.GeneratorExp)
+                else self.expr(a, block) for a in e.args]
         kwargs = {k.arg: self.expr(k.value, block) for k in e.keywords}
         target = _macro_target(fn)
         if target is not None:  # grad(f)(...): f's parameters, keywords and defaults
@@ -1473,6 +1624,13 @@ class FunctionParser:
             if isinstance(value, Primitive):
                 if value.name == "range" and not 1 <= len(args) <= 3:
                     self.error(e, "range() takes 1 to 3 arguments")
+                if value.name in ("to_list", "to_tuple") and not args and not kwargs:
+                    kind = "make_list" if value.name == "to_list" else "make_tuple"
+                    return block.graph.apply(P[kind], location=loc)    # list(), tuple()
+                if value.name in resolve.ITERABLE_EXTREMA and len(args) == 1 and not kwargs:
+                    fn = self.global_value(resolve.ITERABLE_EXTREMA[value.name],
+                                           value.name, e.func)
+                    return block.graph.apply(fn, *args, location=loc)
                 return block.graph.apply(value, *self.bind_primitive(value, args, kwargs, e),
                                          location=loc)
             if isinstance(value, Graph):
@@ -1649,6 +1807,76 @@ def _macro_target(fn: Node) -> Graph | None:
     return fn.value if macro and is_graph_constant(fn) else None
 
 
+# Builtins whose argument may be a generator expression, read as a list comprehension.
+_ITERABLE_BUILTINS = frozenset({"builtin_sum", "builtin_min", "builtin_max", "to_list",
+                                "to_tuple"})
+
+
+# What certainly makes a list: `xs * n` of one is `list_repeat`, whose gradient sums the
+# copies' (`mul`'s would not).
+_LIST_MAKERS = frozenset({"make_list", "list_append", "list_extend", "list_repeat", "to_list"})
+
+
+def _is_list_update(e: ast.AST) -> bool:
+    return isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) \
+        and e.func.attr in resolve.LIST_UPDATES
+
+
+def _fresh_list(e: ast.expr) -> bool:
+    """Whether `e` certainly makes a new list (or no list at all): a slice of a list and
+    `.copy()` are new lists too."""
+    if isinstance(e, (ast.List, ast.ListComp, ast.BinOp, ast.Constant)):
+        return True
+    if isinstance(e, ast.Subscript) and isinstance(e.slice, ast.Slice):
+        return True
+    if isinstance(e, ast.IfExp):
+        return _fresh_list(e.body) and _fresh_list(e.orelse)
+    if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute):
+        return e.func.attr == "copy" and not e.args     # `xs.copy()`
+    return isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id == "list"
+
+
+def _safe_list_use(node: ast.Name, parent: ast.AST, parents: dict) -> bool:
+    """Whether reading a list here cannot keep it under another name, in a container or a
+    closure: indexing it, calling its methods or a function with it, iterating over it,
+    an operator, a comparison, returning it (in a tuple or list too: the function ends)."""
+    while isinstance(parent, (ast.Tuple, ast.List)) and isinstance(
+            parents.get(id(parent)), (ast.Tuple, ast.List, ast.Return)):
+        parent = parents.get(id(parent))
+    if isinstance(parent, (ast.Subscript, ast.Attribute)):
+        return parent.value is node
+    if isinstance(parent, ast.keyword):
+        return isinstance(parents.get(id(parent)), ast.Call)
+    return isinstance(parent, (ast.Call, ast.For, ast.comprehension, ast.BinOp, ast.Compare,
+                               ast.UnaryOp, ast.Return, ast.FormattedValue, ast.AugAssign))
+
+
+class _Renamer(ast.NodeTransformer):
+    """Renames a comprehension's variables to their hidden names (not inside a lambda that
+    binds the same name)."""
+
+    def __init__(self, names: dict):
+        self.names = names
+
+    def visit_Name(self, node):
+        if node.id in self.names:
+            return ast.copy_location(ast.Name(self.names[node.id], node.ctx), node)
+        return node
+
+    def visit_Lambda(self, node):
+        bound = {a.arg for a in node.args.args + node.args.posonlyargs}
+        if bound & set(self.names):
+            inner = _Renamer({k: v for k, v in self.names.items() if k not in bound})
+            node.body = inner.visit(node.body)
+            return node
+        return self.generic_visit(node)
+
+
+def _copy(e: ast.expr) -> ast.expr:
+    """A copy of an expression, to rename without touching the function's own AST."""
+    return copy.deepcopy(e)
+
+
 # The truth of a condition raises only for an array of several elements: an `if` or loop
 # whose values go unread is not kept for its conditions alone.
 CONDITIONS = frozenset({"truth", "not_"})
@@ -1748,10 +1976,8 @@ _UNSUPPORTED = {
     "Import": ("imports", "import at module level"),
     "ImportFrom": ("imports", "import at module level"),
     "Match": ("`match` statements", "use `if`/`elif`"),
-    "ListComp": ("list comprehensions", "use a tuple and a `for` loop"),
     "SetComp": ("set comprehensions", "use a tuple and a `for` loop"),
-    "GeneratorExp": ("generator expressions", "use a `for` loop"),
-    "List": ("list literals", "use a tuple `(a, b)`, or np.array((a, b)) for an array"),
+    "GeneratorExp": ("generator expressions", "use a list comprehension `[... for ...]`"),
     "Set": ("set literals", "use a tuple"),
     "NamedExpr": ("assignment expressions (`:=`)", "assign in a separate statement"),
     "Starred": ("starred expressions", "pass the elements one by one"),

@@ -16,7 +16,7 @@ import types
 
 import numpy as np
 
-from frontend import numpy_functions
+from frontend import builtin_functions, numpy_functions
 from myir.ir.primitives import MATH_MORE, PRIMITIVES, Primitive
 
 P = PRIMITIVES
@@ -78,7 +78,11 @@ MATH_VALUES = {name: getattr(math, name) for name in ("pi", "e", "tau", "inf", "
 BUILTINS = {"abs": P["builtin_abs"], "len": P["len"], "min": P["builtin_min"],
             "max": P["builtin_max"], "float": P["to_float"], "int": P["to_int"],
             "bool": P["to_bool"], "range": P["range"], "pow": P["pow"],
-            "round": P["builtin_round"], "divmod": P["builtin_divmod"]}
+            "round": P["builtin_round"], "divmod": P["builtin_divmod"], "sum": P["builtin_sum"],
+            "list": P["to_list"], "tuple": P["to_tuple"]}
+# min(xs) / max(xs) of one iterable: compositions (frontend/builtin_functions.py).
+ITERABLE_EXTREMA = {"builtin_min": builtin_functions.min_of,
+                    "builtin_max": builtin_functions.max_of}
 
 EXCEPTIONS = {name: getattr(builtins, name) for name in dir(builtins)
               if isinstance(getattr(builtins, name), type)
@@ -99,7 +103,9 @@ METHODS.update({"items": P["dict_items"], "keys": P["dict_keys"], "values": P["d
                 "get": P["dict_get"], "copy": P["copy"]})
 ATTRIBUTES = {"T": P["transpose"], "shape": P["shape"], "ndim": P["ndim"], "size": P["size"],
               "dtype": P["dtype"]}
-MUTATING_METHODS = {"append", "extend", "insert", "pop", "remove", "sort", "reverse", "clear",
+# Updates of a local list, made functional: `xs.append(v)` is `xs = list_append(xs, v)`.
+LIST_UPDATES = {"append", "extend", "pop"}
+MUTATING_METHODS = {"insert", "remove", "sort", "reverse", "clear",
                     "update", "fill", "resize", "setdefault", "put", "itemset", "setflags"}
 
 CONSTANT_TYPES = (int, float, complex, bool, str, type(None), np.ndarray, np.generic,

@@ -37,6 +37,8 @@ def signature_of(value):
         return (kind,) + tuple(signature_of(v) for v in tree.children(value))
     if isinstance(value, tuple):
         return ("tuple",) + tuple(signature_of(v) for v in value)
+    if type(value) is list:
+        return ("list",) + tuple(signature_of(v) for v in value)
     return type(value)
 
 
@@ -188,7 +190,7 @@ class CompiledFunction:
                 checks.append(f"type(_a{i}) is ndarray and _a{i}.shape == s{i} "
                               f"and _a{i}.dtype == d{i}")
             else:
-                return      # tuples: no cheap check, the general path is fine
+                return      # tuples, lists: no cheap check, the general path is fine
         names = [f"_a{i}" for i in range(len(key))]
         # Parameters with defaults so that any call binds; names no user keyword will hit.
         source = (f"def __call__(self, {''.join(f'{n}=MISSING, ' for n in names)}*rest, **kw):\n"

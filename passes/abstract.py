@@ -209,6 +209,34 @@ def with_items(a, items: tuple):
 
 
 @dataclass(frozen=True)
+class AList(AbstractValue):
+    """A Python list: `items`, position by position, when its length is known; else `items`
+    is None and `item` is the join of every element (BOTTOM: no element is known to exist).
+    Lists of different lengths join to the unknown length, so a list that grows in a loop
+    (or a comprehension with an `if`) gets one value and inference of the loop converges."""
+
+    items: tuple | None
+    item: object = BOTTOM
+
+    __hash__ = _hashed_once(lambda self: (self.items, self.item))
+
+    @property
+    def element(self):
+        """What any element is: the join of the items (BOTTOM for an empty list)."""
+        if self.items is None:
+            return self.item
+        result = BOTTOM
+        for x in self.items:
+            result = join(result, x)
+        return result
+
+    def __repr__(self) -> str:
+        if self.items is None:
+            return f"list[{self.item!r}]"
+        return "[" + ", ".join(map(repr, self.items)) + "]"
+
+
+@dataclass(frozen=True)
 class ANone(AbstractValue):
     def __repr__(self) -> str:
         return "None"
@@ -380,6 +408,10 @@ def join(a, b):
         return AFunction(a.options | b.options)
     if isinstance(a, AStack):
         return AStack(join(a.item, b.item))
+    if isinstance(a, AList):
+        if a.items is not None and b.items is not None and len(a.items) == len(b.items):
+            return AList(tuple(join(x, y) for x, y in zip(a.items, b.items)))
+        return AList(None, join(a.element, b.element))
     return ANY
 
 
@@ -417,6 +449,12 @@ def located(a, origin):
         return a
     if containers(a):
         return with_items(a, tuple(located(x, origin) for x in a.items))
+    if type(a) is AList:
+        if a.items is None:
+            item = located(a.item, origin)
+            return a if item is a.item else AList(None, item)
+        items = tuple(located(x, origin) for x in a.items)
+        return a if _same(items, a.items) else AList(items)
     return a
 
 
@@ -432,6 +470,14 @@ def truncate(a, depth: int):
         if depth == 0:
             return ANY
         return with_items(a, tuple(truncate(x, depth - 1) for x in a.items))
+    if isinstance(a, AList):
+        if depth == 0:
+            return ANY
+        if a.items is None:
+            item = truncate(a.item, depth - 1)
+            return a if item is a.item else AList(None, item)
+        items = tuple(truncate(x, depth - 1) for x in a.items)
+        return a if _same(items, a.items) else AList(items)
     if isinstance(a, AEnv):
         if depth == 0:
             return ANY
@@ -453,6 +499,8 @@ def widen(a):
         return AScalar(a.pytype) if a.known else a
     if containers(a):
         return with_items(a, tuple(map(widen, a.items)))
+    if isinstance(a, AList):
+        return AList(None, widen(a.item)) if a.items is None else AList(tuple(map(widen, a.items)))
     if isinstance(a, ASlice):
         return ASlice(widen(a.start), widen(a.stop), widen(a.step))
     if isinstance(a, AObject) and a.value is not ANY and a.pytype is str:
@@ -476,6 +524,8 @@ def abstract_of(value, keep_values: bool = True):
                        tuple(abstract_of(v, keep_values) for v in tree.children(value)))
     if isinstance(value, tuple):
         return ATuple(tuple(abstract_of(v, keep_values) for v in value))
+    if type(value) is list:
+        return AList(tuple(abstract_of(v, keep_values) for v in value))
     if value is None:
         return ANone()
     if isinstance(value, slice):
@@ -527,6 +577,11 @@ def conforms(value, abstract) -> bool:
     if isinstance(abstract, ARecord):
         return type(value) is abstract.cls \
             and all(conforms(v, a) for v, a in zip(tree.children(value), abstract.items))
+    if isinstance(abstract, AList):
+        return type(value) is list and (
+            all(conforms(v, abstract.item) for v in value) if abstract.items is None
+            else len(value) == len(abstract.items)
+            and all(conforms(v, a) for v, a in zip(value, abstract.items)))
     if isinstance(abstract, ANone):
         return value is None
     if isinstance(abstract, AObject):

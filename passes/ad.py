@@ -78,7 +78,7 @@ NON_DIFFERENTIABLE = frozenset("""
     | frozenset({"contains", "dict_keys", "comp_length", "comp_next"})   # keys, lengths
 
 # Gradient rules built here rather than parsed, for primitives with any number of inputs.
-VARIADIC_RULES = frozenset({"make_tuple", "builtin_min", "builtin_max", "einsum", "make_dict",
+VARIADIC_RULES = frozenset({"make_tuple", "builtin_min", "builtin_max", "einsum", "make_dict", "make_list",
                             "make_record"})
 
 # Primitives without a gradient rule, and why (checked by tests/test_primitive_tables.py).
@@ -182,7 +182,7 @@ def _rule_gradients(prim: Primitive, bp: Graph, xs: list, out: Node, dout: Node,
     name = prim.name
     if name in NON_DIFFERENTIABLE:
         return [bp.apply(P["grad_zeros"], x) for x in xs]
-    if name == "make_tuple":
+    if name in ("make_tuple", "make_list"):
         return [bp.apply(P["getitem"], dout, i) for i in range(len(xs))]
     if name == "make_dict":     # make_dict(k0, v0, ...): the keys' zeros, dout[k] for v
         return [bp.apply(P["grad_zeros"], x) if i % 2 == 0 else

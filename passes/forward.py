@@ -58,6 +58,9 @@ LINEAR: dict[str, tuple[int, ...]] = {
     **{name: (1,) for name in ("rebuild", "dict_items_grad", "iter_keys_grad")},
     **{name: (0, 2) for name in ("record_replace", "dict_setitem", "dict_get")},
     "dict_cons": (1, 2), "dict_items": (0,),
+    **{name: (0,) for name in ("list_repeat", "list_pop", "to_list", "to_tuple", "seq_grad")},
+    **{name: (0, 1) for name in ("list_append", "list_extend", "builtin_sum")},
+    **{name: (1,) for name in ("sum_grad", "array_grad")}, "list_unpop": (0, 2),
     **{name: (0, 1) for name in ("add", "sub", "np_add", "np_subtract", "gadd", "stack_push")},
     "where": (1, 2), "switch": (1, 2), "env_getitem": (0, 2), "env_setitem": (0, 2),
     "getitem_grad": (2,), "concat_grad": (2,), "select_grad": (2,), "take_grad": (3,),
@@ -73,7 +76,7 @@ ELEMENTWISE = frozenset("""exp expm1 log log1p sqrt sin cos tan tanh sinh cosh a
     math_cos math_sinh math_cosh math_asin math_acos math_log2 math_log10 math_exp2 math_cbrt
     math_asinh math_acosh math_atanh math_erf math_erfc math_degrees math_radians""".split())
 
-VARIADIC = frozenset({"make_tuple", "builtin_min", "builtin_max", "einsum"})
+VARIADIC = frozenset({"make_tuple", "make_list", "builtin_min", "builtin_max", "einsum"})
 
 # Containers built from keys or a class and values: the tangent is the container of the
 # values' tangents, under the same keys or class.
@@ -261,8 +264,8 @@ class ForwardTransform:
                             "respect to inputs that do not flow through it")
         if name in ZERO:
             return zeros()
-        if name == "make_tuple":
-            return fg.apply(P["make_tuple"], *dxs)
+        if name in ("make_tuple", "make_list"):
+            return fg.apply(base, *dxs)
         if name in VALUES_AT:
             inputs = list(xs)
             values = range(len(xs))[VALUES_AT[name]]

@@ -57,6 +57,11 @@ children = _P["children"]
 rebuild = _P["rebuild"]
 dict_items_grad = _P["dict_items_grad"]
 iter_keys_grad = _P["iter_keys_grad"]
+list_pop = _P["list_pop"]
+list_unpop = _P["list_unpop"]
+seq_grad = _P["seq_grad"]
+sum_grad = _P["sum_grad"]
+array_grad = _P["array_grad"]
 
 
 # ------------------------------------------------------------------ arithmetic
@@ -282,8 +287,11 @@ def bprop_cast(x, dtype, out, dout):
 
 def bprop_asarray(x, dtype, out, dout):
     """The identity on an array or a number (the compositions of numpy_functions.py take
-    their operands through np.asarray)."""
-    return (grad_cast(dout, x), zeros(dtype))
+    their operands through np.asarray); dout's parts for a list or tuple of them."""
+    return (array_grad(x, dout), zeros(dtype))
+
+
+bprop_array = bprop_asarray
 
 
 def bprop_array(x, dtype, out, dout):
@@ -429,9 +437,12 @@ def bprop_matmul(x, y, out, dout):
 def bprop_dot(x, y, out, dout):
     if np.ndim(x) == 0 or np.ndim(y) == 0:  # np.dot with a scalar multiplies
         return bprop_mul(x, y, out, dout)
-    if np.ndim(y) > 2:
-        return _dot_of_stacked_grads(x, y, dout)
-    return _matmul_grads(x, y, dout)  # y a vector or a matrix: np.dot is matmul
+    x_, y_ = np.asarray(x), np.asarray(y)   # of lists too: numpy multiplies their arrays
+    if np.ndim(y_) > 2:
+        grads = _dot_of_stacked_grads(x_, y_, dout)
+    else:
+        grads = _matmul_grads(x_, y_, dout)  # y a vector or a matrix: np.dot is matmul
+    return (array_grad(x, grads[0]), array_grad(y, grads[1]))
 
 
 def _dot_of_stacked_grads(x, y, dout):
@@ -472,7 +483,7 @@ def bprop_squeeze(x, axis, out, dout):
 
 
 def bprop_concatenate(arrays, axis, out, dout):
-    return (concat_grad(arrays, axis, dout), zeros(axis))
+    return (seq_grad(concat_grad(arrays, axis, dout), arrays), zeros(axis))
 
 
 def bprop_concat_grad(arrays, axis, dout_, out, dout):
@@ -480,7 +491,7 @@ def bprop_concat_grad(arrays, axis, dout_, out, dout):
 
 
 def bprop_stack(arrays, axis, out, dout):
-    return (unstack(dout, axis), zeros(axis))
+    return (seq_grad(unstack(dout, axis), arrays), zeros(axis))
 
 
 def bprop_unstack(x, axis, out, dout):
@@ -657,6 +668,58 @@ def bprop_grad_cast(d, x, out, dout):
 
 def bprop_select_grad(out_, x, dout_, count, out, dout):
     return (zeros(out_), zeros(x), np.where(x == out_, dout / count, 0.0), zeros(count))
+
+
+# ------------------------------------------------------------------ lists
+# A list's sensitivity is a list of its items' sensitivities, of the same length.
+
+def bprop_list_append(xs, x, out, dout):
+    last_rest = list_pop(dout, -1)
+    return (last_rest[1], last_rest[0])
+
+
+def bprop_list_extend(xs, ys, out, dout):
+    n = len(xs)
+    return (dout[:n], seq_grad(dout[n:], ys))
+
+
+def bprop_list_repeat(xs, n, out, dout):
+    m = len(xs)
+    return ([sum([dout[k * m + i] for k in range(n)], zeros(xs[i])) for i in range(m)],
+            zeros(n))
+
+
+def bprop_list_pop(xs, index, out, dout):
+    return (list_unpop(dout[1], index, dout[0]), zeros(index))
+
+
+def bprop_list_unpop(rest, index, x, out, dout):
+    item_rest = list_pop(dout, index)
+    return (item_rest[1], zeros(index), item_rest[0])
+
+
+def bprop_to_list(x, out, dout):
+    return (seq_grad(dout, x),)
+
+
+def bprop_to_tuple(x, out, dout):
+    return (seq_grad(dout, x),)
+
+
+def bprop_seq_grad(d, x, out, dout):
+    return (seq_grad(dout, d), zeros(x))
+
+
+def bprop_builtin_sum(xs, start, out, dout):
+    return (sum_grad(xs, dout), sum_to(dout, start))
+
+
+def bprop_sum_grad(xs, dout_, out, dout):
+    return (zeros(xs), sum(dout, zeros(dout_)))
+
+
+def bprop_array_grad(x, dout_, out, dout):
+    return (zeros(x), grad_cast(np.asarray(dout), dout_))
 
 
 # ------------------------------------------------- numpy.linalg, contractions, scans, sorting

@@ -36,8 +36,8 @@ from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_cons
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
 from myir.ir.values import Env
 from myir.tree import is_namedtuple
-from passes.abstract import (ANY, BOTTOM, AArray, ADict, AObject, ARecord, AScalar, ATuple,
-                             AUnion, abstract_of, options)
+from passes.abstract import (ANY, BOTTOM, AArray, ADict, AList, AObject, ARecord, AScalar,
+                             ATuple, AUnion, abstract_of, options)
 from passes import grad_rules
 from passes.raising import evaluates, may_raise
 from passes.vectorize import vectorized_may_raise
@@ -653,8 +653,35 @@ def grad_check_passes(node: Apply, ctx) -> Node | None:
     tuple (the check looks at numbers and arrays only, not into tuples): it cannot fail."""
     if primitive_name(node) == "grad_check_input":
         t = ctx.type_of(node.args[0])
-        if is_float(t) or isinstance(t, ATuple):
+        if is_float(t) or isinstance(t, (ATuple, AList)):
             return node.args[0]
+    return None
+
+
+def array_like_of_array(node: Apply, ctx) -> Node | None:
+    """np.asarray(x) -> x for an array x; array_grad(x, d) -> grad_cast(d, x) where x is
+    no list or tuple (the rules that take lists as numpy does, bprop_dot's, on arrays)."""
+    name = primitive_name(node)
+    if name == "asarray":
+        x, dtype = node.args
+        if isinstance(ctx.type_of(x), AArray) and _const(dtype, type(None)):
+            return x
+    elif name == "array_grad":
+        x, d = node.args
+        t = ctx.type_of(x)
+        if isinstance(t, (AArray, AScalar)):
+            return node.graph.apply(P["grad_cast"], d, x, location=node.location)
+    return None
+
+
+def seq_grad_of_same_kind(node: Apply, ctx) -> Node | None:
+    """seq_grad(d, x) -> d when d is already a sequence of x's kind (the gradient of
+    np.stack of a tuple is unstack's tuple)."""
+    if primitive_name(node) != "seq_grad":
+        return None
+    d, x = (ctx.type_of(a) for a in node.args)
+    if isinstance(d, (ATuple, AList)) and type(d) is type(x):
+        return node.args[0]
     return None
 
 
@@ -1202,7 +1229,9 @@ def _same_type(a, b) -> bool:
     return a is not None and b is not None and a == b
 
 
-TYPED_REWRITES = [checks_proved, grad_check_passes, grad_cast_by_type, ieee_on_numpy,
+TYPED_REWRITES = [checks_proved, grad_check_passes, grad_cast_by_type, seq_grad_of_same_kind,
+                  array_like_of_array,
+                  ieee_on_numpy,
                   depend_on_what_raises, grad_seed_of_float, shape_facts,
                   known_integer, mul_one, add_zero, negation_absorbed, gadd_of_numbers,
                   side_of_number, container_grads_by_type, sum_to_like_same_shape, shape_from_input, implicit_broadcast, spread_late,
@@ -1235,6 +1264,8 @@ MATCHES = {
     item_of_container: {"getitem", "getattr_", "children"},
     update_of_container: {"gadd", "dict_cons", "dict_setitem", "record_replace"},
     gradient_of_container: _CONTAINER_GRADIENT_OPS,
+    depend_on_what_raises: {"depend"}, seq_grad_of_same_kind: {"seq_grad"},
+    array_like_of_array: {"asarray", "array_grad"},
 }
 
 

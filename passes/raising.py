@@ -34,7 +34,7 @@ import numpy as np
 
 from myir.ir.analysis import primitive_name
 from myir.ir.graph import Apply, Node
-from passes.abstract import ANY, AArray, ADict, ANone, AObject, ARecord, AScalar, ASlice, ATuple
+from passes.abstract import ANY, AArray, ADict, AList, ANone, AObject, ARecord, AScalar, ASlice, ATuple
 
 _PY_NUMBERS = (bool, int, float, complex)
 
@@ -129,7 +129,7 @@ def _getitem(args, out) -> bool:
     x, index = args
     if isinstance(x, ADict):    # a constant key is checked at compile time
         return not (isinstance(index, (AScalar, AObject)) and index.value is not ANY)
-    if isinstance(x, ARecord):
+    if isinstance(x, ARecord) or (isinstance(x, AList) and x.items is not None):
         x = ATuple(x.items)
     if isinstance(x, ATuple):
         return not (isinstance(index, AScalar) and index.known and index.pytype is int
@@ -165,7 +165,7 @@ def _range(args, out) -> bool:
 def _builtin_min_max(args, out) -> bool:
     """min(()) raises ValueError, and arrays compared with `<` have no truth value."""
     if len(args) == 1:
-        return not (isinstance(args[0], ATuple) and args[0].items)
+        return not (isinstance(args[0], (ATuple, AList)) and args[0].items)
     return any(isinstance(a, AArray) for a in args)
 
 
@@ -186,6 +186,18 @@ def _aug_division(args, out) -> bool:
 
 def _aug_power(args, out) -> bool:
     return _power(args, out) or _aug(args, out)
+
+
+def _list_pop(args, out) -> bool:
+    """`xs.pop(i)` raises IndexError for an index out of range (an empty list)."""
+    xs, index = args
+    return not (isinstance(xs, AList) and xs.items is not None and isinstance(index, AScalar)
+                and index.known and -len(xs.items) <= index.value < len(xs.items))
+
+
+def _sequence(args, out) -> bool:
+    """list(x), tuple(x), xs.extend(x): TypeError unless x is iterable."""
+    return not isinstance(args[-1], (ATuple, AList))
 
 
 def _always(args, out) -> bool:
@@ -245,6 +257,8 @@ RAISES = _table([
     # broadcast to the indexed one, or a float nan assigned into an int array
     ("setitem", _always),
     ("vectorize_call", _always),    # the scalar function may raise (or not broadcast)
+    ("list_pop", _list_pop),
+    ("to_list to_tuple list_extend", _sequence),
 ])
 
 CANNOT_RAISE = _table([
@@ -287,6 +301,11 @@ CANNOT_RAISE = _table([
      "were checked at compile time"),
     ("einsum_grad tensordot_grad take_grad take_along_axis_grad", "gradient code, on values "
      "of shapes the forward computed"),
+    ("make_list list_append list_repeat", "build a list from values (append's object is a "
+     "list, the count an int: inference checked)"),
+    ("builtin_sum", "adds numbers and arrays of shapes inference knows, as `+` does"),
+    ("list_unpop sum_grad seq_grad array_grad", "gradient code, on values of the structure "
+     "the forward computed"),
 ])
 
 
@@ -307,6 +326,8 @@ def _unknown(t) -> bool:
         return None in t.shape
     if isinstance(t, (ATuple, ADict, ARecord)):
         return any(_unknown(i) for i in t.items)
+    if isinstance(t, AList):
+        return any(_unknown(i) for i in t.items) if t.items is not None else _unknown(t.item)
     return not isinstance(t, (AScalar, ANone, ASlice, AObject))
 
 

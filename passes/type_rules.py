@@ -34,6 +34,7 @@ from passes.abstract import (ANY, BOTTOM, AArray, ADict, AEnv, AFunction, ANone,
                              ARecord, AScalar, ASlice, AStack, ATuple, AUnion, _value_key,
                              abstract_of, containers, join, with_items)
 from passes.abstract import kind as kind_of
+from passes.abstract import AList
 
 
 class RuleError(Exception):
@@ -99,6 +100,8 @@ def sample(a):
         return np.ones((1,) * a.ndim, a.dtype)
     if isinstance(a, ATuple):
         return tuple(sample(x) for x in a.items)
+    if isinstance(a, AList) and a.items is not None:
+        return [sample(x) for x in a.items]
     if isinstance(a, ANone):
         return None
     if isinstance(a, AObject):
@@ -117,6 +120,8 @@ def known(a) -> bool:
         return a.known
     if isinstance(a, ATuple):
         return all(known(x) for x in a.items)
+    if isinstance(a, AList):
+        return a.items is not None and all(known(x) for x in a.items)
     if isinstance(a, ASlice):
         return known(a.start) and known(a.stop) and known(a.step)
     return isinstance(a, ANone) or (isinstance(a, AObject) and a.value is not ANY)
@@ -148,6 +153,8 @@ def _stand_in_key(a):
         return a.dtype, a.ndim
     if isinstance(a, ATuple):
         return (ATuple,) + tuple(map(_stand_in_key, a.items))
+    if isinstance(a, AList) and a.items is not None:
+        return (AList,) + tuple(map(_stand_in_key, a.items))
     if isinstance(a, ANone):
         return None
     if isinstance(a, AObject) and (a.value is not ANY or a.pytype is str):
@@ -266,6 +273,11 @@ def shape_of(a) -> tuple | None:
         if len(shapes) == 1 and None not in shapes:
             return (len(a.items),) + shapes.pop()
         return (0,) if not a.items else None
+    if isinstance(a, AList):
+        if a.items is not None:
+            return shape_of(ATuple(a.items))
+        inner = shape_of(a.item) if a.item is not BOTTOM else None
+        return None if inner is None else (None,) + inner
     return None
 
 
@@ -317,7 +329,7 @@ def type_name(a) -> str:
     if isinstance(a, ARecord):
         return a.cls.__name__
     return {ADict: "dict", AArray: "numpy.ndarray", ATuple: "tuple", ANone: "NoneType",
-            ASlice: "slice"}.get(type(a), "object")
+            ASlice: "slice", AList: "list"}.get(type(a), "object")
 
 
 def shape_value(a) -> tuple | None:
@@ -381,7 +393,9 @@ def elementwise(fn):
 
 @rule
 def add_rule(x, y):
-    """`+`: tuples concatenate; a tuple and an array broadcast."""
+    """`+`: tuples concatenate, lists too; a tuple and an array broadcast."""
+    if isinstance(x, AList) or isinstance(y, AList):
+        return _list_concat(x, y)
     if isinstance(x, ATuple) and isinstance(y, ATuple):
         return ATuple(x.items + y.items)
     other = y if isinstance(x, ATuple) else x if isinstance(y, ATuple) else None
@@ -391,9 +405,40 @@ def add_rule(x, y):
     return _add(x, y)
 
 
+def _list_concat(x, y):
+    """`x + y` where one operand is a list: lists concatenate, an array broadcasts with it,
+    anything else is CPython's TypeError."""
+    if isinstance(x, AArray) or isinstance(y, AArray):
+        return _add(x, y)
+    if x is ANY or y is ANY:
+        return ANY
+    if not isinstance(x, AList) or not isinstance(y, AList):
+        kind = "list" if isinstance(x, AList) else "tuple" if isinstance(x, ATuple) else None
+        message = f'can only concatenate {kind} (not "{type_name(y)}") to {kind}' if kind \
+            else f"unsupported operand type(s) for +: '{type_name(x)}' and 'list'"
+        raise RuleError(message, "convert the other operand with list(...) to concatenate "
+                        "lists" if isinstance(x if isinstance(y, AList) else y, ATuple)
+                        else "both operands of + must be lists to concatenate them")
+    if x.items is not None and y.items is not None:
+        return AList(x.items + y.items)
+    return AList(None, join(x.element, y.element))
+
+
+def _list_repeat(x: AList, y):
+    """`x * n` of a list."""
+    count = _repeat_count(y)
+    if count is not ANY and x.items is not None:
+        return AList(x.items * max(count, 0))
+    return AList(None, x.element)
+
+
 @rule
 def mul_rule(x, y):
-    """`*`: a tuple times an int repeats it."""
+    """`*`: a tuple or list times an int repeats it."""
+    if isinstance(x, AList) and not isinstance(y, AArray):
+        return _list_repeat(x, y)
+    if isinstance(y, AList) and not isinstance(x, AArray):
+        return _list_repeat(y, x)
     if isinstance(x, ATuple) and not isinstance(y, AArray):
         count = _repeat_count(y)
         return ANY if count is ANY else ATuple(x.items * max(count, 0))
@@ -580,6 +625,9 @@ def _array_arg(x):
     shape = shape_of(x)
     if shape is None:
         return None
+    if isinstance(x, AList) and x.items is None:
+        element = _array_arg(x.item)
+        return None if element is None else AArray(element.dtype, shape)
     try:
         return AArray(np.asarray(sample(x)).dtype, shape)
     except Unknown:
@@ -709,6 +757,8 @@ def squeeze_rule(x, axis):
 
 
 def _array_items(arrays):
+    if isinstance(arrays, AList) and arrays.items is not None:
+        arrays = ATuple(arrays.items)
     if not isinstance(arrays, ATuple) or not arrays.items:
         return None
     items = [_array_arg(x) for x in arrays.items]
@@ -725,6 +775,8 @@ def _common_dim(items, k: int, message: str, hint: str):
 
 @rule
 def concatenate_rule(arrays, axis):
+    if isinstance(arrays, AList) and arrays.items is None:   # the axis's length is unknown
+        return _unknown_count(concatenate_rule, arrays, axis)
     items = _array_items(arrays)
     if items is None or isinstance(axis, ANone):
         return ANY
@@ -744,8 +796,22 @@ def concatenate_rule(arrays, axis):
     return AArray(np.result_type(*[a.dtype for a in items]), tuple(shape))
 
 
+def _unknown_count(rule_of, arrays: AList, axis):
+    """np.stack / np.concatenate of a list of unknown length: the rule for two of its
+    elements, with the dimension whose size the length makes unknown."""
+    result = rule_of(ATuple((arrays.item, arrays.item)), axis)
+    if not isinstance(result, AArray):
+        return result
+    i = axes_value(axis, result.ndim)
+    if i is ANY:
+        return ANY
+    return AArray(result.dtype, result.shape[:i] + (None,) + result.shape[i + 1:])
+
+
 @rule
 def stack_rule(arrays, axis):
+    if isinstance(arrays, AList) and arrays.items is None:
+        return _unknown_count(stack_rule, arrays, axis)
     items = _array_items(arrays)
     if items is None:
         return ANY
@@ -788,7 +854,7 @@ def _attribute(name, of_array):
     def apply(x):
         if isinstance(x, AArray) or (isinstance(x, AScalar) and issubclass(x.pytype, np.generic)):
             return of_array(x if isinstance(x, AArray) else AArray(x.dtype, ()))
-        if isinstance(x, (AScalar, ATuple, ANone, AFunction, AEnv)) or \
+        if isinstance(x, (AScalar, ATuple, AList, ANone, AFunction, AEnv)) or \
                 (isinstance(x, AObject) and x.pytype is str):
             raise RuleError(f"'{type_name(x)}' object has no attribute '{name}'",
                             f"`.{name}` is an attribute of numpy arrays; convert with "
@@ -860,6 +926,8 @@ def eye_rule(n, dtype):
 def len_rule(x):
     if isinstance(x, (ATuple, ADict)) or isinstance(x, ARecord) and tree.is_namedtuple(x.cls):
         return AScalar(int, len(x.items))
+    if isinstance(x, AList):
+        return AScalar(int) if x.items is None else AScalar(int, len(x.items))
     if isinstance(x, AArray):
         if not x.shape:
             raise RuleError("len() of unsized object", "a 0-d array has no length")
@@ -872,7 +940,11 @@ def len_rule(x):
 def _builtin_extremum(fn):
     @rule
     def apply(*args):
-        items = args[0].items if len(args) == 1 and isinstance(args[0], ATuple) else args
+        if len(args) == 1 and isinstance(args[0], AList) and args[0].items is None:
+            element = args[0].item   # ValueError if empty, else one of the elements
+            return AScalar(element.pytype) if isinstance(element, AScalar) else element
+        items = args[0].items if len(args) == 1 and isinstance(args[0], (ATuple, AList)) \
+            else args
         if not items:
             return BOTTOM  # ValueError: empty sequence
         if any(isinstance(a, AArray) for a in items):
@@ -914,6 +986,8 @@ def make_tuple_rule(*args):
 def getitem_rule(x, index):
     if isinstance(x, ATuple):
         return _tuple_item(x, index)
+    if isinstance(x, AList):
+        return _list_item(x, index)
     if isinstance(x, AArray):
         return _array_item(x, index)
     if isinstance(x, ADict):
@@ -986,7 +1060,7 @@ def _assign_into(x, value):
 @rule
 def copy_rule(x):
     """`x.copy()`, `dict(d)`: a value of x's own type."""
-    if isinstance(x, (AArray, ADict)) or (isinstance(x, AScalar)
+    if isinstance(x, (AArray, ADict, AList)) or (isinstance(x, AScalar)
                                           and issubclass(x.pytype, np.generic)):
         return x
     if isinstance(x, (ATuple, AScalar, ANone, AFunction)) or \
@@ -1022,6 +1096,26 @@ def _tuple_item(x, index):
     for item in x.items:
         result = join(result, item)
     return result
+
+
+def _list_item(x: AList, index):
+    """`xs[i]` and `xs[a:b]` of a list: like a tuple's where the length is known."""
+    if x.items is not None:
+        if isinstance(index, ASlice):
+            return AList(_tuple_item(ATuple(x.items), index).items) if known(index) \
+                else AList(None, x.element)
+        try:
+            return _tuple_item(ATuple(x.items), index)
+        except RuleError as e:
+            raise RuleError(e.message.replace("tuple", "list"),
+                            e.hint.replace("tuple", "list")) from None
+        except Fails as e:
+            raise Fails(str(e).replace("tuple", "list")) from None
+    if isinstance(index, ASlice):
+        return x
+    if not _is_int(index) and not (isinstance(index, AScalar) and index.pytype is bool):
+        raise Fails(f"list indices must be integers or slices, not {type_name(index)}")
+    return x.item
 
 
 def _is_int(a) -> bool:
@@ -1094,7 +1188,7 @@ def _advanced_item(x, items):
 @rule
 def unpack_rule(x, n):
     count = int_value(n)
-    if containers(x) and count is not ANY:
+    if (containers(x) or isinstance(x, AList) and x.items is not None) and count is not ANY:
         return x if len(x.items) == count else BOTTOM  # ValueError at run time
     return x
 
@@ -1128,11 +1222,23 @@ def grad_zeros_rule(x):
         return AScalar(x.pytype, x.pytype(0))
     if containers(x):
         return with_items(x, tuple(map(grad_zeros_rule, x.items)))
+    if isinstance(x, AList):
+        return _list_map(grad_zeros_rule, x)
     if isinstance(x, (AEnv, AFunction)) or (isinstance(x, AObject) and _callable(x)):
         return AEnv()
     if isinstance(x, AStack):
         return AStack(BOTTOM)   # EMPTY_STACK, a stack's zero sensitivity
     return ANone()
+
+
+def _list_map(fn, x: AList, *others) -> AList:
+    """fn of x's items (and those of `others`, lists too), position by position where every
+    length is known and equal, else of the elements."""
+    lists = (x,) + others
+    if all(a.items is not None for a in lists) and len({len(a.items) for a in lists}) == 1:
+        return AList(tuple(map(fn, *(a.items for a in lists))))
+    return AList(None, fn(*(a.element for a in lists)) if all(
+        a.element is not BOTTOM for a in lists) else BOTTOM)
 
 
 def _callable(x: AObject) -> bool:
@@ -1148,6 +1254,8 @@ def gadd_rule(x, y):
         return AStack(join(join(x.item, y.item), gadd_rule(x.item, y.item)))
     if containers(x) and containers(y) and kind_of(x) == kind_of(y):
         return with_items(x, tuple(gadd_rule(a, b) for a, b in zip(x.items, y.items)))
+    if isinstance(x, AList) and isinstance(y, AList):
+        return _list_map(gadd_rule, x, y)
     if isinstance(x, AEnv) and isinstance(y, AEnv):
         env = AEnv(x.items, x.complete and y.complete)
         for key, value in y.items:
@@ -1161,7 +1269,7 @@ def gadd_rule(x, y):
         return y
     if isinstance(y, ANone):
         return x
-    if x is ANY or y is ANY or containers(x) or isinstance(x, AEnv):
+    if x is ANY or y is ANY or containers(x) or isinstance(x, (AEnv, AList)):
         return ANY
     return TYPE_RULES["add"](x, y)
 
@@ -1201,6 +1309,12 @@ def env_setitem_rule(env, key, value):
 
 @rule
 def sum_to_like_rule(d, x):
+    if isinstance(x, AList) and isinstance(d, AList) and (
+            x.items is None or d.items is None or len(x.items) != len(d.items)):
+        # `mul`'s rule of a list repeated: its copies' sensitivities are not summed
+        raise RuleError("the gradient of repeating a list (`xs * n`) that is known to be "
+                        "a list only when it runs is not supported",
+                        "repeat a list the function makes: `list(xs) * n`")
     if not isinstance(x, AArray):
         return TYPE_RULES["sum"](d, ANone(), AScalar(bool, False)) if isinstance(d, AArray) \
             else d
@@ -1253,6 +1367,10 @@ def broadcast_to_like_rule(d, x):
 
 @rule
 def reduce_grad_rule(dout, x, axis, keepdims):
+    if isinstance(x, (AList, ATuple)):      # numpy reduced the array it makes of x
+        a = _array_arg(x)
+        return ANY if a is None else array_grad_rule(x, reduce_grad_rule(dout, a, axis,
+                                                                          keepdims))
     if not isinstance(x, AArray):
         return dout
     a = _array_arg(dout)
@@ -1274,6 +1392,18 @@ def getitem_grad_rule(x, index, dout):
             zeros[int(index.value)] = dout
             return ATuple(tuple(zeros))
         return ANY
+    if isinstance(x, AList):
+        zeros = grad_zeros_rule(x)
+        if x.items is not None and (isinstance(index, ASlice) and known(index)
+                                    or isinstance(index, AScalar) and index.known):
+            done = getitem_grad_rule(ATuple(x.items), index,
+                                     ATuple(dout.items) if isinstance(dout, AList)
+                                     and dout.items is not None else dout)
+            if isinstance(done, ATuple):
+                return AList(done.items)
+        part = dout.element if isinstance(index, ASlice) and isinstance(dout, AList) else dout
+        return AList(None, join(zeros.element, part)) if x.items is None else \
+            AList(tuple(join(z, part) for z in zeros.items))
     if isinstance(x, AArray):
         return x
     if isinstance(x, AScalar) and issubclass(x.pytype, np.inexact):
@@ -1389,6 +1519,8 @@ def grad_cast_rule(d, x):
         return with_items(x, tuple(map(grad_cast_rule, d.items, x.items)))
     if containers(x) and d is ANY:
         return ANY
+    if isinstance(x, AList) and isinstance(d, AList):
+        return _list_map(grad_cast_rule, d, x)
     return d
 
 
@@ -1750,6 +1882,174 @@ LINALG_RULES = {
     "take_along_axis": take_along_axis_rule,
     "take_along_axis_grad": gather_grad_rule,
     "searchsorted": searchsorted_rule,
+}
+
+
+# ---------------------------------------------------------------------------------- lists
+
+
+def make_list_rule(*args):
+    return AList(args)
+
+
+def _needs_list(xs, method: str):
+    """RuleError unless xs may be a list (CPython: AttributeError)."""
+    if not isinstance(xs, AList) and xs is not ANY:
+        raise RuleError(f"'{type_name(xs)}' object has no attribute '{method}'",
+                        f"`.{method}()` is a method of lists: make one with list(...)")
+
+
+@rule
+def list_append_rule(xs, x):
+    _needs_list(xs, "append")
+    if xs is ANY:
+        return ANY
+    return AList(xs.items + (x,)) if xs.items is not None else AList(None, join(xs.item, x))
+
+
+@rule
+def list_extend_rule(xs, ys):
+    _needs_list(xs, "extend")
+    rows = _rows(ys)
+    if xs is ANY or rows is None:
+        return ANY
+    if xs.items is not None and isinstance(rows, tuple):
+        return AList(xs.items + rows)
+    return AList(None, join(xs.element, rows.element if isinstance(rows, AList)
+                            else AList(rows).element))
+
+
+@rule
+def list_pop_rule(xs, index):
+    _needs_list(xs, "pop")
+    i = int_value(index)
+    if xs is ANY:
+        return ANY
+    if xs.items is None:
+        return ATuple((xs.item, xs)) if xs.item is not BOTTOM else BOTTOM
+    if i is ANY:
+        rest = AList(None, xs.element) if len(xs.items) > 1 else AList(())
+        return ATuple((xs.element, rest)) if xs.items else BOTTOM
+    if not -len(xs.items) <= i < len(xs.items):
+        return BOTTOM   # IndexError: pop from empty list, pop index out of range
+    rest = list(xs.items)
+    item = rest.pop(i)
+    return ATuple((item, AList(tuple(rest))))
+
+
+@rule
+def list_unpop_rule(rest, index, x):
+    i = int_value(index)
+    if not isinstance(rest, AList):
+        return ANY
+    if rest.items is None or i is ANY:
+        return AList(None, join(rest.element, x))
+    items = list(rest.items)
+    items.insert(i if i >= 0 else i + len(items) + 1, x)
+    return AList(tuple(items))
+
+
+def _rows(x) -> tuple | AList | None:
+    """The items `for v in x` sees: a tuple of them when their number is known, else an
+    AList of unknown length; None where inference cannot tell."""
+    if isinstance(x, (ATuple, AList)):
+        return x.items if x.items is not None else x
+    if isinstance(x, AArray) and x.ndim:
+        row = AArray(x.dtype, x.shape[1:]) if x.ndim > 1 else AScalar(x.dtype.type)
+        return (row,) * x.shape[0] if x.shape[0] is not None else AList(None, row)
+    if isinstance(x, AObject) and x.pytype is range:
+        if x.value is not ANY:
+            return tuple(AScalar(int, v) for v in x.value)
+        return AList(None, AScalar(int))
+    return None
+
+
+@rule
+def to_list_rule(x):
+    rows = _rows(x)
+    if rows is None:
+        return ANY
+    return rows if isinstance(rows, AList) else AList(rows)
+
+
+@rule
+def to_tuple_rule(x):
+    rows = _rows(x)
+    return ATuple(rows) if isinstance(rows, tuple) else ANY
+
+
+@rule
+def builtin_sum_rule(xs, start):
+    rows = _rows(xs)
+    if rows is None:
+        return ANY
+    add = TYPE_RULES["add"]
+    if isinstance(rows, tuple):
+        total = start
+        for row in rows:
+            total = add(total, row)
+        return total
+    if rows.item is BOTTOM:
+        return start
+    total = start                    # start, or a sum of one or more elements
+    for _ in range(8):
+        more = join(total, add(total, rows.item))
+        if more == total:
+            return total
+        total = more
+    return ANY
+
+
+@rule
+def sum_grad_rule(xs, dout):
+    def share(x):
+        return TYPE_RULES["sum_to_like"](dout, x)
+
+    if isinstance(xs, ATuple):
+        return ATuple(tuple(map(share, xs.items)))
+    if isinstance(xs, AList):
+        return _list_map(share, xs)
+    if isinstance(xs, AArray):
+        d = _array_arg(dout)
+        return ANY if d is None else AArray(d.dtype, xs.shape)
+    return ANY
+
+
+@rule
+def seq_grad_rule(d, x):
+    if isinstance(x, (ATuple, AList)):
+        if isinstance(d, (ATuple, AList)) and d.items is not None:
+            return type(x)(d.items)
+        return d if isinstance(x, AList) and isinstance(d, AList) else ANY
+    if isinstance(x, AArray):
+        a = _array_arg(d)
+        return ANY if a is None else AArray(a.dtype, x.shape)
+    return ANY
+
+
+@rule
+def array_grad_rule(x, dout):
+    if isinstance(x, (ATuple, AList)):
+        if x.items is None:
+            return AList(None, array_grad_rule(x.item, getitem_rule(dout, AScalar(int))))
+        return type(x)(tuple(array_grad_rule(v, getitem_rule(dout, AScalar(int, i)))
+                             for i, v in enumerate(x.items)))
+    return grad_cast_rule(dout, x)
+
+
+LIST_RULES = {
+    "make_list": make_list_rule,
+    "list_append": list_append_rule,
+    "list_extend": list_extend_rule,
+    "list_repeat": mul_rule,
+    "list_pop": list_pop_rule,
+    "list_unpop": list_unpop_rule,
+    "to_list": to_list_rule,
+    "to_tuple": to_tuple_rule,
+    "builtin_sum": builtin_sum_rule,
+    "sum_grad": sum_grad_rule,
+    "seq_grad": seq_grad_rule,
+    "array_grad": array_grad_rule,
 }
 
 
@@ -2122,4 +2422,5 @@ TYPE_RULES = {
     "concat_str": _string(lambda *parts: "".join(parts)),
     **LINALG_RULES,
     **DICT_RULES,
+    **LIST_RULES,
 }

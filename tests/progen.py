@@ -96,6 +96,15 @@ class TupleT:
 
 
 @dataclass(frozen=True)
+class ListT:
+    """A list of `item`s; `nonempty` when it certainly has an element (a literal, or a
+    comprehension without `if`: it is only ever appended to)."""
+
+    item: object
+    nonempty: bool
+
+
+@dataclass(frozen=True)
 class FuncT:
     params: tuple
     ret: object
@@ -266,6 +275,7 @@ NAME_POOLS = {
     FLOAT: ["x", "y", "scale", "ratio", "level", "weight", "offset", "energy", "speed", "angle"],
     BOOL: ["flag", "ready", "found", "done", "valid", "active"],
     "tuple": ["pair", "point", "coords", "span", "triple", "extent"],
+    "list": ["values", "history", "terms", "samples", "parts"],
     "func": ["scaler", "shift", "combine", "transform", "adjust", "warp"],
     "param_func": ["fn", "op", "f", "g"],
     "loop": ["i", "j", "m", "idx", "pos"],
@@ -298,7 +308,7 @@ class Gen:
     def __init__(self, draw):
         self.draw = draw
         self.used_names = {"math", "main", "depth", "abs", "range", "zip", "enumerate",
-                           "float", "min", "max"}
+                           "float", "min", "max", "sum", "len", "list"}
         self.sigs: list[Sig] = []
         self.consts: list[tuple[str, object, object]] = []  # (name, type, value)
         self.called: set[str] = set()
@@ -346,6 +356,8 @@ class Gen:
             return self.fresh("tuple")
         if isinstance(ty, FuncT):
             return self.fresh("func")
+        if isinstance(ty, ListT):
+            return self.fresh("list")
         return self.fresh(ty)
 
     def draw_scalar(self, allow_bool=True):
@@ -411,7 +423,60 @@ class Gen:
                 (1 if tuple_vs else 0, lambda: self.tuple_index(cx, self.choice(tuple_vs), ty))]
         if ty is FLOAT:
             opts.append((1, lambda: ast.Attribute(load("math"), "pi", ast.Load())))
+        lists = self.readable(cx, scope, lambda t: isinstance(t, ListT))
+        same = [v for v in lists if v.ty.item == ty]
+        nonempty = [v for v in same if v.ty.nonempty]
+        opts += [(2 if nonempty else 0, lambda: ast.Subscript(
+                      self.use(cx, self.choice(nonempty)), lit(self.choice([0, -1])), ast.Load())),
+                 (1 if same else 0, lambda: self.list_sum(cx, self.choice(same))),
+                 (1 if nonempty else 0, lambda: call(self.choice(["min", "max"]),
+                                                     [self.use(cx, self.choice(nonempty))])),
+                 (1 if lists and ty is INT else 0,
+                  lambda: call("len", [self.use(cx, self.choice(lists))]))]
         return opts
+
+    # -- lists -----------------------------------------------------------------------------
+
+    def list_sum(self, cx, v, items=None):
+        """sum(xs), with a float start where a float list may be empty (sum([]) is 0)."""
+        xs = self.use(cx, v) if items is None else items
+        start = [lit(0.0)] if v.ty.item is FLOAT and not v.ty.nonempty else []
+        return call("sum", [xs] + start)
+
+    def new_list_var(self, cx, scope):
+        """`name = [a, b]`, a comprehension over a range (with an `if` perhaps), or one
+        over another list."""
+        item = self.pick([(3, FLOAT), (1, INT)])
+        lists = self.readable(cx, scope, lambda t: isinstance(t, ListT))
+        kind = self.pick([(3, "literal"), (2, "range"), (1 if lists else 0, "list")])
+        if kind == "literal":
+            n = self.pick([(2, 2), (1, 1), (1, 3)])
+            value = ast.List([self.expr(cx, scope, item, 1) for _ in range(n)], ast.Load())
+            ty = ListT(item, True)
+        else:
+            source = self.choice(lists) if kind == "list" else None
+            v = self.fresh("item")
+            inner = dict(scope)
+            if source is None:
+                count = self.draw(_ints(1, 4))
+                inner[v] = Var(v, INT, cx, assignable=False, capturable=False,
+                               bound=(0, count - 1))
+                iterable = call("range", [lit(count)])
+            else:
+                inner[v] = Var(v, source.ty.item, cx, assignable=False, capturable=False)
+                iterable = self.use(cx, source)
+            elt = self.expr(cx, inner, item, 1)
+            ifs = [self.condition(cx, inner, 1)] if self.flip(40) else []
+            value = ast.ListComp(elt, [ast.comprehension(store(v), iterable, ifs, 0)])
+            ty = ListT(item, not ifs and (source is None or source.ty.nonempty))
+        name = self.fresh_var(ty)
+        self.define(cx, scope, name, ty, assignable=False, capturable=False)
+        return [ast.Assign([store(name)], value)]
+
+    def list_append(self, cx, scope, lists):
+        v = self.choice(lists)
+        method = ast.Attribute(load(v.name), "append", ast.Load())
+        return [ast.Expr(call(method, [self.expr(cx, scope, v.ty.item, 1)]))]
 
     def read_const(self, name):
         self.globals_read.add(name)
@@ -792,6 +857,7 @@ class Gen:
         scalars = self.assignable(cx, scope, lambda t: t in SCALARS)
         numeric = self.assignable(cx, scope, lambda t: t in NUMERIC)
         tuples = self.assignable(cx, scope, lambda t: isinstance(t, TupleT))
+        lists = [v for v in scope.values() if isinstance(v.ty, ListT) and v.owner is cx]
         can_nest = cx.control < MAX_CONTROL
         can_loop = can_nest and cx.loops < MAX_LOOPS
         in_loop = cx.loops > 0
@@ -815,6 +881,8 @@ class Gen:
              lambda: self.early_return(cx, scope)),
             (1 if cx.nested < 2 else 0, lambda: self.nested_def(cx, scope)),
             (1 if cx.nested < 2 else 0, lambda: self.new_func_var(cx, scope)),
+            (2, lambda: self.new_list_var(cx, scope)),
+            (4 if lists else 0, lambda: self.list_append(cx, scope, lists)),
         ])()
 
     def define(self, cx, scope, name, ty, **flags):
@@ -1533,18 +1601,31 @@ def features(source: str) -> set[str]:
                 if node.targets[0].id.startswith(tuple(NAME_POOLS["unused"])):
                     found.add("unused computation that can raise")
             elif isinstance(node, ast.Subscript):
-                found.add("tuple index")
+                lists = isinstance(node.value, ast.Name) and node.value.id.startswith(
+                    tuple(NAME_POOLS["list"]))
+                found.add("list index" if lists else "tuple index")
+            elif isinstance(node, ast.List) and isinstance(node.ctx, ast.Load):
+                found.add("list literal")
+            elif isinstance(node, ast.ListComp):
+                found.add("list comprehension")
+                if any(gen.ifs for gen in node.generators):
+                    found.add("comprehension with if")
             elif isinstance(node, ast.Tuple) and isinstance(node.ctx, ast.Load):
                 found.add("tuple")
             elif isinstance(node, ast.Lambda):
                 found.add("lambda")
-            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                    and node.value.id == "math":
                 found.add(f"math.{node.attr}")
             elif isinstance(node, ast.Call):
                 if node.keywords:
                     found.add("keyword argument")
                 if isinstance(node.func, ast.Call):
                     found.add("call of returned closure")
+                if isinstance(node.func, ast.Attribute) and node.func.attr == "append":
+                    found.add("append")
+                if _calls_named(node, "sum"):
+                    found.add("sum of list")
                 if isinstance(node.func, ast.Name):
                     callee = node.func.id
                     if callee in ("abs", "min", "max", "float"):
@@ -1604,4 +1685,6 @@ FEATURES = frozenset([
     "abs()", "division guarded by ternary", "division guarded by short-circuit",
     "nested for target", "local shadows module constant", "lambdas sharing a line",
     "unused computation that can raise",
+    "list literal", "list comprehension", "comprehension with if", "append", "list index",
+    "sum of list",
 ])

@@ -160,20 +160,12 @@ def walrus(x):
     return x
 
 
-def list_comp(t):
-    return [v * 2 for v in t]
-
-
 def dict_comp(t):
     return {v: w * 2 for v in t for w in t}
 
 
 def set_comp(t):
     return {v * 2 for v in t}
-
-
-def list_literal(x):
-    return [x, 1.0]
 
 
 def dict_literal(x):

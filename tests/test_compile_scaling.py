@@ -73,11 +73,11 @@ def test_gradient_of_a_chain_of_500_calls_inlined(tmp_path, mode):
 
 def test_error_at_the_end_of_a_deep_chain_names_its_line(tmp_path):
     path = compile_scaling.write_module("D", 300, tmp_path)
-    text = path.read_text().replace("v = u * y", "v = [u, y]")
+    text = path.read_text().replace("v = u * y", "v = {u, y}")
     path.write_text(text)
     f = compile_scaling.load_module(path, np).f
-    line = text.splitlines().index("    v = [u, y]") + 1
-    with pytest.raises(MyirSyntaxError, match="list literals") as info:
+    line = text.splitlines().index("    v = {u, y}") + 1
+    with pytest.raises(MyirSyntaxError, match="set literals") as info:
         myir.compile(f, backend="python")(0.3, 0.7)
     assert f":{line}:" in str(info.value)
 

@@ -25,6 +25,8 @@ from hypothesis.extra import numpy as hnp
 
 import myir
 from myir import tree
+import passes.ad
+import passes.grad_rules
 from bench.workloads import handwritten as H
 from bench.workloads import programs as W
 from tests import programs_grad as G

@@ -71,9 +71,9 @@ def numerical_grad(f, args, argnum, eps=1e-6):
 
 
 def _central(fun, x, eps):
-    if isinstance(x, tuple):
-        return tuple(_central(lambda v, i=i: fun(x[:i] + (v,) + x[i + 1:]), xi, eps)
-                     for i, xi in enumerate(x))
+    if isinstance(x, (tuple, list)):
+        return type(x)(_central(lambda v, i=i: fun(x[:i] + type(x)((v,)) + x[i + 1:]), xi, eps)
+                       for i, xi in enumerate(x))
     if isinstance(x, np.ndarray):
         x = x.astype(np.float64)
         g = np.zeros(x.shape)
@@ -89,14 +89,16 @@ def _central(fun, x, eps):
 
 
 def assert_grads_close(got, want, rtol=RTOL, atol=ATOL, where="gradient"):
-    """Same structure (tuples), same shapes (a float's gradient is a scalar), close values."""
-    if isinstance(want, tuple):
-        assert isinstance(got, tuple) and len(got) == len(want), \
-            f"{where}: expected a tuple of {len(want)} gradients, got {got!r}"
+    """Same structure (tuples, lists), same shapes (a float's gradient is a scalar), close
+    values."""
+    if isinstance(want, (tuple, list)):
+        assert type(got) is type(want) and len(got) == len(want), \
+            f"{where}: expected a {type(want).__name__} of {len(want)} gradients, got {got!r}"
         for i, (a, b) in enumerate(zip(got, want)):
             assert_grads_close(a, b, rtol, atol, f"{where}[{i}]")
         return
-    assert not isinstance(got, tuple), f"{where}: expected one gradient, got a tuple {got!r}"
+    assert not isinstance(got, (tuple, list)), \
+        f"{where}: expected one gradient, got {type(got).__name__} {got!r}"
     assert np.shape(got) == np.shape(want), \
         f"{where}: shape {np.shape(got)}, expected {np.shape(want)}"
     assert np.all(np.isfinite(got)), f"{where}: not finite: {got!r}"

@@ -29,8 +29,8 @@ from myir.ir.graph import Apply, Constant, Graph
 from myir.ir.primitives import Primitive
 from passes.abstract import ANY, BOTTOM, AArray, ANone, AScalar, ATuple, AUnion, conforms, join
 from passes.infer import infer
-from tests import programs_constructs, programs_grad, programs_infer as I, programs_numpy, \
-    programs_opt
+from tests import programs_constructs, programs_grad, programs_infer as I, programs_lists, \
+    programs_numpy, programs_opt
 
 # --------------------------------------------------------------------------------------------
 # The reference evaluator
@@ -79,7 +79,8 @@ def typed_graph(fn, args, **kwargs):
 # Every test program, with the arguments CPython accepts
 
 POOL = [3, -2, 0, 2.5, -0.5, True, (1, 2, 3), (1.5, -2.0), np.array([1.0, -2.0, 3.0]),
-        np.arange(6.0).reshape(2, 3) - 2.5, np.arange(4), np.float32(1.5), np.ones((3, 3))]
+        np.arange(6.0).reshape(2, 3) - 2.5, np.arange(4), np.float32(1.5), np.ones((3, 3)),
+        [0.5, -1.5, 2.0]]
 MAX_CALLS_PER_FUNCTION = 3
 
 
@@ -117,7 +118,7 @@ def _cpython(fn, args):
 
 
 def _subjects():
-    modules = [programs_constructs, programs_numpy, programs_opt, I]
+    modules = [programs_constructs, programs_numpy, programs_opt, I, programs_lists]
     for module in modules:
         for name, fn in vars(module).items():
             if inspect.isfunction(fn) and fn.__module__ == module.__name__:

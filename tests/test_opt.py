@@ -41,7 +41,7 @@ from myir.ir.graph import Constant, Graph, Parameter
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
 from myir.ir.values import NEWENV, Env, GradKey
 from passes import opt
-from passes.abstract import ANY, AArray, ADict, AScalar, ATuple, abstract_of, join
+from passes.abstract import ANY, AArray, ADict, AList, AScalar, ATuple, abstract_of, join
 from passes.infer import infer
 from tests import programs_opt as P
 
@@ -841,6 +841,24 @@ TYPED_CASES = [
      lambda: _returning(1, 0)),
     ("grad_check_passes", "int_kept", lambda: _one_op("grad_check_input", [I64], "x",
                                                       result=I64), None),
+    ("grad_check_passes", "list", lambda: _one_op("grad_check_input", [AList((A34, F64))],
+                                                  "x", result=AList((A34, F64))),
+     lambda: _returning(1, 0)),
+    ("seq_grad_of_same_kind", "tuple", lambda: _one_op(
+        "seq_grad", [ATuple((A4, A4)), ATuple((A4, A4))], result=ATuple((A4, A4))),
+     lambda: _returning(2, 0)),
+    ("seq_grad_of_same_kind", "list", lambda: _one_op(
+        "seq_grad", [AList((A4,)), AList((A4,))], result=AList((A4,))),
+     lambda: _returning(2, 0)),
+    ("array_like_of_array", "asarray_of_array",
+     lambda: _one_op("asarray", [A4], None, result=A4), lambda: _returning(1, 0)),
+    ("array_like_of_array", "asarray_of_list_kept",
+     lambda: _one_op("asarray", [AList((F64, F64))], None, result=A4), None),
+    ("array_like_of_array", "array_grad_of_array",
+     lambda: _one_op("array_grad", [A4, A4], result=A4),
+     lambda: _returning(2, 1)),
+    ("seq_grad_of_same_kind", "tuple_to_list_kept", lambda: _one_op(
+        "seq_grad", [ATuple((A4,)), AList((A4,))], result=AList((A4,))), None),
     ("grad_seed_of_float", "float", lambda: _one_op("grad_seed", [F64], result=F64),
      lambda: _expect_constant(1, 1.0)),
     ("grad_seed_of_float", "float32", lambda: _one_op("grad_seed", [F32], result=F32),

@@ -215,6 +215,8 @@ PRECEDENCE = {  # Python's operator precedence, loosest first
     "mul": 12, "truediv": 12, "floordiv": 12, "mod": 12, "matmul": 12,
     "neg": 13, "pos": 13, "invert": 13,
     "pow": 14,
+    "list_append": 11,     # xs + [x]
+    "list_repeat": 12,     # xs * n
 }
 
 
@@ -367,7 +369,10 @@ class Emitter:
     def operand(self, node: Node, pending: "Pending | None") -> Expr:
         if pending is not None and pending.has(node):
             return pending.take(node)
-        return Expr(self.ref(node), ATOM)
+        text = self.ref(node)
+        if isinstance(node, Constant) and text.startswith("(-"):   # a negative number:
+            return Expr(text[1:-1], PRECEDENCE["neg"])              # `xs[-1]`, `f(-2.0)`
+        return Expr(text, ATOM)
 
     def render(self, node: Apply, pending: "Pending | None" = None,
                statement: bool = False) -> Expr:
@@ -406,7 +411,7 @@ class Emitter:
         if prim == "raise_" and not statement:
             return Expr(f"{self.ref(fn)}({args[0].text})", ATOM)
         prec = PRECEDENCE.get(prim, ATOM)
-        if len(args) == 2:
+        if len(args) == 2 and prec != ATOM:
             left_min, right_min = (prec + 1, prec) if prim == "pow" else (prec, prec + 1)
             if prec == COMPARE:
                 left_min = right_min = COMPARE + 1

@@ -38,12 +38,14 @@ SYNTAX = {
     "dict_setitem": "{{**{}, {}: {}}}", "dict_get": "{}.get({}, {})", "copy": "{}.copy()",
     "dict_keys": "{}.keys()", "dict_values": "{}.values()", "dict_items": "{}.items()",
     "dict_cons": "{{{}: {}, **{}}}", "contains": "{} in {}",
+    "to_list": "list({})", "to_tuple": "tuple({})", "builtin_sum": "sum({}, {})",
+    "list_append": "{} + [{}]", "list_extend": "[*{}, *{}]", "list_repeat": "{} * {}",
 }
 
 # Variadic primitives written as Python syntax: name -> (prefix, suffix).
 VARIADIC_SYNTAX = {
     "make_tuple": ("(", ")"), "range": ("range(", ")"), "builtin_min": ("min(", ")"),
-    "builtin_max": ("max(", ")"),
+    "builtin_max": ("max(", ")"), "make_list": ("[", "]"),
 }
 
 
@@ -220,6 +222,8 @@ def broadcast_to_like(d, x):
 
 
 def reduce_grad(dout, x, axis, keepdims):
+    if type(x) is list or type(x) is tuple:   # numpy reduced the array it makes of x
+        return array_grad(x, reduce_grad(dout, np.asarray(x), axis, keepdims))
     if not isinstance(x, np.ndarray):
         return dout
     if axis is not None and not keepdims:
@@ -377,6 +381,46 @@ def select_grad(out, x, dout, count):
 def concat_grad(arrays, axis, dout):
     ends = np.cumsum([np.shape(a)[axis] for a in arrays])[:-1]
     return tuple(np.split(dout, ends, axis=axis))
+
+
+def _list_pop(xs, index=-1):
+    """`xs.pop(index)` without changing xs: (the item, a new list without it), raising
+    CPython's IndexError and TypeError."""
+    rest = list(xs)
+    return rest.pop(index), rest
+
+
+def _list_unpop(rest, index, x):
+    """The list that `pop(index)` took x from, leaving `rest` (pop's adjoint)."""
+    k = index if index >= 0 else index + len(rest) + 1
+    return rest[:k] + [x] + rest[k:]
+
+
+def sum_grad(xs, dout):
+    """The gradient of each item of `xs` in `sum(xs, start)` with gradient dout: dout summed
+    to the item's shape, in xs's structure (the rows of an array)."""
+    if isinstance(xs, np.ndarray):
+        if not len(xs):
+            return np.zeros_like(xs)
+        return np.array(np.broadcast_to(sum_to_like(dout, xs[0]), xs.shape))
+    return type(xs)(sum_to_like(dout, x) for x in xs)
+
+
+def seq_grad(d, x):
+    """d, the gradients of x's items as a sequence, in x's kind: a list for a list, a tuple
+    for a tuple, the array of the rows for an array (the adjoint of list(x) and tuple(x),
+    and of np.stack / np.concatenate of a list)."""
+    if type(x) is list or type(x) is tuple:
+        return type(x)(d)
+    return np.asarray(d)
+
+
+def array_grad(x, dout):
+    """The gradient of x, nested lists and tuples of numbers and arrays, in `np.array(x)`
+    whose gradient is the array dout: dout's parts in x's structure."""
+    if type(x) is list or type(x) is tuple:
+        return type(x)(array_grad(v, dout[i]) for i, v in enumerate(x))
+    return grad_cast(dout, x)
 
 
 def _print(previous, sep, end, args):
@@ -554,6 +598,11 @@ IMPLS = {
     # np.vectorize's semantics exactly: the output dtype is that of f's result on the first
     # element (inference typed it statically: passes/vectorize.py)
     "vectorize_call": lambda f, *xs: np.vectorize(f)(*xs),
+    "list_pop": _list_pop,
+    "list_unpop": _list_unpop,
+    "sum_grad": sum_grad,
+    "seq_grad": seq_grad,
+    "array_grad": array_grad,
     "stack_push": Stack,
     "stack_pop": _stack_pop,
     "stack_empty": lambda s: s is EMPTY_STACK,

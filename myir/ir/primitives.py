@@ -269,6 +269,21 @@ primitive("check_bound", "x, name")         # x, or UnboundLocalError if x is UN
 primitive("format", "x, conversion, spec")  # one f-string field: format(x, spec)
 primitive("concat_str", varargs=True)       # the parts of an f-string joined
 
+# Lists: compiled code is functional, so an update returns a new list, which the frontend
+# binds to the name again (`xs.append(v)` is `xs = list_append(xs, v)`).
+primitive("make_list", varargs=True)        # [a, b, ...]
+primitive("list_append", "xs, x")           # xs + [x]
+primitive("list_extend", "xs, ys")            # xs + list(ys)
+primitive("list_repeat", "xs, n")           # xs * n of a list the frontend knows is one
+primitive("list_pop", "xs, index=-1")       # (xs[index], xs without it): `xs.pop(index)`
+primitive("list_unpop", "rest, index, x")   # the list `rest` was popped from (pop's adjoint)
+primitive("to_list", "x")                   # list(x)
+primitive("to_tuple", "x")                  # tuple(x)
+primitive("builtin_sum", "xs, start=0")     # sum(xs, start)
+primitive("sum_grad", "xs, dout")           # each item's share of sum(xs)'s dout, like xs
+primitive("seq_grad", "d, x")               # d, a sequence of x's items' gradients, as x's kind
+primitive("array_grad", "x, dout")          # np.array(x)'s dout, in x's (nested) structure
+
 # Ownership (frontend/ownership.py, and the python backend's updates in place): primitives
 # whose result is always a new object, never one of their operands nor a view of one ...
 FRESH = frozenset((

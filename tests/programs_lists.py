@@ -1,0 +1,269 @@
+"""Subjects of tests/test_lists.py: Python lists in compiled code."""
+
+import numpy as np
+
+from myir import grad
+
+
+# ------------------------------------------------------------------ values
+
+def literal_index(a, b):
+    xs = [a, b * 2.0, 3.0]
+    return xs[0] + xs[-1] * xs[1] + len(xs)
+
+
+def literal_returned(a):
+    return [a, a * a, [a, 1]]
+
+
+def empty_list():
+    return []
+
+
+def slices(xs):
+    return xs[1:], xs[:-1], xs[::2], xs[::-1], xs[5:]
+
+
+def concat_repeat(xs, n):
+    return xs + [1.0] + xs * n, [0] * 3
+
+
+def iterate(xs):
+    total = 0.0
+    for v in xs:
+        total = total + v * v
+    return total
+
+
+def zip_enumerate(xs, ys):
+    total = 0.0
+    for i, (x, y) in enumerate(zip(xs, ys)):
+        total = total + i * x * y
+    return total
+
+
+def append_loop(a, n):
+    xs = []
+    for i in range(n):
+        xs.append(a * i)
+    return xs
+
+
+def append_extend_pop(a):
+    xs = [a, 2.0 * a]
+    xs.extend([a * a, 3.0])
+    xs.extend((4.0,))
+    last = xs.pop()
+    first = xs.pop(0)
+    xs.append(last * first)
+    return xs, last, first
+
+
+def pop_empty(n):
+    xs = [1.0] * n
+    return xs.pop()
+
+
+def index_out_of_range(xs, i):
+    return xs[i]
+
+
+def copy_then_append(xs):
+    ys = list(xs)
+    ys.append(1.0)
+    return ys
+
+
+def argument_copied_then_appended(xs):
+    xs = list(xs)
+    xs.append(0.5)
+    return xs
+
+
+def comprehension(xs, a):
+    return [x * a for x in xs]
+
+
+def comprehension_if_nested(xs, ys):
+    return [x * y for x in xs if x > 0 for y in ys if y != x]
+
+
+def comprehension_scope(x, xs):
+    ys = [x * 2 for x in xs]
+    return x, ys
+
+
+def nested_comprehension(n):
+    return [[i * j for j in range(i)] for i in range(n)]
+
+
+def sums(xs, a):
+    return sum(xs), sum(xs, a), sum([x * x for x in xs]), sum(x * a for x in xs)
+
+
+def int_sum(n):
+    return sum([i for i in range(n)])
+
+
+def extrema(xs):
+    return min(xs), max(xs), min([x * x for x in xs])
+
+
+def empty_min(n):
+    return min([1.0] * n)
+
+
+def conversions(t, xs):
+    return list(t), tuple(xs), list(range(3)), list(), tuple()
+
+
+def unpack(xs):
+    a, b = xs
+    return b, a
+
+
+def stack_of_list(xs, a):
+    return np.stack([x * a for x in xs]), np.concatenate([x * a for x in xs]), \
+        np.array([a, a * 2.0]), np.array([[a, 1.0], [2.0, a]])
+
+
+def atleast(a, x):
+    return np.atleast_1d(a), np.atleast_2d(x), np.atleast_3d(x), np.atleast_1d(x)
+
+
+def list_of_arrays_param(ws, x):
+    h = x
+    for w in ws:
+        h = np.tanh(w @ h)
+    return h
+
+
+def nested_param(layers):
+    return [w * 2.0 for w, b in layers]
+
+
+def add_list_tuple(xs, t):
+    return xs + t
+
+
+# ------------------------------------------------------------------ gradients
+
+def loss_of_list(xs):
+    return xs[0] * xs[1] + xs[-1] ** 2 + sum(xs)
+
+
+def loss_comprehension(a):
+    ys = [a * i for i in range(1, 5) if i != 2]
+    return sum(ys) * ys[0] + max(ys) - min(ys)
+
+
+def loss_append_pop(a, b):
+    xs = [a]
+    for i in range(3):
+        xs.append(xs[-1] * b + 1.0)
+    last = xs.pop()
+    xs.extend([last, a * b])
+    return sum(xs[1:]) + xs[0] * last
+
+
+def loss_stack(xs, w):
+    m = np.stack([x * w for x in xs])
+    c = np.concatenate([x + w for x in xs])
+    return np.sum(m * m) + np.sum(np.sin(c)) + np.sum(np.array([w[0], w[1] * w[1]]))
+
+
+def loss_layers(ws, x):
+    h = x
+    for w in ws:
+        h = np.tanh(w @ h)
+    return np.sum(h * h)
+
+
+def loss_conversions(t, a):
+    xs = list(t)
+    xs.append(a)
+    u = tuple(xs)
+    return u[0] * u[-1] + sum(u)
+
+
+def loss_slices(xs):
+    ys = xs[1:]
+    ys.extend(xs[:1])
+    return sum([y * x for x, y in zip(xs, ys)]) + xs[::-1][0] * xs[-2:][0]
+
+
+def loss_grad_inside(xs, a):
+    g = grad(loss_of_list, "xs")(xs)
+    return g[0] * a + g[1]
+
+
+def grad_of_list_inside(xs):
+    return grad(loss_of_list, "xs")(xs)
+
+
+def second_order(a):
+    return grad(loss_comprehension)(a)
+
+
+# ------------------------------------------------------------------ refused updates
+
+def append_to_argument(xs):
+    xs.append(1.0)
+    return xs
+
+
+def append_to_alias(a):
+    xs = [a]
+    ys = xs
+    xs.append(2.0)
+    return ys
+
+
+def append_shared_in_tuple(a):
+    xs = [a]
+    t = (xs, 1)
+    xs.append(2.0)
+    return t
+
+
+def append_to_element(a):
+    xs = [[a]]
+    xs[0].append(1.0)
+    return xs
+
+
+def append_in_branch_copy(xs, c):
+    if c:
+        xs = list(xs)
+    xs.append(1.0)
+    return xs
+
+
+def append_value_used(a):
+    ys = [a]
+    return ys.append(2.0)
+
+
+def add_tuple_list(t, xs):
+    return t + xs
+
+
+def add_float_list(a, xs):
+    return a + xs
+
+
+def loss_numpy_of_lists(a, v):
+    return np.sum([a, a * a]) + np.dot([a, 2.0, a * a], v) + np.mean(np.array([[a, 1.0],
+                                                                                [2.0, a]]))
+
+
+def loss_repeat(a):
+    xs = [a, 2.0 * a] * 3
+    ys = [a * i for i in range(3)]
+    zs = 2 * ys
+    return sum(xs) + xs[3] * xs[4] + sum(zs) * zs[-1]
+
+
+def repeat_argument(xs, a):
+    ys = xs * 2
+    return ys[0] * a + ys[-1]

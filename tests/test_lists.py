@@ -1,0 +1,161 @@
+"""Python lists in compiled code: values against CPython, gradients against finite
+differences in the list's own structure, inference's types and located errors, and the
+updates (`append`, `extend`, `pop`) compiled code refuses because CPython would change a list
+another name or the caller sees.  Subjects are in tests/programs_lists.py."""
+
+import numpy as np
+import pytest
+
+import myir
+from passes.abstract import AList, AScalar, join
+from tests import programs_lists as L
+from tests.programs_check import check, compile_fresh, jit  # noqa: F401
+from tests.test_errors import raise_error
+from tests.test_infer import output_type
+from tests.test_grad_primitives import BACKEND, check_gradient, gradient, numerical_grad, \
+    assert_grads_close
+
+V = np.array([0.5, -1.5, 2.0])
+W = np.array([0.3, -0.7])
+
+VALUE_CASES = [
+    (L.literal_index, (1.5, 2.0)),
+    (L.literal_returned, (1.5,)),
+    (L.empty_list, ()),
+    (L.slices, ([1.0, 2.0, 3.0, 4.0],)),
+    (L.concat_repeat, ([1.0, 2.0], 2)),
+    (L.concat_repeat, ([1.0], 0)),
+    (L.iterate, ([1.0, 2.0, 3.0],)),
+    (L.iterate, ([],)),
+    (L.zip_enumerate, ([1.0, 2.0, 3.0], [4.0, 5.0])),
+    (L.append_loop, (1.5, 4)),
+    (L.append_loop, (1.5, 0)),
+    (L.append_extend_pop, (1.5,)),
+    (L.copy_then_append, ([1.0, 2.0],)),
+    (L.argument_copied_then_appended, ([1.0, 2.0],)),
+    (L.comprehension, ([1.0, 2.0, 3.0], 0.5)),
+    (L.comprehension, ((1, 2), 3)),
+    (L.comprehension_if_nested, ([1.0, -2.0, 3.0], [1.0, 2.0])),
+    (L.comprehension_scope, (7.0, [1.0, 2.0])),
+    (L.nested_comprehension, (4,)),
+    (L.sums, ([1.0, 2.0, 3.5], 0.25)),
+    (L.sums, ((1, 2, 3), 1)),
+    (L.int_sum, (5,)),
+    (L.extrema, ([2.0, -1.0, 3.0, -1.0],)),
+    (L.extrema, ((1, 5, 2),)),
+    (L.conversions, ((1.0, 2.0), [3.0, 4.0])),
+    (L.unpack, ([1.0, 2.0],)),
+    (L.stack_of_list, ([V, V * 2.0], 0.5)),
+    (L.atleast, (1.5, V)),
+    (L.list_of_arrays_param, ([np.eye(3) * 0.5, np.ones((3, 3))], V)),
+    (L.nested_param, ([(W, 1.0), (W * 2.0, 2.0)],)),
+]
+
+
+@pytest.mark.parametrize("f, args", VALUE_CASES, ids=lambda v: getattr(v, "__name__", ""))
+def test_values_are_cpythons(jit, f, args):
+    check(jit, f, *args)
+
+
+@pytest.mark.parametrize("f, args, error", [
+    (L.pop_empty, (0,), IndexError),
+    (L.index_out_of_range, ([1.0, 2.0], 2), IndexError),
+    (L.index_out_of_range, ([1.0, 2.0], -3), IndexError),
+    (L.empty_min, (0,), ValueError),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_exceptions_are_cpythons(jit, f, args, error):
+    check(jit, f, *args, raises=error)
+
+
+def test_generated_code_is_natural():
+    source = myir.compile(L.literal_returned, backend="python").lower(1.5).source
+    assert "[a, a * a, [a, 1]]" in source, source
+    source = myir.compile(L.append_loop, backend="python").lower(1.5, 3).source
+    assert "xs + [a * i" in source, source
+
+
+def test_types():
+    assert repr(output_type(L.literal_returned, 1.5)) == "[float, float, [float, int=1]]"
+    assert output_type(L.append_loop, 1.5, 4) == AList(None, AScalar(float))
+    assert repr(output_type(L.append_loop, 1.5, 4)) == "list[float]"
+    assert repr(output_type(L.append_extend_pop, 1.5)) == \
+        "([float, float, float=3.0, float], float=4.0, float)"
+    assert join(AList((AScalar(float),)), AList(())) == AList(None, AScalar(float))
+
+
+@pytest.mark.parametrize("f, args, needle", [
+    (L.add_list_tuple, ([1.0], (2.0,)), "xs + t"),
+    (L.add_tuple_list, ((2.0,), [1.0]), "t + xs"),
+    (L.add_float_list, (2.0, [1.0]), "a + xs"),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_concatenating_a_list_with_another_type_is_a_located_error(f, args, needle):
+    """CPython's TypeError and message, reported before anything runs."""
+    try:
+        f(*args)
+    except TypeError as e:
+        message = str(e)
+    err = raise_error(lambda: myir.compile(f, backend="python")(*args))
+    assert message in str(err) and needle in str(err) and "programs_lists.py" in str(err)
+
+
+# ------------------------------------------------------------------ gradients
+
+GRADIENT_CASES = [
+    (L.loss_of_list, ([0.5, -1.5, 2.0],)),
+    (L.loss_comprehension, (0.7,)),
+    (L.loss_append_pop, (0.7, 1.3)),
+    (L.loss_stack, ([V, V * 2.0], np.array([0.2, 0.4, -0.3]))),
+    (L.loss_layers, ([np.eye(3) * 0.5, np.full((3, 3), 0.2)], V)),
+    (L.loss_conversions, ((0.5, 1.5), 2.0)),
+    (L.loss_slices, ([0.5, -1.5, 2.0],)),
+    (L.loss_grad_inside, ([0.5, -1.5, 2.0], 0.3)),
+    (L.loss_numpy_of_lists, (0.7, V)),
+    (L.loss_repeat, (0.7,)),
+]
+
+
+@pytest.mark.parametrize("f, args", GRADIENT_CASES, ids=lambda v: getattr(v, "__name__", ""))
+def test_gradients_are_finite_differences(f, args):
+    check_gradient(f, args)
+
+
+def test_gradient_of_a_list_is_a_list():
+    got = gradient(L.loss_of_list)([0.5, -1.5, 2.0])
+    assert type(got) is list and all(type(g) is float for g in got)
+    inside = myir.compile(L.grad_of_list_inside, backend=BACKEND)([0.5, -1.5, 2.0])
+    assert type(inside) is list
+    assert_grads_close(inside, numerical_grad(L.loss_of_list, ([0.5, -1.5, 2.0],), 0))
+
+
+def test_second_order_through_a_list():
+    # loss_comprehension(a) = 8 a**2 + 3 a: its gradient inside compiled code, and that
+    # gradient's own gradient
+    a = 0.7
+    assert myir.compile(L.second_order, backend=BACKEND)(a) == pytest.approx(16 * a + 3)
+    assert gradient(L.second_order)(a) == pytest.approx(16.0)
+
+
+# ------------------------------------------------------------------ refused updates
+
+@pytest.mark.parametrize("f, args, needle, words", [
+    (L.append_to_argument, ([1.0],), "xs.append(1.0)", ("argument", "xs = list(xs)")),
+    (L.append_to_alias, (1.0,), "xs.append(2.0)", ("ys = xs", "list(xs)")),
+    (L.append_shared_in_tuple, (1.0,), "xs.append(2.0)", ("(xs, 1)",)),
+    (L.append_to_element, (1.0,), "xs[0].append(1.0)", ("local variable",)),
+    (L.append_in_branch_copy, ([1.0], True), "xs.append(1.0)", ("argument",)),
+    (L.append_value_used, (1.0,), "ys.append(2.0)", ("statement",)),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_refused_updates_are_located(compile_fresh, f, args, needle, words):
+    err = raise_error(lambda: compile_fresh(f)(*args))
+    text = str(err)
+    assert "programs_lists.py" in text and needle in text, text
+    for word in words:
+        assert word in text, (word, text)
+
+
+def test_gradient_of_repeating_an_argument_is_a_located_error():
+    """`xs * n` of a list argument: `mul` at parse time, whose gradient would not sum the
+    copies' sensitivities; refused where it is, with the fix."""
+    err = raise_error(lambda: myir.grad(L.repeat_argument, backend=BACKEND)([1.0, 2.0], 0.5))
+    assert "xs * 2" in str(err) and "list(xs) * n" in str(err)
+    assert myir.compile(L.repeat_argument, backend=BACKEND)([1.0, 2.0], 0.5) == 2.5
