@@ -34,6 +34,7 @@ SYNTAX = {
     "to_float": "float({})", "to_int": "int({})", "to_bool": "bool({})",
     "make_slice": "slice({}, {}, {})", "shape": "{}.shape", "ndim": "{}.ndim",
     "size": "{}.size", "dtype": "{}.dtype", "raise_": "raise {}",
+    "stack_empty": "not {}",   # EMPTY_STACK is the one false stack (myir/ir/values.py)
 }
 
 # Variadic primitives written as Python syntax: name -> (prefix, suffix).
@@ -162,10 +163,6 @@ def _gadd_stacks(x, y):
     for top in reversed(tops):
         s = Stack(s, top)
     return s
-
-
-def _stack_pop(s):
-    return s.top, s.rest
 
 
 def _env_getitem(env, key, default):
@@ -470,8 +467,7 @@ IMPLS = {
     "concat_str": lambda *parts: "".join(parts),
     "switch": _switch,
     "stack_push": Stack,
-    "stack_pop": _stack_pop,
-    "stack_empty": lambda s: s is EMPTY_STACK,
+    "stack_pop": operator.attrgetter("top", "rest"),   # a C call: no Python frame per pop
     **LINALG_IMPLS,
 }
 
