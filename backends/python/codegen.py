@@ -687,9 +687,8 @@ class Emitter:
                 self.defined.add(id(p))
             else:
                 copied.append((p, a))
-        g_copied = [p for p, _ in copied]
         self.bind_parameters(g, [a for _, a in copied], location, indent, Pending(),
-                             parameters=g_copied)
+                             parameters=[p for p, _ in copied])
         return self.block(g, tail, indent)
 
     def tail(self, g: Graph, tail: Tail, indent: int, pending: Pending) -> bool:
