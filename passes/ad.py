@@ -232,6 +232,8 @@ class JTransform:
         self.chain: dict[Graph, list] = {}       # region graph -> the lifted adjoints of the
         #                                          graphs before it in the iteration, and
         self.residuals: dict[Graph, list] = {}   # the parameters bringing their residuals
+        self.invariant: dict[Graph, dict] = {}   # loop -> {node of its region: k} for the
+        #                                          nodes that are its unchanging parameter k
 
     def transform(self, g: Graph) -> Graph:
         """J of g and of every graph it reaches, one after another from a worklist, not by
@@ -422,6 +424,7 @@ class JTransform:
         backward, step = self.backward_loop(g, bg)
         if _one_path(g, region):
             self.records[g] = step
+            self.invariant[g] = _invariants(g, region)
         else:
             _pop_and_apply(step, backward)
         bg.output = _next_backward(bg, backward, stack, last)
@@ -518,6 +521,10 @@ class JTransform:
             return
         forward = self.graphs[loop]
         bp = self.backpropagator(h, hj, bprops, tail, parent=forward.parent)
+        # a parameter the loop never changes is read where the loop starts, not pushed
+        params = self.entries[loop].parameters
+        _replace_inputs(bp, {self.nodes[n]: params[k] for n, k in self.invariant[loop].items()
+                             if n in self.nodes})
         own = _lift(bp, forward)
         chain = chain + [(bp, len(own))]
         values = inherited + own
@@ -629,6 +636,39 @@ def _apply_chain(g: Graph, chain: list, residuals: list, d: Node) -> Node:
     for (adjoint, n), start in reversed(list(zip(chain, offsets))):
         d = g.apply(Constant(adjoint), d, *residuals[start:start + n])
     return d
+
+
+def _invariants(g: Graph, region: list[Graph]) -> dict[Node, int]:
+    """The nodes of loop g's region that are g's parameter k at every iteration, for each k
+    that every call starting the next iteration passes on unchanged: {node: k}.  They are
+    g's parameters and the parameters of the region's graphs that take them."""
+    of = {p: k for k, p in enumerate(g.parameters)}
+    changed = True
+    while changed:   # a region's graphs are few: passing names along to a fixed point
+        changed = False
+        for h in region:
+            for t in _tail_targets(h.output) or []:
+                if t is g:
+                    continue
+                for p, a in zip(t.parameters, h.output.args):
+                    if a in of and p not in of:
+                        of[p] = of[a]
+                        changed = True
+    kept = set(range(len(g.parameters)))
+    for h in region:
+        if _tail_targets(h.output) == [g]:
+            kept &= {k for k, a in enumerate(h.output.args) if of.get(a) == k}
+    return {n: k for n, k in of.items() if k in kept}
+
+
+def _replace_inputs(bg: Graph, mapping: dict[Node, Node]) -> None:
+    """Make bg's own nodes read mapping[x] where they read x."""
+    if not mapping:
+        return
+    for node in toposort(bg):
+        if isinstance(node, Apply) and node.graph is bg:
+            node.set_inputs([mapping.get(x, x) for x in node.inputs])
+    bump_version()
 
 
 def _lift(bg: Graph, forward: Graph) -> list[Node]:

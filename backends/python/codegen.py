@@ -207,7 +207,7 @@ class Names:
 ATOM = 20
 COMPARE = 6
 PRECEDENCE = {  # Python's operator precedence, loosest first
-    "not_": 5,
+    "not_": 5, "stack_empty": 5,
     "lt": COMPARE, "le": COMPARE, "gt": COMPARE, "ge": COMPARE, "eq": COMPARE, "ne": COMPARE,
     "is_": COMPARE, "is_not": COMPARE, "contains": COMPARE,
     "bitor": 7, "bitxor": 8, "bitand": 9, "lshift": 10, "rshift": 10,
@@ -441,9 +441,10 @@ class Emitter:
             self.defined.add(id(p))
         if captured:
             params.append("*")
-            for fv in captured:
-                name = self.graph_name(fv) if isinstance(fv, Graph) else self.name(fv)
-                params.append(f"{name}={name}")
+            # two captured nodes may go by one name (`branch`): captured once
+            names = dict.fromkeys(self.graph_name(fv) if isinstance(fv, Graph)
+                                  else self.name(fv) for fv in captured)
+            params += [f"{name}={name}" for name in names]
         self.line(indent, f"def {self.graph_name(g)}({', '.join(params)}):", g.location)
         outer_loops, self.loop_stack = self.loop_stack, []
         start = len(self.lines)
@@ -634,13 +635,16 @@ class Emitter:
         return self.layout.kind.get(sc.then) == "branch" == self.layout.kind.get(sc.else_)
 
     def bind_parameters(self, g: Graph, args: list[Node], location, indent: int,
-                        pending: Pending):
-        kept = [(p, a) for p, a in zip(g.parameters, args) if a is not p]
+                        pending: Pending, parameters: list[Parameter] | None = None):
+        """`parameters = args` (g's, or those given), as one assignment."""
+        parameters = g.parameters if parameters is None else parameters
+        kept = [(p, a) for p, a in zip(parameters, args) if a is not p]
         if not pending.takes(None, [a for _, a in kept]):
             self.flush(pending, indent)
         pairs = [(self.name(p), self.operand(a, pending).text) for p, a in kept]
+        pairs = [(p, a) for p, a in pairs if p != a]   # a name passed on as itself
         self.flush(pending, indent)
-        for p in g.parameters:
+        for p in parameters:
             self.defined.add(id(p))
         if pairs:
             left = ", ".join(p for p, _ in pairs)
@@ -688,7 +692,20 @@ class Emitter:
         return then_falls or else_falls
 
     def branch(self, g: Graph, args: list[Node], tail: Tail, location, indent: int) -> bool:
-        self.bind_parameters(g, args, location, indent, Pending())
+        """A branch's parameters that take a named value go by that value's name: each
+        iteration of a loop's body would otherwise copy the loop's variables into the
+        branch's.  The name is not rebound while the branch still reads it: a branch is
+        the tail of its `if`, and the only rebinding after it is the `continue` of the loop
+        it ends, whose right-hand side is read first."""
+        copied = []
+        for p, a in zip(g.parameters, args):
+            if isinstance(a, (Apply, Parameter)) and id(a) in self.defined:
+                self.names.of[id(p)] = self.name(a)
+                self.defined.add(id(p))
+            else:
+                copied.append((p, a))
+        self.bind_parameters(g, [a for _, a in copied], location, indent, Pending(),
+                             parameters=[p for p, _ in copied])
         return self.block(g, tail, indent)
 
     def tail(self, g: Graph, tail: Tail, indent: int, pending: Pending) -> bool:

@@ -40,6 +40,7 @@ SYNTAX = {
     "dict_cons": "{{{}: {}, **{}}}", "contains": "{} in {}",
     "to_list": "list({})", "to_tuple": "tuple({})", "builtin_sum": "sum({}, {})",
     "list_append": "{} + [{}]", "list_extend": "[*{}, *{}]", "list_repeat": "{} * {}",
+    "stack_empty": "not {}",   # EMPTY_STACK is the one false stack (myir/ir/values.py)
 }
 
 # Variadic primitives written as Python syntax: name -> (prefix, suffix).
@@ -168,10 +169,6 @@ def _gadd_stacks(x, y):
     for top in reversed(tops):
         s = Stack(s, top)
     return s
-
-
-def _stack_pop(s):
-    return s.top, s.rest
 
 
 def _env_getitem(env, key, default):
@@ -604,8 +601,7 @@ IMPLS = {
     "seq_grad": seq_grad,
     "array_grad": array_grad,
     "stack_push": Stack,
-    "stack_pop": _stack_pop,
-    "stack_empty": lambda s: s is EMPTY_STACK,
+    "stack_pop": operator.attrgetter("top", "rest"),   # a C call: no Python frame per pop
     **LINALG_IMPLS,
     **_DICT_IMPLS,
 }

@@ -56,9 +56,13 @@ class Stack:
 
 class _EmptyStack:
     """The empty residual stack, and the zero sensitivity of any stack; one instance,
-    pickled as itself."""
+    pickled as itself.  It is false and every `Stack` true, so the generated code tests a
+    stack for emptiness as `not s`, without a call."""
 
     __slots__ = ()
+
+    def __bool__(self) -> bool:
+        return False
 
     def __repr__(self) -> str:
         return "EMPTY_STACK"
