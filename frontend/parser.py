@@ -1345,9 +1345,9 @@ class FunctionParser:
         self.root.lists_made = getattr(self.root, "lists_made", set()) | {id(result)}
         return result
 
-    def makes_list(self, node: Node) -> bool:
-        """Whether node certainly is a list (so `node * n` is `list_repeat`)."""
-        return primitive_name(node) in _LIST_MAKERS \
+    def makes_sequence(self, node: Node) -> bool:
+        """Whether node certainly is a list or a tuple (so `node * n` is `seq_repeat`)."""
+        return primitive_name(node) in _SEQUENCE_MAKERS \
             or id(node) in getattr(self.root, "lists_made", ())
 
     def list_update(self, e: ast.Call, block: Block) -> Node:
@@ -1436,9 +1436,10 @@ class FunctionParser:
 
     def expr_BinOp(self, e, block):
         left, right = self.expr(e.left, block), self.expr(e.right, block)
-        if isinstance(e.op, ast.Mult) and (self.makes_list(left) or self.makes_list(right)):
-            xs, n = (left, right) if self.makes_list(left) else (right, left)
-            return block.graph.apply(P["list_repeat"], xs, n, location=self.loc(e))
+        if isinstance(e.op, ast.Mult) and (self.makes_sequence(left)
+                                           or self.makes_sequence(right)):
+            xs, n = (left, right) if self.makes_sequence(left) else (right, left)
+            return block.graph.apply(P["seq_repeat"], xs, n, location=self.loc(e))
         return self.binop(e.op, left, right, e, block)
 
     def expr_UnaryOp(self, e, block):
@@ -1812,9 +1813,10 @@ _ITERABLE_BUILTINS = frozenset({"builtin_sum", "builtin_min", "builtin_max", "to
                                 "to_tuple"})
 
 
-# What certainly makes a list: `xs * n` of one is `list_repeat`, whose gradient sums the
-# copies' (`mul`'s would not).
-_LIST_MAKERS = frozenset({"make_list", "list_append", "list_extend", "list_repeat", "to_list"})
+# What certainly makes a list or a tuple: `xs * n` of one is `seq_repeat`, whose gradient
+# sums the copies' (`mul`'s would not).
+_SEQUENCE_MAKERS = frozenset({"make_list", "list_append", "list_extend", "seq_repeat",
+                              "to_list", "make_tuple", "to_tuple"})
 
 
 def _is_list_update(e: ast.AST) -> bool:

@@ -683,10 +683,11 @@ def bprop_list_extend(xs, ys, out, dout):
     return (dout[:n], seq_grad(dout[n:], ys))
 
 
-def bprop_list_repeat(xs, n, out, dout):
+def bprop_seq_repeat(xs, n, out, dout):
+    """Each item's gradient is the sum of its copies' (a list's or a tuple's: seq_grad)."""
     m = len(xs)
-    return ([sum([dout[k * m + i] for k in range(n)], zeros(xs[i])) for i in range(m)],
-            zeros(n))
+    return (seq_grad([sum([dout[k * m + i] for k in range(n)], zeros(xs[i]))
+                      for i in range(m)], xs), zeros(n))
 
 
 def bprop_list_pop(xs, index, out, dout):

@@ -1309,12 +1309,13 @@ def env_setitem_rule(env, key, value):
 
 @rule
 def sum_to_like_rule(d, x):
-    if isinstance(x, AList) and isinstance(d, AList) and (
+    if isinstance(x, (AList, ATuple)) and type(d) is type(x) and (
             x.items is None or d.items is None or len(x.items) != len(d.items)):
-        # `mul`'s rule of a list repeated: its copies' sensitivities are not summed
-        raise RuleError("the gradient of repeating a list (`xs * n`) that is known to be "
-                        "a list only when it runs is not supported",
-                        "repeat a list the function makes: `list(xs) * n`")
+        # `mul`'s rule of a sequence repeated: its copies' sensitivities are not summed
+        kind = "list" if isinstance(x, AList) else "tuple"
+        raise RuleError(f"the gradient of repeating a {kind} (`xs * n`) that is known to be "
+                        f"a {kind} only when it runs is not supported",
+                        f"repeat a {kind} the function makes: `{kind}(xs) * n`")
     if not isinstance(x, AArray):
         return TYPE_RULES["sum"](d, ANone(), AScalar(bool, False)) if isinstance(d, AArray) \
             else d
@@ -2041,7 +2042,7 @@ LIST_RULES = {
     "make_list": make_list_rule,
     "list_append": list_append_rule,
     "list_extend": list_extend_rule,
-    "list_repeat": mul_rule,
+    "seq_repeat": mul_rule,
     "list_pop": list_pop_rule,
     "list_unpop": list_unpop_rule,
     "to_list": to_list_rule,

@@ -1228,6 +1228,16 @@ def tuple_repeated(x):
     return parts[0] + parts[3] * parts[5]
 
 
+def tuple_argument_repeated(t, a):
+    u = t * 2
+    return u[0] * a + u[3] * a * a
+
+
+def tuple_argument_copied_then_repeated(t, a):
+    u = tuple(t) * 2
+    return u[0] * a + u[3] * a * a
+
+
 def tuple_arguments_concatenated(x, y):
     both = x + y + ()
     return both[0] * np.sum(both[1] * both[2]) + both[3] * 2.0

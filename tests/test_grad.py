@@ -787,11 +787,20 @@ def test_gradient_through_a_tuple_concatenation(f):
     check_gradient(f, (1.5,))
 
 
-@pytest.mark.xfail(strict=True, reason="bug (silent wrong gradient): bprop_mul's "
-                   "sum_to_like(dout * y, x) repeats a sequence's sensitivity again rather than "
-                   "summing its y chunks (the sensitivity of `t * n` for a tuple t)")
 def test_gradient_through_a_tuple_repetition():
+    # a tuple the function makes, repeated: each item's gradient sums its copies'
     check_gradient(G.tuple_repeated, (1.5,))
+    check_gradient(G.tuple_argument_copied_then_repeated, ((1.5, -0.5), 2.0))
+
+
+def test_gradient_through_repeating_a_tuple_argument_is_a_located_error():
+    # `t * 2` of a tuple argument is `mul` (the parser cannot tell t is a tuple), whose
+    # gradient would repeat the sensitivity rather than sum it: refused, not wrong
+    with pytest.raises(myir.MyirError) as info:
+        myir.grad(G.tuple_argument_repeated, 0, 1, backend=BACKEND)((1.5, -0.5), 2.0)
+    message = str(info.value)
+    assert "repeating a tuple (`xs * n`)" in message and "`tuple(xs) * n`" in message
+    assert "u = t * 2" in message
 
 
 def test_gradient_of_tuple_arguments_concatenated():

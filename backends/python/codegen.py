@@ -216,7 +216,7 @@ PRECEDENCE = {  # Python's operator precedence, loosest first
     "neg": 13, "pos": 13, "invert": 13,
     "pow": 14,
     "list_append": 11,     # xs + [x]
-    "list_repeat": 12,     # xs * n
+    "seq_repeat": 12,     # xs * n
 }
 
 

@@ -39,7 +39,7 @@ SYNTAX = {
     "dict_keys": "{}.keys()", "dict_values": "{}.values()", "dict_items": "{}.items()",
     "dict_cons": "{{{}: {}, **{}}}", "contains": "{} in {}",
     "to_list": "list({})", "to_tuple": "tuple({})", "builtin_sum": "sum({}, {})",
-    "list_append": "{} + [{}]", "list_extend": "[*{}, *{}]", "list_repeat": "{} * {}",
+    "list_append": "{} + [{}]", "list_extend": "[*{}, *{}]", "seq_repeat": "{} * {}",
     "stack_empty": "not {}",   # EMPTY_STACK is the one false stack (myir/ir/values.py)
 }
 

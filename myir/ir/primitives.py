@@ -274,7 +274,7 @@ primitive("concat_str", varargs=True)       # the parts of an f-string joined
 primitive("make_list", varargs=True)        # [a, b, ...]
 primitive("list_append", "xs, x")           # xs + [x]
 primitive("list_extend", "xs, ys")            # xs + list(ys)
-primitive("list_repeat", "xs, n")           # xs * n of a list the frontend knows is one
+primitive("seq_repeat", "xs, n")            # xs * n of a list or tuple the frontend knows is one
 primitive("list_pop", "xs, index=-1")       # (xs[index], xs without it): `xs.pop(index)`
 primitive("list_unpop", "rest, index, x")   # the list `rest` was popped from (pop's adjoint)
 primitive("to_list", "x")                   # list(x)
