@@ -50,7 +50,17 @@ from myir.ir.primitives import FRESH, VIEWS
 
 # Primitives that build a new container holding their operands (not FRESH: the container
 # holds them): a value an update may start from, like a literal `[a, b]` or `{"k": v}`.
-NEW_CONTAINERS = frozenset({"make_tuple"})
+NEW_CONTAINERS = frozenset({"make_tuple", "make_list", "make_dict", "make_record"})
+
+# Primitives that store an operand (by position, 1-based as in `_use`) in the container they
+# make or update: the stored object is seen through the container from then on.
+STORES = {"make_list": None, "make_record": None,     # None: every operand but the class
+          "make_dict": "values", "list_append": (2,), "dict_setitem": (3,),
+          "dict_cons": (2,), "record_replace": (3,)}
+
+# List updates (`xs.append(v)`, `xs.extend(ys)`): CPython changes the list itself, so the
+# object goes on in their result (the parser checks the list is the function's own).
+LIST_UPDATES = frozenset({"list_append", "list_extend"})
 
 # Functions of frontend/numpy_functions.py whose numpy counterpart may return a view of its
 # first operand; the others return a new array (or a number).
@@ -292,11 +302,15 @@ class Update:
             self._forward(user, (k - 1,) + path, alias, seen)
             return
         if prim in ("check_bound", "depend", "unpack") and k == 1 \
-                or prim == "setitem" and k == 1:
+                or prim in LIST_UPDATES and k == 1 or prim == "setitem" and k == 1:
             self._forward(user, path, alias, seen)
             return
         if prim in VIEWS and k == 1:
             self._forward(user, (), alias, seen)
+            return
+        if _stored(prim, k, user):
+            self._forward(user, (), alias or (
+                f"the container it was stored in{_line(user)}", None), seen)
             return
         if prim == "setitem" and k == 3:   # stored: a list or dict holds it (an array would
             if alias is None and _element(n):   # copy it, which the parser cannot tell)
@@ -318,6 +332,18 @@ class Update:
             self.elements[id(node)] = node
             return
         raise Shared(f"{what}, {how}")
+
+
+def _stored(prim: str | None, k: int, user: Apply) -> bool:
+    """Whether operand k of `user` is stored in the container it makes or updates."""
+    if prim not in STORES:
+        return False
+    where = STORES[prim]
+    if where is None:
+        return prim != "make_record" or k > 1
+    if where == "values":
+        return k % 2 == 0          # make_dict(k0, v0, k1, v1, ...)
+    return k in where
 
 
 def _element(node: Node | None) -> bool:

@@ -356,3 +356,46 @@ def loop_alias(x, n):
     for i in range(n):
         y[i] = 0.0  # error
     return z
+
+
+def stored_in_a_list(x):
+    y = np.zeros(2)
+    xs = [y]
+    y[0] = x  # error
+    return xs[0][0]
+
+
+def stored_in_a_dict(x):
+    y = np.zeros(2)
+    d = {"w": y}
+    y[1] = x  # error
+    return d["w"][1]
+
+
+def appended_to_a_list(x):
+    y = np.zeros(2)
+    xs = [1.0]
+    xs.append(y)
+    y[0] = x  # error
+    return xs[1][0]
+
+
+def stored_after_the_update(x):
+    y = np.zeros(2)
+    y[0] = x
+    xs = [y]
+    return xs[0][0]
+
+
+def list_updates(a, n):
+    """A list's elements updated and appended to in a loop, a dict's key updated."""
+    xs = [a, 2.0 * a]
+    ys = [a * i for i in range(3)]
+    for i in range(n):
+        xs.append(a * i)
+        xs[0] = xs[-1] * a
+        ys[-1] += a
+    xs[-1] += 1.0
+    d = {"w": a, "b": 1.0}
+    d["b"] = d["w"] * a
+    return sum(xs) + sum(ys) + d["b"]

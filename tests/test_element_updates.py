@@ -119,6 +119,9 @@ def _error_line(f) -> int:
     (U.into_global, (1.0,), ["`GLOBAL`", "not a local variable"]),
     (U.loop_alias, (x4, 2), ["`y`", "`z` (line"]),
     (U.view_carried_round_a_loop, (x4,), ["`y`", "`w` (line"]),
+    (U.stored_in_a_list, (1.0,), ["`y`", "the container it was stored in (line"]),
+    (U.stored_in_a_dict, (1.0,), ["`y`", "the container it was stored in (line"]),
+    (U.appended_to_a_list, (1.0,), ["`y`", "the container it was stored in (line"]),
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_shared_update_is_a_located_error(f, args, words):
     before = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
@@ -174,3 +177,13 @@ def test_augmented_argument_keeps_its_runtime_check():
     assert myir.compile(bump)(2.0) == 3.0
     with pytest.raises(myir.MyirError, match="shared"):
         myir.compile(bump)(x4.copy())
+
+
+def test_an_array_stored_in_a_list_after_its_update():
+    assert myir.compile(U.stored_after_the_update)(3.0) == 3.0
+
+
+def test_updates_of_list_elements_and_dict_keys():
+    assert myir.compile(U.list_updates)(1.5, 3) == U.list_updates(1.5, 3)
+    d = gradient(U.list_updates)(1.5, 3)
+    assert d == pytest.approx(numerical_grad(U.list_updates, (1.5, 3), 0), rel=1e-7)

@@ -294,7 +294,7 @@ FRESH = frozenset((
     "stack astype zeros ones empty full zeros_like ones_like array arange eye cumsum cumprod "
     "sort setitem copy getitem_grad reduce_grad builtin_abs sum mean prod max min argmax argmin "
     "argsort tensordot convolve take take_along_axis linalg_solve linalg_inv linalg_det "
-    "linalg_cholesky ieee_truediv ieee_pow").split())
+    "linalg_cholesky ieee_truediv ieee_pow to_list seq_repeat list_append list_extend").split())
 # ... and primitives whose result may be their first operand or share its memory.
 VIEWS = frozenset("getitem reshape transpose swapaxes squeeze expand_dims broadcast_to asarray "
                   "unpack check_bound depend not_a_view".split())
