@@ -48,45 +48,27 @@ def _walk(fn) -> "_Fingerprint":
     return walk
 
 
-def sources(fn) -> dict[str, str]:
-    """The text of every source file the parser reads for `fn` (its own and its callees'),
-    by file name: what a process without those files needs to compile it, or to fingerprint
-    it as this one does (`provide_sources`)."""
-    return _walk(fn).sources
-
-
-def definitions(fn) -> dict[tuple[str, int], str]:
-    """The file of every function the parser reads for `fn`, by (qualified name, first
-    line): cloudpickle ships a function by value with its code's file name replaced by
-    `<dynamic-code>`, and the parser finds a definition in its file (`restore_filenames`)."""
-    return {(f.__qualname__, f.__code__.co_firstlineno): f.__code__.co_filename
-            for f in _walk(fn).callees}
+def sources(fn) -> tuple[dict[str, str], dict[tuple[str, int], str]]:
+    """What a process without fn's files needs to compile it, or to fingerprint it as this
+    one does: the text of every source file the parser reads for `fn` (its own and its
+    callees'), by file name (`provide_sources`), and the file of every function it reaches,
+    by (qualified name, first line) (`restore_filenames`: cloudpickle ships a function by
+    value with its code's file name replaced by `<dynamic-code>`, and the parser finds a
+    definition in its file)."""
+    walk = _walk(fn)
+    files = {(f.__qualname__, f.__code__.co_firstlineno): f.__code__.co_filename
+             for f in walk.callees}
+    return walk.sources, files
 
 
 def restore_filenames(fn, files: dict[tuple[str, int], str]) -> None:
-    """Give `fn` and the functions it refers to (globals it names, closure cells, defaults)
-    back the file names `definitions` recorded where a pickle replaced them."""
-    seen, todo = set(), [fn]
-    while todo:
-        f = todo.pop()
-        if not isinstance(f, types.FunctionType) or id(f) in seen:
-            continue
-        seen.add(id(f))
+    """Give `fn` and the functions it reaches (`_walk`, as `sources` found them) back the
+    file names `sources` recorded where a pickle replaced them."""
+    for f in _walk(fn).callees:
         code = f.__code__
         filename = files.get((f.__qualname__, code.co_firstlineno))
         if filename is not None and code.co_filename != filename:
             f.__code__ = _with_filename(code, filename)
-        todo.extend(f.__globals__.get(name) for name in code.co_names)
-        todo.extend(c.cell_contents for c in f.__closure__ or () if _filled(c))
-        todo.extend(f.__defaults__ or ())
-
-
-def _filled(cell) -> bool:
-    try:
-        cell.cell_contents
-    except ValueError:
-        return False
-    return True
 
 
 def _with_filename(code: types.CodeType, filename: str) -> types.CodeType:

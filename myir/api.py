@@ -233,7 +233,7 @@ class CompiledFunction:
         with the programs compiled so far, so the receiving process calls them without
         compiling (their TVM kernels included), and compiles new argument signatures from the
         shipped source."""
-        from frontend.fingerprint import definitions, sources
+        from frontend.fingerprint import sources
         from myir import saved
 
         programs = {}
@@ -242,7 +242,7 @@ class CompiledFunction:
             if data is not None:
                 programs[key] = data
         return _rebuild, (self.fn, self.backend, self.__myir_transforms__, self.options,
-                          sources(self.fn), definitions(self.fn), saved.runtime(), programs)
+                          *sources(self.fn), saved.runtime(), programs)
 
     def __repr__(self) -> str:
         name = self.fn.__qualname__

@@ -276,24 +276,6 @@ def adam_train_reference(params, x, y, lr, steps):
     return params, loss
 
 
-def mlp_positional(x, W1, b1, W2, b2, onehot):
-    h = np.tanh(x @ W1 + b1)
-    logits = h @ W2 + b2
-    m = np.max(logits, axis=1, keepdims=True)
-    z = logits - m
-    lse = np.log(np.sum(np.exp(z), axis=1, keepdims=True))
-    return -np.mean(np.sum(onehot * (z - lse), axis=1))
-
-
-def mlp_dict(params, x, onehot):
-    h = np.tanh(x @ params["W1"] + params["b1"])
-    logits = h @ params["W2"] + params["b2"]
-    m = np.max(logits, axis=1, keepdims=True)
-    z = logits - m
-    lse = np.log(np.sum(np.exp(z), axis=1, keepdims=True))
-    return -np.mean(np.sum(onehot * (z - lse), axis=1))
-
-
 # ------------------------------------------------------------------ errors
 
 

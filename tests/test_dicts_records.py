@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import myir
+from bench.workloads import programs as W
 from myir import tree
 from myir.errors import MyirError
 from passes.abstract import ADict, ARecord, abstract_of, conforms
@@ -216,8 +217,8 @@ def test_dict_mlp_gradient_is_as_small_as_the_positional_one():
     params = {"W1": _v(6, 5).astype(f32), "b1": _v(5).astype(f32),
               "W2": _v(5, 3).astype(f32), "b2": _v(3).astype(f32)}
     x, onehot = _v(4, 6).astype(f32), np.eye(3, dtype=f32)[[0, 2, 1, 1]]
-    by_dict = myir.grad(P.mlp_dict, backend="python").lower(params, x, onehot).graph("typed")
-    positional = myir.grad(P.mlp_positional, 1, 2, 3, 4, backend="python").lower(
+    by_dict = myir.grad(W.mlp_dict, backend="python").lower(params, x, onehot).graph("typed")
+    positional = myir.grad(W.mlp, 1, 2, 3, 4, backend="python").lower(
         x, *params.values(), onehot).graph("typed")
     stats, base = by_dict.stats(), positional.stats()
     left = {p: n for p, n in stats["primitives"].items() if p in CONTAINER_OPS}

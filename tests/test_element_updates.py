@@ -107,6 +107,19 @@ def _error_line(f) -> int:
     return first + next(i for i, line in enumerate(lines) if line.rstrip().endswith("# error"))
 
 
+def _located_error(f, args, words):
+    """The MyirError compiling f for args raises: at f's `# error` line, rendered with its
+    source line and caret, its message holding every one of `words`."""
+    with pytest.raises(myir.MyirError) as info:
+        myir.compile(f)(*args)
+    err = info.value
+    assert err.location.line == _error_line(f), str(err)
+    assert_rendered(err)
+    for word in words:
+        assert word in err.message, err.message
+    return err
+
+
 @pytest.mark.parametrize("f, args, words", [
     (U.into_argument, (x4,), ["argument `x`", "caller's data is never changed"]),
     (U.into_alias_of_argument, (x4,), ["argument `x`"]),
@@ -125,13 +138,7 @@ def _error_line(f) -> int:
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_shared_update_is_a_located_error(f, args, words):
     before = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    with pytest.raises(myir.MyirError) as info:
-        myir.compile(f)(*args)
-    err = info.value
-    assert err.location.line == _error_line(f), str(err)
-    assert_rendered(err)
-    for word in words:
-        assert word in err.message, err.message
+    err = _located_error(f, args, words)
     hint = "x = x.copy()" if "argument" in err.message else \
         "y[i, j] = v" if f is U.nested_element else "GLOBAL" if f is U.into_global \
         else "y = y.copy()"
@@ -160,13 +167,7 @@ def test_row_view_used_after_an_update_is_a_located_error(f, offset, held):
     (U.into_tuple, (1.0,), ["'tuple' object does not support item assignment"]),
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_type_errors_of_updates_are_located(f, args, words):
-    with pytest.raises(myir.MyirError) as info:
-        myir.compile(f)(*args)
-    err = info.value
-    assert err.location.line == _error_line(f), str(err)
-    assert_rendered(err)
-    for word in words:
-        assert word in err.message, err.message
+    _located_error(f, args, words)
 
 
 def test_augmented_argument_keeps_its_runtime_check():
