@@ -5,6 +5,8 @@ A line marked `# error` is where an error before running points; a line marked `
 is the `if` its note points at.
 """
 
+import math
+
 import numpy as np
 
 # --------------------------------------------------------------------------------------------
@@ -140,3 +142,44 @@ def tuple_plus_number_in_a_branch(t, flag):
     if flag:
         return t + 1  # TypeError only if the branch runs
     return t
+
+
+# --------------------------------------------------------------------------------------------
+# A function with an early `return` and code after its `if`, inlined where its result is
+# assigned: the branches that return must skip the code after the `if`
+
+
+def early_return(x, a, b):
+    if a > 0:
+        if b > 0:
+            return x * 2.0
+        elif b < -5:
+            y = x + 1.0
+        else:
+            return x - 7.0
+    else:
+        y = x - 1.0
+    y = math.sin(y) * y + math.cos(y)   # long enough not to be copied into the branches
+    y = math.sin(y) * y + math.cos(y)
+    y = math.sin(y) * y + math.cos(y)
+    y = math.sin(y) * y + math.cos(y)
+    y = math.sin(y) * y + math.cos(y)
+    y = math.sin(y) * y + math.cos(y)
+    y = math.sin(y) * y + math.cos(y)
+    y = math.sin(y) * y + math.cos(y)
+    return y * 3.0
+
+
+def early_return_inlined(x, a, b):
+    if x > 100.0:
+        z = x * 5.0
+    else:
+        z = early_return(x + 1.0, b, a)
+    return z * 2.0
+
+
+def early_return_inlined_in_a_loop(x, signs):
+    total = 0.0
+    for a, b in signs:   # `y` of an earlier iteration must not leak into a later one
+        total = total + early_return(x, a, b) * 0.5
+    return total

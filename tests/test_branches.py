@@ -188,3 +188,23 @@ def test_the_same_error_in_code_certain_to_run_is_reported_before_running():
         myir.compile(always, backend="python").lower(np.ones((3, 4)), np.ones((5, 6)))
     assert "(3,4) and (5,6)" in info.value.message
     assert info.value.location.line == _marked(B.matmul_mismatch_in_a_branch, "ValueError only")
+
+
+SIGNS = [(a, b) for a in (-1, 1) for b in (-10, -1, 1)]
+
+
+@pytest.mark.parametrize("a, b", SIGNS)
+def test_early_return_of_an_inlined_function_skips_the_code_after_its_if(jit, a, b):
+    check(jit, B.early_return_inlined, 1.5, a, b)
+    check(jit, B.early_return_inlined, 150.0, a, b)
+
+
+def test_early_return_in_a_loop_and_its_gradient(jit):
+    for signs in (SIGNS, SIGNS[::-1], [(1, -10), (1, 1)]):
+        check(jit, B.early_return_inlined_in_a_loop, 0.7, signs)
+    grad = myir.grad(B.early_return_inlined_in_a_loop, backend="python")
+    h = 1e-6
+    for signs in (SIGNS, [(1, -10), (1, 1), (-1, 1)]):
+        fd = (B.early_return_inlined_in_a_loop(0.7 + h, signs)
+              - B.early_return_inlined_in_a_loop(0.7 - h, signs)) / (2 * h)
+        assert grad(0.7, signs) == pytest.approx(fd, rel=1e-6, abs=1e-8)

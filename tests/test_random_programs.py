@@ -445,7 +445,29 @@ def smooth_derivative(module, args, i):
     if not (abs(coarse - fine) <= FD_AGREE * size and abs(right - left) <= 1e-2 * size):
         return None
     constant = all(v == base[1] for v in values.values())
+    if constant and _absorbed(module, args, i, base):
+        return None
     return fine, FD_TOLERANCE * size, constant
+
+
+FD_PROBES = (1e-3, 1e-1, 1.0)   # relative to max(1, |x|)
+
+
+def _absorbed(module, args, i, base) -> bool:
+    """Whether main, giving the same value at x and at x ± the steps, may yet depend on x:
+    `big - x + ... - big` with `big` near 1e14 returns the same float for every x within
+    big's rounding unit, and finite differences see 0 where the derivative is -1.  Along one
+    path of bytecode, a smooth function constant near x is constant: a different value at a
+    larger step along the same path is rounding, or a kink that `max`, `abs` or `//` hide
+    from the bytecode; either way a constant seen at the small steps is not trusted."""
+    x = args[i]
+    scale = max(1.0, abs(x))
+    for step in FD_PROBES:
+        for sign in (1, -1):
+            run = _traced_at(module, args, i, x + sign * step * scale)
+            if run is not None and run[0] == base[0] and run[1] != base[1]:
+                return True
+    return False
 
 
 def _traced_at(module, args, i, value):

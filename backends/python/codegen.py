@@ -98,6 +98,7 @@ class Layout:
         self.kind: dict[Graph, str] = {}
         self.switch_apps: set[int] = set()        # switch applies absorbed into an `if`
         self.join_of: dict[Graph, Graph] = {}     # graph P -> the join emitted after P's if
+        self.if_of: dict[Graph, Apply] = {}       # a branch -> the call of its `if`
         for g in self.graphs:
             for node in toposort(g):
                 sc = switch_call(node) if node.graph is g else None
@@ -110,6 +111,7 @@ class Layout:
                     self.switch_apps.add(id(sc.switch))
                     for b in branches:
                         self.kind[b] = "branch"
+                        self.if_of[b] = node
                     if primitive_name(sc.cond) == "truth" \
                             and len(node_users.get(sc.cond, ())) == 1:
                         self.switch_apps.add(id(sc.cond))  # `if x:` tests truth itself
@@ -124,7 +126,9 @@ class Layout:
         that `if`) with no other loop or function between.  `continue` and `break` reach the
         innermost loop only, so a call from inside a nested loop or a nested `def` would
         continue the wrong loop, or write the graph again inside itself: such a graph is
-        written as a function instead."""
+        written as a function instead.  So is a join that some branch of its `if` skips by
+        producing the result where that result is assigned (`z = ...`) rather than returned:
+        the code after the `if` would run for that branch too."""
         changed = True
         while changed:
             changed = False
@@ -133,13 +137,48 @@ class Layout:
                     calls = [(a.graph, g) for a, _ in uses[g] if is_nested_in(a.graph, g)]
                 elif kind == "join":
                     calls = [(a.graph, g.parent) for a, _ in uses[g]]
+                    if self._result_assigned(g.parent, uses) \
+                            and not self._ends_in(g.parent, g):
+                        calls = [(None, None)]
                 else:
                     continue
-                if not all(self._written_inside(h, target, uses) for h, target in calls):
+                if not all(h is not None and self._written_inside(h, target, uses)
+                           for h, target in calls):
                     self.kind[g] = "closure"
                     if kind == "join":
                         del self.join_of[g.parent]
                     changed = True
+
+    def _result_assigned(self, g: Graph, uses) -> bool:
+        """Whether the code of g ends by assigning its result to a variable and going on
+        (`z = ...` for a call that is not in tail position), rather than with `return` or
+        with the `break` that leaves a loop."""
+        while True:
+            kind = self.kind[g]
+            if kind == "join":
+                g = g.parent
+                continue
+            if kind == "branch":
+                call = self.if_of[g]
+            elif kind == "block":
+                call = uses[g][0][0]
+            else:
+                return False        # a function returns; a loop's exits break
+            if not _is_tail(call):
+                return True
+            g = call.graph
+
+    def _ends_in(self, g: Graph, join: Graph) -> bool:
+        """Whether every way through g's code ends calling `join` or raising."""
+        out = g.output
+        sc = switch_call(out) if isinstance(out, Apply) and out.graph is g else None
+        if sc is not None and self.kind.get(sc.then) == "branch" == self.kind.get(sc.else_):
+            inner = self.join_of.get(g)
+            if inner is not None:
+                return self._ends_in(inner, join)
+            return self._ends_in(sc.then, join) and self._ends_in(sc.else_, join)
+        return isinstance(out, Apply) and (primitive_name(out) == "raise_" or (
+            is_graph_constant(out.fn) and out.fn.value is join))
 
     def _written_inside(self, h: Graph, target: Graph, uses) -> bool:
         """Whether graph h's code is written inside target's code, through `if`s and inlined
