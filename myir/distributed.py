@@ -20,8 +20,9 @@ combine their gradients (`allreduce`) before the same update everywhere:
 
 Parameters and gradients are trees (`myir/tree.py`: tuples, lists, dicts, NamedTuples,
 dataclasses) of arrays and numbers.  `allreduce` packs a tree's leaves into one flat buffer
-per dtype and reduces each with one `Allreduce`: a few large messages, which MPI reduces at
-its bandwidth-optimal algorithm, rather than a message per leaf.  Before any data moves,
+per dtype and reduces it with `Allreduce` in place, in pieces of `PIECE_BYTES`: a few large
+messages, which MPI reduces at its bandwidth-optimal algorithm, rather than a message per
+leaf, each piece reduced while its copy is still in the cache.  Before any data moves,
 the ranks compare a digest of the tree (structure, shapes, dtypes): trees that differ would
 otherwise reduce one rank's weights into another's biases, a wrong answer with no error.
 
@@ -30,7 +31,10 @@ with mpi4py installed or not — and every function here works unchanged.
 
 A rank that raises ends the whole job (`init` installs the hook): the others would otherwise
 wait forever in their next collective call.  The job exits non-zero, and the error is
-printed with its rank.
+printed with its rank.  A rank that calls `sys.exit(n)` alone raises nothing a hook can see
+(Python runs no hook for SystemExit), and MPI cannot tell its exit from a finished rank's:
+start such a script with mpi4py's runner, `mpiexec -n 2 python -m mpi4py train.py`, which
+aborts the job on a non-zero exit too.
 """
 
 from __future__ import annotations
