@@ -191,10 +191,11 @@ def _check_same_everywhere(comm, what: str, structure, described: list,
                          "(shard the batch, not the parameters)")
 
 
-# The flat buffers are sent in pieces of this many bytes: on a node, reducing a piece while
-# it is in the cache (copied in, reduced, and on to the next) took a 10^7-value tree's
-# allreduce from 2.2x to about 1x the time of MPI's one call on the whole buffer (2 ranks,
-# 32 MB of L3); across nodes a piece still takes far longer to send than to start.
+# The flat buffers are sent in pieces of this many bytes, each reduced while its copy is in
+# the cache: on 2 ranks of a node with 32 MB of L3, MPI's one Allreduce of an 80 MB buffer
+# goes through memory at a third of the speed of the same bytes in 8 MB pieces
+# (bench.distributed prints both); across nodes a piece still takes far longer to send
+# than to start.
 PIECE_BYTES = 8 << 20
 
 
@@ -254,13 +255,13 @@ def _unpack(packed: dict, leaves: list, structure):
 
 def _prepare(what: str, value, weight: float = 1.0):
     """(COMM_WORLD or None, the leaves, the structure, the leaves as arrays, every rank's
-    `weight` or None), once the ranks' trees are known to agree.  A leaf that is not
+    `weight`), once the ranks' trees are known to agree.  A leaf that is not
     numbers raises after that check, so on every rank alike."""
     comm = _world()
     paths_leaves = _leaves(value)
     described = [(path, _describe(leaf)) for path, leaf in paths_leaves]
     structure = tree.structure(value)
-    weights = None
+    weights = np.array([weight])
     if comm is not None and comm.Get_size() > 1:
         weights = _check_same_everywhere(comm, what, structure,
                                          [(path, text) for path, (_, text) in described],
@@ -300,17 +301,15 @@ def allreduce(value, op: str = "sum", weight: float | None = None):
         if integers:
             raise MyirError(f"allreduce(op='mean') of {integers[0]} values: a mean of "
                             "integers is not an integer", hint="sum them, or send floats")
-    if weights is None:
-        return _unpack(_pack(arrays), leaves, structure)
-    scale = None
-    if op == "mean":
         bad = [f"rank {r}'s weight is {w}" for r, w in enumerate(weights)
                if not np.isfinite(w) or w < 0]
         if bad or weights.sum() == 0:
             raise MyirError(f"{what}: {'; '.join(bad) or 'every weight is 0'}: the weights "
                             "are the numbers of rows, at least one of them above 0",
                             hint="weight=len(xs), the rows of this rank's shard")
-        scale = weights[comm.Get_rank()] / weights.sum()
+    if comm is None or comm.Get_size() == 1:
+        return _unpack(_pack(arrays), leaves, structure)
+    scale = weights[comm.Get_rank()] / weights.sum() if op == "mean" else None
     from mpi4py import MPI
 
     packed = _pack(arrays, lambda piece: comm.Allreduce(MPI.IN_PLACE, piece, op=MPI.SUM),
@@ -322,8 +321,9 @@ def broadcast(value, root: int = 0):
     """`value` as rank `root` has it, on every rank (each rank passes a tree of the same
     structure, shapes and dtypes, e.g. its own initial parameters): the way every rank
     starts from the same parameters."""
-    comm, leaves, structure, arrays, weights = _prepare(f"broadcast(root={root})", value)
-    send = None if weights is None else (lambda piece: comm.Bcast(piece, root=root))
+    comm, leaves, structure, arrays, _ = _prepare(f"broadcast(root={root})", value)
+    send = None if comm is None or comm.Get_size() == 1 else \
+        (lambda piece: comm.Bcast(piece, root=root))
     return _unpack(_pack(arrays, send), leaves, structure)
 
 

@@ -155,7 +155,8 @@ def single() -> None:
     for name, call in {"op": lambda: dist.allreduce(params, op="max"),
                        "rows": lambda: dist.shard(x, onehot[:3]),
                        "leaf": lambda: dist.allreduce({"a": np.ones(2), "b": "text"}),
-                       "integer mean": lambda: dist.allreduce((1, 2), op="mean")}.items():
+                       "integer mean": lambda: dist.allreduce((1, 2), op="mean"),
+                       "weight": lambda: dist.allreduce(params, op="mean", weight=0)}.items():
         try:
             call()
         except myir.MyirError as e:

@@ -130,6 +130,7 @@ def test_without_mpiexec_a_script_is_one_process_and_bad_arguments_raise(env):
     assert "need the same number of rows; they have (15, 2), (3, 2)" in errors["rows"]
     assert "allreduce(op='sum'): ['b'] is str 'text', not a number" in errors["leaf"]
     assert "a mean of integers is not an integer" in errors["integer mean"]
+    assert "allreduce(op='mean'): every weight is 0" in errors["weight"]
 
 
 def test_the_mpi_pool_executor_maps_a_compiled_gradient_in_order(env):
