@@ -135,6 +135,15 @@ def raising() -> None:
     report(finished=True)
 
 
+def exiting() -> None:
+    """Rank 1 calls sys.exit(3) at its third step; rank 0 goes on to its next allreduce."""
+    for i in range(100):
+        if i == 3 and dist.rank() == 1:
+            sys.exit(3)
+        dist.allreduce(np.ones(3))
+    report(finished=True)
+
+
 def compile_once() -> None:
     """One rank compiles and saves; the other loads what it saved."""
     from myir import saved

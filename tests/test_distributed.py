@@ -108,7 +108,15 @@ def test_a_rank_whose_compiled_step_raises_ends_the_job(env):
                      r'    raise ValueError\("rank 1 fails at step 3"\)\n', out.stderr)  # located
     assert "ValueError: rank 1 fails at step 3" in out.stderr
     assert "myir.distributed: rank 1 of 2 raised ValueError; ending the job" in out.stderr
-    assert "finished" not in out.stdout
+    assert not os.listdir(env["MYIR_TEST_OUT"])     # no rank finished
+
+
+def test_a_rank_that_exits_alone_ends_the_job_under_mpi4pys_runner(env):
+    """Python runs no hook for sys.exit: the README sends such scripts to `-m mpi4py`."""
+    out = mpiexec(2, "-m", "mpi4py", "-m", "tests.mpi_programs", "exiting", env=env,
+                  check=False)
+    assert out.returncode == 3, out.stderr
+    assert not os.listdir(env["MYIR_TEST_OUT"])     # no rank finished
 
 
 def test_one_rank_compiles_and_the_other_loads(env):
