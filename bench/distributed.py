@@ -3,8 +3,9 @@
 Three measurements and a model, printed as markdown:
 
 1. `allreduce` of a parameter tree (a dict of four float64 arrays, 10^3 to 10^7 values in
-   all) on 2 ranks, against mpi4py's raw `Allreduce` of one flat buffer of as many values:
-   what packing the tree's leaves (and checking the ranks' trees agree) costs on top of MPI.
+   all) on 2 ranks, against mpi4py's raw `Allreduce` of one flat buffer of as many values,
+   and of that buffer in the pieces `allreduce` sends (`PIECE_BYTES`): what packing the
+   tree's leaves (and checking the ranks' trees agree) costs on top of MPI.
 2. The demo's MLP (`myir.demo.loss`, hidden 256) trained data-parallel at 1 and 2
    processes, one thread each: samples per second of `value_and_grad` + `allreduce` + the
    update, at a batch where compute dominates.
@@ -42,10 +43,11 @@ def _tree(n: int, np):
             "b2": np.ones(n - w1 - b1 - w2)}
 
 
-def _best_ms(runs: list, repeat: int, comm) -> list[float]:
-    """The fastest of `repeat` timed calls of each of `runs`, in ms, the runs taken in turn
-    (so a burst of other work on the machine hits them alike), the ranks starting each call
-    together; a call takes as long as its slowest rank."""
+def _times_ms(runs: list, repeat: int, comm) -> list[tuple[float, float]]:
+    """(fastest, median) of `repeat` timed calls of each of `runs`, in ms, the runs taken in
+    turn (so a burst of other work on the machine hits them alike), the ranks starting each
+    call together; a call takes as long as its slowest rank."""
+    import numpy as np
     from mpi4py import MPI
 
     times = [[] for _ in runs]
@@ -55,7 +57,9 @@ def _best_ms(runs: list, repeat: int, comm) -> list[float]:
             start = time.perf_counter()
             run()
             samples.append(time.perf_counter() - start)
-    return [comm.allreduce(min(samples), op=MPI.MAX) * 1e3 for samples in times]
+    return [(comm.allreduce(min(samples), op=MPI.MAX) * 1e3,
+             comm.allreduce(float(np.median(samples)), op=MPI.MAX) * 1e3)
+            for samples in times]
 
 
 def worker_allreduce(quick: bool) -> dict:
@@ -67,14 +71,23 @@ def worker_allreduce(quick: bool) -> dict:
     comm = MPI.COMM_WORLD
     rows = []
     for n in SIZES:
-        repeat = max(5, min(200, 2 * 10 ** 7 // n // (10 if quick else 1)))
+        repeat = max(5 if quick else 15, min(200, 2 * 10 ** 7 // n // (10 if quick else 1)))
         tree = _tree(n, np)
         flat, out = np.ones(n), np.empty(n)
-        dist.allreduce(tree)                 # warm: first-call costs are not the subject
-        comm.Allreduce(flat, out)
-        ours, raw = _best_ms([lambda: dist.allreduce(tree), lambda: comm.Allreduce(flat, out)],
-                             repeat, comm)
-        rows.append({"values": n, "ours_ms": ours, "raw_ms": raw})
+        step = dist.PIECE_BYTES // flat.itemsize
+
+        def pieces():
+            for at in range(0, n, step):
+                comm.Allreduce(flat[at:at + step], out[at:at + step])
+
+        runs = {"ours": lambda: dist.allreduce(tree), "raw": lambda: comm.Allreduce(flat, out),
+                "pieces": pieces}
+        for run in runs.values():   # warm: first-call costs are not the subject
+            run()
+        row = {"values": n}
+        for name, (fastest, median) in zip(runs, _times_ms(list(runs.values()), repeat, comm)):
+            row[f"{name}_ms"], row[f"{name}_median_ms"] = fastest, median
+        rows.append(row)
     return {"allreduce": rows}
 
 
@@ -110,7 +123,7 @@ def worker_train(batch: int, steps: int) -> dict:
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
-    (best,) = _best_ms([lambda: train(steps)], 3, comm)
+    ((best, _),) = _times_ms([lambda: train(steps)], 3, comm)
     best /= steps
     return {"size": dist.size(), "batch": batch, "step_ms": best,
             "samples_per_s": batch / best * 1e3, "compute_ms": min(compute) * 1e3,
@@ -183,11 +196,14 @@ def main(argv=None) -> int:
     print(f"# myir.distributed on {os.cpu_count()} CPUs (load average {load[0]:.2f} before, "
           f"{load_after[0]:.2f} after); MPI: mpiexec -bind-to core, one thread per rank\n")
     print("## allreduce on 2 ranks: a 4-leaf float64 tree vs raw Allreduce of one flat "
-          "buffer (fastest of interleaved calls, ms)\n")
-    print("| values | myir allreduce | raw Allreduce | ratio |\n|---|---|---|---|")
+          "buffer, and of the same buffer in the pieces `allreduce` sends (ms: median of "
+          "interleaved calls, fastest in brackets)\n")
+    print("| values | myir allreduce | raw Allreduce | raw, in pieces | ratio to raw |\n"
+          "|---|---|---|---|---|")
     for r in reduce:
-        print(f"| {r['values']:.0e} | {r['ours_ms']:.3f} | {r['raw_ms']:.3f} | "
-              f"{r['ours_ms'] / r['raw_ms']:.2f}x |")
+        print(f"| {r['values']:.0e} | " + " | ".join(
+            f"{r[f'{k}_median_ms']:.3f} ({r[f'{k}_ms']:.3f})" for k in ("ours", "raw", "pieces"))
+            + f" | {r['ours_median_ms'] / r['raw_median_ms']:.2f}x |")
     print(f"\n## the demo MLP (2-{HIDDEN}-2, {one['parameters']} parameters), batch "
           f"{args.batch}, data-parallel\n")
     print("| processes | step ms | compute ms (rank 0) | compute CPU ms (rank 0) | samples/s | "

@@ -86,6 +86,13 @@ def reductions() -> None:
         # a rank with no rows (its mean loss's gradient: nan) weighs nothing
         empty=dist.allreduce(np.full(2, np.nan if r else 3.0), op="mean",
                              weight=0 if r else 5).tolist() == [3.0, 3.0])
+    # the same, sent in pieces of 3 float64 values (leaves cut across pieces): the same bits
+    dist.PIECE_BYTES, default = 24, dist.PIECE_BYTES
+    exact["pieces"] = [digest(dist.allreduce(mine(r))), digest(dist.allreduce(mine(r)[:2], op="mean")),
+                       digest(dist.allreduce(mine(r)[:2], op="mean", weight=r + 1)),
+                       digest(dist.broadcast(mine(r), root=w - 1))] == \
+        [digest(total), digest(mean), digest(weighted), digest(mine(w - 1))]
+    dist.PIECE_BYTES = default
     report(**exact, digests=[digest(total), digest(mean), digest(weighted)])
 
 
@@ -103,15 +110,36 @@ def mismatched() -> None:
                 call(value)
             except myir.MyirError as e:
                 errors[f"{name} {call.__name__}"] = str(e)
+    weights = []     # weights that make no mean: raised on every rank
+    for weight in (0, -1.0 if r else 1.0):
+        try:
+            dist.allreduce(np.ones(2), op="mean", weight=weight)
+        except myir.MyirError as e:
+            weights.append(str(e).splitlines()[0])
     after = dist.allreduce(np.ones(2))     # and the ranks still work together
-    report(errors=errors, after=after.tolist())
+    report(errors=errors, weights=weights, after=after.tolist())
+
+
+def failing_step(x, fail):
+    if fail:
+        raise ValueError("rank 1 fails at step 3")
+    return x * 2.0
 
 
 def raising() -> None:
-    """Rank 1 raises at its third step; rank 0 goes on to its next allreduce."""
-    for step in range(100):
-        if step == 3 and dist.rank() == 1:
-            raise ValueError("rank 1 fails at step 3")
+    """Rank 1's compiled step raises at its third step; rank 0 goes on to its next
+    allreduce."""
+    step = myir.compile(failing_step)
+    for i in range(100):
+        dist.allreduce(step(np.ones(3), i == 3 and dist.rank() == 1))
+    report(finished=True)
+
+
+def exiting() -> None:
+    """Rank 1 calls sys.exit(3) at its third step; rank 0 goes on to its next allreduce."""
+    for i in range(100):
+        if i == 3 and dist.rank() == 1:
+            sys.exit(3)
         dist.allreduce(np.ones(3))
     report(finished=True)
 
@@ -136,7 +164,8 @@ def single() -> None:
     for name, call in {"op": lambda: dist.allreduce(params, op="max"),
                        "rows": lambda: dist.shard(x, onehot[:3]),
                        "leaf": lambda: dist.allreduce({"a": np.ones(2), "b": "text"}),
-                       "integer mean": lambda: dist.allreduce((1, 2), op="mean")}.items():
+                       "integer mean": lambda: dist.allreduce((1, 2), op="mean"),
+                       "weight": lambda: dist.allreduce(params, op="mean", weight=0)}.items():
         try:
             call()
         except myir.MyirError as e:

@@ -6,6 +6,7 @@ a timeout: a hang fails the test.  MPI missing fails the tests (CI installs `[di
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -74,7 +75,7 @@ def test_allreduce_and_broadcast_of_nested_trees(env):
     results = run("reductions", env)
     for r in results:
         assert r["sum"] and r["mean"] and r["weighted"] and r["kinds"] and r["broadcast"] \
-            and r["empty"], r
+            and r["empty"] and r["pieces"], r
     assert results[0]["digests"] == results[1]["digests"]   # the same bits on every rank
 
 
@@ -91,16 +92,31 @@ def test_trees_that_differ_between_ranks_raise_on_every_rank(env):
         assert "rank 1 has ['a']: a float32 array" in errors["dtype broadcast"]
         assert "rank 0 has ['b']" in errors["structure allreduce"]
         assert "rank 1 has [1]: str 'two', not a number" in errors["not a number broadcast"]
+        assert r["weights"] == [
+            "allreduce(op='mean'): every weight is 0: the weights are the numbers of rows, "
+            "at least one of them above 0",
+            "allreduce(op='mean'): rank 1's weight is -1.0: the weights are the numbers of "
+            "rows, at least one of them above 0"]
         assert r["after"] == [2.0, 2.0]
     assert results[0]["errors"] == results[1]["errors"]
 
 
-def test_a_rank_that_raises_ends_the_job(env):
+def test_a_rank_whose_compiled_step_raises_ends_the_job(env):
     out = mpiexec(2, "-m", "tests.mpi_programs", "raising", env=env, check=False)
     assert out.returncode != 0
+    assert re.search(r'mpi_programs\.py", line \d+, in failing_step\n'
+                     r'    raise ValueError\("rank 1 fails at step 3"\)\n', out.stderr)  # located
     assert "ValueError: rank 1 fails at step 3" in out.stderr
     assert "myir.distributed: rank 1 of 2 raised ValueError; ending the job" in out.stderr
-    assert "finished" not in out.stdout
+    assert not os.listdir(env["MYIR_TEST_OUT"])     # no rank finished
+
+
+def test_a_rank_that_exits_alone_ends_the_job_under_mpi4pys_runner(env):
+    """Python runs no hook for sys.exit: the README sends such scripts to `-m mpi4py`."""
+    out = mpiexec(2, "-m", "mpi4py", "-m", "tests.mpi_programs", "exiting", env=env,
+                  check=False)
+    assert out.returncode == 3, out.stderr
+    assert not os.listdir(env["MYIR_TEST_OUT"])     # no rank finished
 
 
 def test_one_rank_compiles_and_the_other_loads(env):
@@ -122,6 +138,7 @@ def test_without_mpiexec_a_script_is_one_process_and_bad_arguments_raise(env):
     assert "need the same number of rows; they have (15, 2), (3, 2)" in errors["rows"]
     assert "allreduce(op='sum'): ['b'] is str 'text', not a number" in errors["leaf"]
     assert "a mean of integers is not an integer" in errors["integer mean"]
+    assert "allreduce(op='mean'): every weight is 0" in errors["weight"]
 
 
 def test_the_mpi_pool_executor_maps_a_compiled_gradient_in_order(env):

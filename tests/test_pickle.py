@@ -35,15 +35,26 @@ def cube_plus(x, y):
     return x * x * x + np.sin(y) * x
 
 
+def cubes(x):
+    return np.sum(x * x * x) + x[0] * x[1]
+
+
 MAKERS = {
     "compile": lambda: myir.compile(loss),
     "grad": lambda: myir.grad(loss),
     "value_and_grad": lambda: myir.value_and_grad(loss),
     "grad of two, python": lambda: myir.grad(cube_plus, 0, 1, backend="python"),
+    "jacrev, python": lambda: myir.jacrev(cubes, backend="python"),
+    "hessian, python": lambda: myir.hessian(cubes, backend="python"),
+    "vectorize, python": lambda: myir.vectorize(cube_plus, backend="python"),
 }
 
 
 def args_for(name):
+    if name.startswith(("jac", "hessian")):
+        return (np.array([0.5, -1.0, 2.0]),)
+    if name.startswith("vectorize"):
+        return np.linspace(0, 1, 4), np.linspace(-1, 1, 4)
     return (1.5, 0.25) if "two" in name else demo_batch()
 
 
