@@ -196,6 +196,21 @@ def containers(a) -> bool:
     return type(a) in (ATuple, ADict, ARecord)
 
 
+def holds_stack(a) -> bool:
+    """Whether values of type a are or hold a residual stack (passes/ad.py)."""
+    if isinstance(a, AStack):
+        return True
+    if containers(a):
+        return any(map(holds_stack, a.items))
+    if isinstance(a, AEnv):
+        return any(holds_stack(v) for _, v in a.items)
+    if isinstance(a, AList):
+        return any(map(holds_stack, a.items or (a.item,)))
+    if type(a) is AUnion:
+        return any(map(holds_stack, a.options))
+    return False
+
+
 def with_items(a, items: tuple):
     """The container `a` (see `containers`) holding `items` instead (`a` if they are the same
     objects)."""

@@ -36,9 +36,8 @@ from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_cons
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
 from myir.ir.values import EMPTY_STACK, Env
 from myir.tree import is_namedtuple
-from passes.abstract import (ANY, BOTTOM, AArray, ADict, AEnv, AList, AObject, ARecord, AScalar,
-                             AStack, ATuple, AUnion, abstract_of, containers, options,
-                             with_items)
+from passes.abstract import (ANY, BOTTOM, AArray, ADict, AList, AObject, ARecord, AScalar,
+                             ATuple, AUnion, abstract_of, holds_stack, options)
 from passes import grad_rules
 from passes.raising import evaluates, may_raise
 from passes.vectorize import vectorized_may_raise
@@ -1387,10 +1386,13 @@ def drop_unread_residuals(root: Graph, types: dict) -> bool:
         while group[p] is not p:
             p = group[p]
         return p
-    reads: dict = {}     # a group's representative -> fields read, None: the whole record
-    pops = []
+    reads: dict = {}     # push -> the fields its pops read (None: the whole record)
+    pops = []            # (the pushes a pop's records come from, the pop's record)
     for pop in provenance.pops:
-        pushed = sorted(provenance.of(pop.args[0]), key=lambda p: p.debug.id)
+        source = provenance.of(pop.args[0]) or frozenset()
+        if not isinstance(source, frozenset):
+            return False
+        pushed = sorted(source, key=lambda p: p.debug.id)
         for p in pushed[1:]:
             group[find(p)] = find(pushed[0])
         fields = []
@@ -1408,9 +1410,10 @@ def drop_unread_residuals(root: Graph, types: dict) -> bool:
     changed, whole = False, {}
     for rep, pushed in members.items():
         read = [k for p in pushed for k in reads.get(p, [])]
-        n = len(pushed[0].args[1].args) if primitive_name(pushed[0].args[1]) == "make_tuple" else -1
-        if None in read or any(primitive_name(p.args[1]) != "make_tuple"
-                               or len(p.args[1].args) != n for p in pushed):
+        if None in read or any(primitive_name(p.args[1]) != "make_tuple" for p in pushed):
+            continue
+        n = len(pushed[0].args[1].args)
+        if n == 0 or any(len(p.args[1].args) != n for p in pushed):
             continue
         kept = sorted({k % n for k in read})
         if len(kept) == n or not all(effect_free(p.args[1].args[k]) for p in pushed
@@ -1463,17 +1466,17 @@ def _pushes_of(root: Graph, types: dict) -> _Provenance | None:
         return None
     uses = graph_uses(root)
     changed = True
+
+    def set_(node, value):
+        nonlocal changed
+        old = prov.values.get(node, value)
+        new = _merged(old, value)
+        if node not in prov.values or new != old:
+            prov.values[node] = new
+            changed = True
     try:
         while changed:
             changed = False
-
-            def set_(node, value):
-                nonlocal changed
-                old = prov.values.get(node, value)
-                new = _merged(old, value)
-                if node not in prov.values or new != old:
-                    prov.values[node] = new
-                    changed = True
             for node in order:
                 name = primitive_name(node)
                 args = [prov.of(a) for a in node.args]
@@ -1500,7 +1503,8 @@ def _pushes_of(root: Graph, types: dict) -> _Provenance | None:
                     callees = [sc.then, sc.else_] if sc is not None else \
                         [node.fn.value] if is_graph_constant(node.fn) else None
                     if callees is None:
-                        if any(a is not None for a in args) or _holds(types.get(node)):
+                        if any(a is not None for a in args) or types.get(node, ANY) is ANY \
+                                or holds_stack(types[node]):
                             return None
                         continue
                     for g in callees:
@@ -1517,24 +1521,9 @@ def _pushes_of(root: Graph, types: dict) -> _Provenance | None:
                     or prov.of(g.output) is not None
                 if holds and any(i != 0 and primitive_name(c) != "switch" for c, i in calls):
                     return None
-    except ValueError:
+    except (ValueError, IndexError):    # shapes that differ; a tuple indexed out of range
         return None
     return prov
-
-
-def _holds(t) -> bool:
-    """Whether values of type t may be or hold a residual stack."""
-    if t is None or t is ANY or isinstance(t, AStack):
-        return True
-    if containers(t):
-        return any(map(_holds, t.items))
-    if isinstance(t, AEnv):
-        return any(_holds(v) for _, v in t.items)
-    if isinstance(t, AList):
-        return any(map(_holds, t.items or (t.item,)))
-    if type(t) is AUnion:
-        return any(map(_holds, t.options))
-    return False
 
 
 def _indexed_by(user, i: int) -> int | None:

@@ -40,7 +40,7 @@ from myir.ir.analysis import OUTPUT, SwitchCall, free_variables, graph_uses, is_
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
 from myir.ir.primitives import FRESH, Primitive
 from myir.ir.values import EMPTY_STACK, STACK_CELL
-from passes.abstract import AArray, AEnv, AList, AScalar, AStack, AUnion, containers
+from passes.abstract import AArray, AScalar, holds_stack
 from passes.opt import RULE_FILES
 
 
@@ -429,7 +429,7 @@ class Emitter:
             pending = None
         if prim in ("depend", "not_a_view"):  # what depend waits for is a statement of its
             return self.operand(node.args[0], pending)   # own, before it; not_a_view: checked
-        if prim == "stack_pop" and self._indexed_only(node):
+        if prim == "stack_pop" and _taken_apart(node, self.users):
             return self.operand(node.args[0], pending)  # the cell is (top, rest, mark)
         if prim == "getitem" and self.list_stacks and primitive_name(node.args[0]) == "stack_pop":
             pop = node.args[0]      # `top = s.pop()`: the top, or s, the rest (`statement`)
@@ -470,12 +470,6 @@ class Emitter:
         else:
             texts = [a.wrap(prec) for a in args]
         return Expr(SYNTAX[prim].format(*texts), prec)
-
-    def _indexed_only(self, node: Apply) -> bool:
-        """Whether every use of node is `node[0]` or `node[1]`."""
-        return all(isinstance(user, Apply) and primitive_name(user) == "getitem" and index == 1
-                   and isinstance(user.args[1], Constant) and user.args[1].value in (0, 1)
-                   for user, index in self.users.get(node, ()))
 
     def _operands(self, node: Apply) -> list[Node]:
         """Inputs in the order Python evaluates them in the rendered expression."""
@@ -859,16 +853,21 @@ class InPlace:
                and primitive_name(n) in ("stack_push", "stack_pop")]
         if not ops:
             return False
-        for node, uses in self.users.items():
-            if _holds_stack(node.abstract) and not all(
-                    index == OUTPUT or _passes_stack(user, index) for user, index in uses):
-                return False
+        holding = [n for n in self.users if holds_stack(n.abstract)]
+        seen = set(holding)
+        while holding:  # and the untyped nodes they go into (typed ones say what they hold)
+            node = holding.pop()
+            for user, index in self.users.get(node, ()):
+                if index != OUTPUT and not _passes_stack(user, index):
+                    return False
+                after = [c for c, i in self.graph_uses.get(user, ()) if i == 0] \
+                    if index == OUTPUT else [user]
+                for n in after:
+                    if n.abstract is None and n not in seen:
+                        seen.add(n)
+                        holding.append(n)
         return all(self._owned(n.args[0], n, set()) and (
-            primitive_name(n) == "stack_push" or self._popped_apart(n)) for n in ops)
-
-    def _popped_apart(self, pop: Apply) -> bool:
-        return all(primitive_name(u) == "getitem" and i == 1 and isinstance(u.args[1], Constant)
-                   and u.args[1].value in (0, 1) for u, i in self.users.get(pop, ()))
+            primitive_name(n) == "stack_push" or _taken_apart(n, self.users)) for n in ops)
 
     def _owned(self, node: Node, keeper, assumed: set) -> bool:
         """Whether node's object is new or handed down, and nothing but `keeper` (an apply,
@@ -1029,6 +1028,14 @@ _STACK_USES = {"stack_push": {1}, "stack_pop": {1}, "stack_empty": {1}, "getitem
                "make_tuple": None}
 
 
+def _taken_apart(pop: Apply, users: dict) -> bool:
+    """Whether every use of pop, a `stack_pop`, is `pop[0]` (the top) or `pop[1]` (the
+    rest)."""
+    return all(isinstance(user, Apply) and primitive_name(user) == "getitem" and index == 1
+               and isinstance(user.args[1], Constant) and user.args[1].value in (0, 1)
+               for user, index in users.get(pop, ()))
+
+
 def _passes_stack(user: Apply, index: int) -> bool:
     """Whether `user` takes a stack at input `index` to a stack operation, into or out of a
     tuple, or into a call of a function (whose parameter is checked in its turn)."""
@@ -1036,21 +1043,6 @@ def _passes_stack(user: Apply, index: int) -> bool:
     if name is None:
         return index > 0
     return name in _STACK_USES and (_STACK_USES[name] is None or index in _STACK_USES[name])
-
-
-def _holds_stack(t) -> bool:
-    """Whether values of type t are or hold a residual stack."""
-    if isinstance(t, AStack):
-        return True
-    if containers(t):
-        return any(map(_holds_stack, t.items))
-    if isinstance(t, AEnv):
-        return any(_holds_stack(v) for _, v in t.items)
-    if isinstance(t, AList):
-        return any(map(_holds_stack, t.items or (t.item,)))
-    if isinstance(t, AUnion):
-        return any(map(_holds_stack, t.options))
-    return False
 
 
 def _ancestors(node: Node) -> set:
