@@ -365,11 +365,27 @@ class Emitter:
     # -- names and expressions
 
     def name(self, node: Node) -> str:
+        same = self._same_object(node)
+        if same is not None:
+            return self.name(same)
         base = node.debug.name
         if base is None and isinstance(node, Apply) and isinstance(node.fn, Constant):
             fn = node.fn.value
             base = fn.name if isinstance(fn, (Primitive, Graph)) else None
         return self.names(node, base or "t")
+
+    def _same_object(self, node: Node) -> Node | None:
+        """Where stacks are lists: the node whose variable holds node's value, for a push
+        (its stack, appended to), a pop's rest (its stack, popped) and top (the pop)."""
+        if not self.list_stacks or not isinstance(node, Apply):
+            return None
+        prim = primitive_name(node)
+        if prim == "stack_push" and not isinstance(node.args[0], Constant):
+            return node.args[0]
+        if prim == "getitem" and primitive_name(node.args[0]) == "stack_pop":
+            pop = node.args[0]
+            return pop if node.args[1].value == 0 else pop.args[0]
+        return None
 
     def graph_name(self, g: Graph) -> str:
         return self.names(g, g.name)
@@ -431,10 +447,6 @@ class Emitter:
             return self.operand(node.args[0], pending)   # own, before it; not_a_view: checked
         if prim == "stack_pop" and _taken_apart(node, self.users):
             return self.operand(node.args[0], pending)  # the cell is (top, rest, mark)
-        if prim == "getitem" and self.list_stacks and primitive_name(node.args[0]) == "stack_pop":
-            pop = node.args[0]      # `top = s.pop()`: the top, or s, the rest (`statement`)
-            return Expr(self.name(pop), ATOM) if node.args[1].value == 0 \
-                else self.operand(pop.args[0], None)
         if prim in _CONTAINER_SYNTAX:
             return _CONTAINER_SYNTAX[prim](self, [self.operand(a, pending) for a in node.args])
         if prim is None or prim not in SYNTAX and prim not in VARIADIC_SYNTAX:
@@ -662,6 +674,8 @@ class Emitter:
             self.flush(pending, indent)
             self.line(indent, f"{self.ref(x)}[{index_text}] = {value_text}", node.location)
             self.line(indent, f"{var} = {self.ref(x)}", node.location)
+        elif primitive_name(node) == "getitem" and self._same_object(node) is not None:
+            pass    # a pop's top or rest: the pop's variable or its stack's
         elif primitive_name(node) in ("stack_push", "stack_pop") and self.list_stacks:
             stack, item = node.args[0], node.args[1:]
             if not pending.takes(node, [*item, stack]):
@@ -670,9 +684,8 @@ class Emitter:
             self.flush(pending, indent)
             if item_text and isinstance(stack, Constant):      # onto a new empty stack
                 self.line(indent, f"{var} = [{item_text[0]}]", node.location)
-            elif item_text:
+            elif item_text:     # the push is the stack's variable (`_same_object`)
                 self.line(indent, f"{self.ref(stack)}.append({item_text[0]})", node.location)
-                self.line(indent, f"{var} = {self.ref(stack)}", node.location)
             else:
                 self.line(indent, f"{var} = {self.ref(stack)}.pop()", node.location)
         elif sc is not None and self._is_branch_pair(sc):
