@@ -279,6 +279,13 @@ def test_generated_source_has_a_forward_and_a_backward_loop():
     assert source.count("def ") == 2, source
 
 
+def test_records_hold_what_the_backward_loop_reads():
+    """The rules of `0.5 * (x + a / x)` may read x, a / x and their sum; once typed, the
+    adjoint reads x alone (a is the loop's invariant), so x alone is pushed."""
+    source = myir.grad(newton_sqrt, backend="python").lower(2.0).source
+    assert re.search(r"\w+\.append\(x\)", source), source
+
+
 SECOND_PROCESS = """
 import sys
 sys.path.insert(0, {root!r})
