@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from myir.ir.values import is_stack_cell
+
 LEAF = None     # the kind of a leaf
 
 
@@ -32,6 +34,8 @@ def kind(x):
     """The container kind of `x`: `tuple`, `list` or `dict`, a NamedTuple or dataclass
     class, or LEAF (None) for a leaf."""
     t = type(x)
+    if t is tuple and is_stack_cell(x):
+        return LEAF                    # a residual stack, held as cells (myir/ir/values.py)
     if t is tuple or t is list or t is dict:
         return t
     if isinstance(x, tuple) and hasattr(t, "_fields"):

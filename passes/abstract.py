@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from myir import tree
-from myir.ir.values import EMPTY_STACK, Env, Stack
+from myir.ir.values import EMPTY_STACK, Env, is_stack, is_stack_cell
 
 
 class _Marker:
@@ -194,6 +194,21 @@ def _keys_equal(a: tuple, b: tuple) -> bool:
 def containers(a) -> bool:
     """Whether `a` is a tuple, dict or record: a value whose `items` are abstract values."""
     return type(a) in (ATuple, ADict, ARecord)
+
+
+def holds_stack(a) -> bool:
+    """Whether values of type a are or hold a residual stack (passes/ad.py)."""
+    if isinstance(a, AStack):
+        return True
+    if containers(a):
+        return any(map(holds_stack, a.items))
+    if isinstance(a, AEnv):
+        return any(holds_stack(v) for _, v in a.items)
+    if isinstance(a, AList):
+        return any(map(holds_stack, a.items or (a.item,)))
+    if type(a) is AUnion:
+        return any(map(holds_stack, a.options))
+    return False
 
 
 def with_items(a, items: tuple):
@@ -517,6 +532,8 @@ def abstract_of(value, keep_values: bool = True):
         return AArray(value.dtype, value.shape)
     if isinstance(value, (bool, int, float, complex, np.bool_, np.number)):
         return AScalar(type(value), value if keep_values else ANY)
+    if is_stack_cell(value):     # a tuple, but not one of the program's (myir/ir/values.py)
+        return AStack(abstract_of(value[0], keep_values=False))
     if type(value) is dict and all(_constant_key(k) for k in value):
         return ADict(tuple(value), tuple(abstract_of(v, keep_values) for v in value.values()))
     if tree.kind(value) not in (tree.LEAF, tuple, list, dict):    # a NamedTuple or dataclass
@@ -595,7 +612,7 @@ def conforms(value, abstract) -> bool:
     if isinstance(abstract, AFunction):
         return callable(value)
     if isinstance(abstract, AStack):
-        return value is EMPTY_STACK or isinstance(value, Stack)
+        return is_stack(value)
     if isinstance(abstract, AUnion):
         return any(conforms(value, a) for a in abstract.options)
     return False

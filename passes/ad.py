@@ -48,6 +48,14 @@ is a stack of its items' sensitivities, and `EMPTY_STACK` is its zero.  The forw
 backward loops of a gradient are loops like any other: J of them is again a forward loop
 and a backward loop, at every order.  Recursion that is not a loop keeps the chain of
 backpropagators.
+
+A record holds what the adjoints may read; once types are known, the optimizer drops the
+fields that no pop reads (`drop_unread_residuals` in passes/opt.py: a loop counter's
+`i + 1` reads nothing of i), and a record left with one field is pushed bare.  The python
+backend keeps a stack as a list, appended to and popped in place, where the program hands
+each stack on from push to push and pop to pop with nothing else seeing it, as a
+gradient's forward and backward loops do (`InPlace.stacks_in_place` in
+backends/python/codegen.py); otherwise as cells of tuples (myir/ir/values.py).
 """
 
 from __future__ import annotations

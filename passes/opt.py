@@ -30,14 +30,14 @@ from collections import deque
 import numpy as np
 
 from myir.ir.analysis import bump_version, free_variables, graph_uses, is_nested_in, \
-    primitive_name, reachable_graphs, recursive_graphs, scope, toposort, users
+    primitive_name, reachable_graphs, recursive_graphs, scope, switch_call, toposort, users
 from myir.ir.edit import Cloner, clone_program, inline, replace
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
-from myir.ir.values import Env
+from myir.ir.values import EMPTY_STACK, Env
 from myir.tree import is_namedtuple
 from passes.abstract import (ANY, BOTTOM, AArray, ADict, AList, AObject, ARecord, AScalar,
-                             ATuple, AUnion, abstract_of, options)
+                             ATuple, AUnion, abstract_of, holds_stack, options)
 from passes import grad_rules
 from passes.raising import evaluates, may_raise
 from passes.vectorize import vectorized_may_raise
@@ -1363,6 +1363,206 @@ def drop_unused_outputs(root: Graph) -> bool:
 PRUNES = [drop_unused_parameters, drop_unused_outputs]
 
 
+def drop_unread_residuals(root: Graph, types: dict) -> bool:
+    """Remove the fields of a loop gradient's residual records (passes/ad.py) that no pop
+    of their stack reads, where they are pushed: the AD pushes every operand that a gradient
+    rule may read, and once types are known most rules read fewer (`sum_to_like(d, i)` of a
+    scalar i is d, so the counter `i` is unread).  A record left with one field is pushed as
+    that value, without a tuple.
+
+    Which pushes a pop's records come from is followed through the program (`_pushes_of`):
+    pushes whose records one pop may see are changed alike, to the fields any of their pops
+    reads.  Nothing is dropped where a stack goes anywhere but stack operations, tuples and
+    calls of known graphs (a grad of grad adds stacks of sensitivities), where a record is
+    not a tuple built at its push, or where a pop's record is used other than by
+    `record[k]`; nor a field whose value has an effect (`effect_free`)."""
+    provenance = _pushes_of(root, types)
+    if provenance is None:
+        return False
+    uses = users(root)
+    group = {p: p for p in provenance.pushes}
+
+    def find(p):
+        while group[p] is not p:
+            p = group[p]
+        return p
+    reads: dict = {}     # push -> the fields its pops read (None: the whole record)
+    pops = []            # (the pushes a pop's records come from, the pop's record)
+    for pop in provenance.pops:
+        source = provenance.of(pop.args[0]) or frozenset()
+        if not isinstance(source, frozenset):
+            return False
+        pushed = sorted(source, key=lambda p: p.debug.id)
+        for p in pushed[1:]:
+            group[find(p)] = find(pushed[0])
+        fields = []
+        for user, i in uses.get(pop, ()):
+            if _indexed_by(user, i) == 0:
+                fields.extend(_indexed_by(u, k) for u, k in uses.get(user, ()))
+                pops.append((pushed, user))
+            elif _indexed_by(user, i) != 1:
+                fields.append(None)
+        for p in pushed:
+            reads.setdefault(p, []).extend(fields)
+    members: dict = {}
+    for p in provenance.pushes:
+        members.setdefault(find(p), []).append(p)
+    changed, whole = False, {}
+    for rep, pushed in members.items():
+        read = [k for p in pushed for k in reads.get(p, [])]
+        if None in read or any(primitive_name(p.args[1]) != "make_tuple" for p in pushed):
+            continue
+        n = len(pushed[0].args[1].args)
+        if n == 0 or any(len(p.args[1].args) != n for p in pushed):
+            continue
+        kept = sorted({k % n for k in read})
+        if len(kept) == n or not all(effect_free(p.args[1].args[k]) for p in pushed
+                                     for k in range(n) if k not in kept):
+            continue
+        records = [record for where, record in pops if where and find(where[0]) is rep]
+        whole.update(_drop_fields(types, kept, pushed, records, uses))
+        changed = True
+    if changed:
+        substitute(root, whole)
+    return changed
+
+
+class _Provenance:
+    """For each node holding residual stacks, the pushes that may have made their cells: a
+    frozenset for a stack, a tuple of these for a tuple, None for a value holding none."""
+
+    def __init__(self):
+        self.values: dict = {}
+        self.pushes: list = []
+        self.pops: list = []
+
+    def of(self, node):
+        if isinstance(node, Constant):
+            return frozenset() if node.value is EMPTY_STACK else None
+        return self.values.get(node)
+
+
+def _merged(a, b):
+    """The provenance of a value that is a or b; raises ValueError where their shapes
+    differ."""
+    if a == b:
+        return a
+    if isinstance(a, frozenset) and isinstance(b, frozenset):
+        return a | b
+    if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
+        return tuple(map(_merged, a, b))
+    raise ValueError
+
+
+def _pushes_of(root: Graph, types: dict) -> _Provenance | None:
+    """The provenance of every node (`_Provenance`), found to a fixed point over the
+    program; None where a stack goes where it cannot be followed."""
+    prov = _Provenance()
+    order = [n for g in reachable_graphs(root) for n in toposort(g)
+             if isinstance(n, Apply) and n.graph is g]
+    prov.pushes = [n for n in order if primitive_name(n) == "stack_push"]
+    prov.pops = [n for n in order if primitive_name(n) == "stack_pop"]
+    if not prov.pushes:
+        return None
+    uses = graph_uses(root)
+    changed = True
+
+    def set_(node, value):
+        nonlocal changed
+        old = prov.values.get(node, value)
+        new = _merged(old, value)
+        if node not in prov.values or new != old:
+            prov.values[node] = new
+            changed = True
+    try:
+        while changed:
+            changed = False
+            for node in order:
+                name = primitive_name(node)
+                args = [prov.of(a) for a in node.args]
+                if name == "stack_push":
+                    if args[1] is not None:
+                        return None
+                    set_(node, frozenset({node}) | (args[0] or frozenset()))
+                elif name == "stack_pop":
+                    set_(node, (None, args[0] or frozenset()))
+                elif name == "make_tuple":
+                    if any(a is not None for a in args):
+                        set_(node, tuple(args))
+                elif name == "getitem" and isinstance(args[0], tuple):
+                    if _indexed_by(node, 1) is None:
+                        return None
+                    set_(node, args[0][node.args[1].value])
+                elif name == "stack_empty" or (name is not None and all(
+                        a is None for a in args)):
+                    continue
+                elif name is not None:
+                    return None     # a stack where it cannot be followed
+                else:
+                    sc = switch_call(node)
+                    callees = [sc.then, sc.else_] if sc is not None else \
+                        [node.fn.value] if is_graph_constant(node.fn) else None
+                    if callees is None:
+                        if any(a is not None for a in args) or types.get(node, ANY) is ANY \
+                                or holds_stack(types[node]):
+                            return None
+                        continue
+                    for g in callees:
+                        if len(g.parameters) != len(args):
+                            return None
+                        for p, a in zip(g.parameters, args):
+                            if a is not None:
+                                set_(p, a)
+                        out = prov.of(g.output)
+                        if out is not None:
+                            set_(node, out)
+            for g, calls in uses.items():   # a graph used as a value: its stacks are lost
+                holds = any(prov.of(p) is not None for p in g.parameters) \
+                    or prov.of(g.output) is not None
+                if holds and any(i != 0 and primitive_name(c) != "switch" for c, i in calls):
+                    return None
+    except (ValueError, IndexError):    # shapes that differ; a tuple indexed out of range
+        return None
+    return prov
+
+
+def _indexed_by(user, i: int) -> int | None:
+    """k where `user` is `value[k]` (value its input i) with an int constant k, else None."""
+    if i == 1 and isinstance(user, Apply) and primitive_name(user) == "getitem" \
+            and _const(user.args[1], int) and type(user.args[1].value) is int:
+        return user.args[1].value
+    return None
+
+
+def _drop_fields(types: dict, kept: list, pushed: list, records: list, uses) -> dict:
+    """Push only the fields `kept` of the records of `pushed`, and read them so from
+    `records` (the records their pops give).  Returns {read of the one field kept: the
+    record}, to substitute."""
+    n = len(pushed[0].args[1].args)
+    for push in pushed:
+        record = push.args[1]
+        values = [record.args[k] for k in kept]
+        if len(kept) == 1:
+            made = values[0]
+        else:
+            made = push.graph.apply(P["make_tuple"], *values, location=record.location)
+            types[made] = ATuple(tuple(types.get(v, ANY) for v in values))
+        push.set_inputs([push.fn, push.args[0], made])
+    whole = {}
+    for record in records:
+        types[record] = types.get(pushed[0].args[1], ANY)
+        for field, _ in uses.get(record, ()):
+            k = kept.index(field.args[1].value % n)
+            if len(kept) == 1:
+                whole[field] = record
+            else:
+                field.set_inputs([*field.inputs[:2], Constant(k)])
+    return whole
+
+
+TYPED_PRUNES = [drop_unread_residuals]
+
+
 # ------------------------------------------------------------------ driver
 
 class Context:
@@ -1631,6 +1831,9 @@ def _run(root: Graph, rewrites: list, types: dict | None) -> Graph:
         if not changed:  # prunes look at the whole program: once the rewrites are done
             for prune in PRUNES:
                 changed |= prune(root)
+            if types is not None:
+                for prune in TYPED_PRUNES:
+                    changed |= prune(root, types)
         if not changed:
             break
     return root

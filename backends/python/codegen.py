@@ -39,7 +39,8 @@ from myir.ir.analysis import OUTPUT, SwitchCall, free_variables, graph_uses, is_
     primitive_name, reachable_graphs, scope, switch_call, toposort, users
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
 from myir.ir.primitives import FRESH, Primitive
-from passes.abstract import AArray, AScalar
+from myir.ir.values import EMPTY_STACK, STACK_CELL
+from passes.abstract import AArray, AScalar, holds_stack
 from passes.opt import RULE_FILES
 
 
@@ -321,6 +322,7 @@ class Emitter:
         self.referenced: dict[Graph, list[Graph]] = {}
         self.home: Location | None = None   # see `call_site`
         self.in_place = InPlace(root, self.users, self.layout)
+        self.list_stacks = self.in_place.stacks_in_place(root)
 
     # -- output
 
@@ -363,11 +365,27 @@ class Emitter:
     # -- names and expressions
 
     def name(self, node: Node) -> str:
+        same = self._same_object(node)
+        if same is not None:
+            return self.name(same)
         base = node.debug.name
         if base is None and isinstance(node, Apply) and isinstance(node.fn, Constant):
             fn = node.fn.value
             base = fn.name if isinstance(fn, (Primitive, Graph)) else None
         return self.names(node, base or "t")
+
+    def _same_object(self, node: Node) -> Node | None:
+        """Where stacks are lists: the node whose variable holds node's value, for a push
+        (its stack, appended to), a pop's rest (its stack, popped) and top (the pop)."""
+        if not self.list_stacks or not isinstance(node, Apply):
+            return None
+        prim = primitive_name(node)
+        if prim == "stack_push" and not isinstance(node.args[0], Constant):
+            return node.args[0]
+        if prim == "getitem" and primitive_name(node.args[0]) == "stack_pop":
+            pop = node.args[0]
+            return pop if node.args[1].value == 0 else pop.args[0]
+        return None
 
     def graph_name(self, g: Graph) -> str:
         return self.names(g, g.name)
@@ -394,6 +412,8 @@ class Emitter:
             return repr(value)
         if isinstance(value, tuple) and all(isinstance(v, (int, bool, str, type(None))) for v in value):
             return repr(value)
+        if value is EMPTY_STACK and self.list_stacks:    # a new list: stacks are updated
+            return "[]"                                  # in place (`InPlace`)
         if isinstance(value, Primitive):
             return self.global_ref(callable_of(value.name), value.name,
                                    ("primitive", value.name))
@@ -425,6 +445,8 @@ class Emitter:
             pending = None
         if prim in ("depend", "not_a_view"):  # what depend waits for is a statement of its
             return self.operand(node.args[0], pending)   # own, before it; not_a_view: checked
+        if prim == "stack_pop" and _taken_apart(node, self.users):
+            return self.operand(node.args[0], pending)  # the cell is (top, rest, mark)
         if prim in _CONTAINER_SYNTAX:
             return _CONTAINER_SYNTAX[prim](self, [self.operand(a, pending) for a in node.args])
         if prim is None or prim not in SYNTAX and prim not in VARIADIC_SYNTAX:
@@ -652,6 +674,20 @@ class Emitter:
             self.flush(pending, indent)
             self.line(indent, f"{self.ref(x)}[{index_text}] = {value_text}", node.location)
             self.line(indent, f"{var} = {self.ref(x)}", node.location)
+        elif primitive_name(node) == "getitem" and self._same_object(node) is not None:
+            pass    # a pop's top or rest: the pop's variable or its stack's
+        elif primitive_name(node) in ("stack_push", "stack_pop") and self.list_stacks:
+            stack, item = node.args[0], node.args[1:]
+            if not pending.takes(node, [*item, stack]):
+                self.flush(pending, indent)
+            item_text = [self.operand(x, pending).text for x in item]
+            self.flush(pending, indent)
+            if item_text and isinstance(stack, Constant):      # onto a new empty stack
+                self.line(indent, f"{var} = [{item_text[0]}]", node.location)
+            elif item_text:     # the push is the stack's variable (`_same_object`)
+                self.line(indent, f"{self.ref(stack)}.append({item_text[0]})", node.location)
+            else:
+                self.line(indent, f"{var} = {self.ref(stack)}.pop()", node.location)
         elif sc is not None and self._is_branch_pair(sc):
             self.if_statement(sc, Tail(var), node.location, indent, pending)
         elif self._callee_kind(node) in ("loop", "block"):
@@ -814,6 +850,38 @@ class InPlace:
     def writable(self, s: Apply) -> bool:
         return self._owned(s.args[0], s, set())
 
+    def stacks_in_place(self, root: Graph) -> bool:
+        """Whether the program's residual stacks (passes/ad.py) may be Python lists that
+        `stack_push` appends to and `stack_pop` pops from, rather than cells of tuples
+        (myir/ir/values.py): where every push and pop owns its stack (nothing else sees the
+        object from then on: a loop's gradient threads its stack from one iteration to the
+        next, out of the forward loop and into the backward one), each pop's result is only
+        taken apart, and no stack reaches anything but these, tuples and calls.  A list is
+        one object for the collector to walk however deep the stack; cells of tuples are
+        each walked by every full collection (they link young to old, so the collector
+        never untracks them), which cost a 10^6-iteration loop's gradient half its time.
+        A grad of grad, which adds stacks of sensitivities (`gadd`), keeps cells."""
+        ops = [n for g in reachable_graphs(root) for n in toposort(g)
+               if isinstance(n, Apply) and n.graph is g
+               and primitive_name(n) in ("stack_push", "stack_pop")]
+        if not ops:
+            return False
+        holding = [n for n in self.users if holds_stack(n.abstract)]
+        seen = set(holding)
+        while holding:  # and the untyped nodes they go into (typed ones say what they hold)
+            node = holding.pop()
+            for user, index in self.users.get(node, ()):
+                if index != OUTPUT and not _passes_stack(user, index):
+                    return False
+                after = [c for c, i in self.graph_uses.get(user, ()) if i == 0] \
+                    if index == OUTPUT else [user]
+                for n in after:
+                    if n.abstract is None and n not in seen:
+                        seen.add(n)
+                        holding.append(n)
+        return all(self._owned(n.args[0], n, set()) and (
+            primitive_name(n) == "stack_push" or _taken_apart(n, self.users)) for n in ops)
+
     def _owned(self, node: Node, keeper, assumed: set) -> bool:
         """Whether node's object is new or handed down, and nothing but `keeper` (an apply,
         or a graph whose output node is) sees it from keeper on.  `assumed`: the pairs being
@@ -821,14 +889,20 @@ class InPlace:
         key = (id(node), id(keeper))
         if key in assumed:
             return True
+        if isinstance(node, Constant) and node.value is EMPTY_STACK:
+            return True     # written `[]`: a new list where it is evaluated
         assumed.add(key)
         if not self._kept_only_by(node, keeper):
             return False
         if isinstance(node, Parameter):
             g = node.graph
             calls = self.graph_uses.get(g, ())
-            if self.layout.kind.get(g) not in ("loop", "block", "join") or not calls \
-                    or any(i != 0 for _, i in calls):
+            if self.layout.kind.get(g) == "branch":     # called by `switch(c, g, h)(...)`
+                calls = [(call, 0) for sw, i in calls if primitive_name(sw) == "switch"
+                         and i in (2, 3) for call, j in self.users.get(sw, ()) if j == 0]
+            elif self.layout.kind.get(g) not in ("loop", "block", "join"):
+                return False
+            if not calls or any(i != 0 for _, i in calls):
                 return False
             k = g.parameters.index(node)
             return all(self._owned(call.args[k], call, assumed) for call, _ in calls)
@@ -836,6 +910,12 @@ class InPlace:
             return False
         if primitive_name(node) in FRESH:
             return True
+        if primitive_name(node) == "stack_push":    # s itself, appended to
+            return self._owned(node.args[0], node, assumed)
+        if primitive_name(node) == "getitem" and primitive_name(node.args[0]) == "stack_pop" \
+                and isinstance(node.args[1], Constant) and node.args[1].value == 1:
+            pop = node.args[0]                      # the rest: s itself, popped
+            return self._owned(pop.args[0], pop, assumed)
         if primitive_name(node) == "getitem" and isinstance(node.args[1], Constant) \
                 and type(node.args[1].value) is int:
             k, result = node.args[1].value, node.args[0]
@@ -849,7 +929,11 @@ class InPlace:
     def _element_owned(self, g: Graph, k: int, assumed: set) -> bool:
         """Whether element k of the tuple g returns (g: an exit of an `if` or loop whose
         result is taken apart) is owned: the tuple's, or that of the `if` or loop g ends
-        with."""
+        with (as in `_owned`, an element owned on the way round a loop is)."""
+        key = (id(g), k)
+        if key in assumed:
+            return True
+        assumed.add(key)
         out = g.output
         if not isinstance(out, Apply) or out.graph is not g or len(self.users.get(out, ())) != 1:
             return False
@@ -919,12 +1003,12 @@ class InPlace:
             path = [ends for o, ends in others if is_nested_in(where, o)]
             if path:    # a loop's exit may keep anything: the loop is over; a branch that
                 packs = user is user.graph.output if index != OUTPUT else True  # goes on may
-                if path[0] or packs or primitive_name(user) in FRESH:    # carry a view on
+                if path[0] or packs or primitive_name(user) in MADE_NEW:   # carry a view on
                     continue
                 return False
             if index == OUTPUT or id(user) not in before or self._reruns(user.graph):
                 return False
-            if primitive_name(user) not in FRESH and not self._consumed(user, keeper, before):
+            if primitive_name(user) not in MADE_NEW and not self._consumed(user, keeper, before):
                 return False
         return True
 
@@ -937,7 +1021,7 @@ class InPlace:
             if index == OUTPUT or id(user) not in before or self._reruns(user.graph) \
                     or user is keeper:
                 return False
-            if primitive_name(user) not in FRESH and not self._consumed(user, keeper, before):
+            if primitive_name(user) not in MADE_NEW and not self._consumed(user, keeper, before):
                 return False
         return True
 
@@ -945,6 +1029,33 @@ class InPlace:
         """Whether g is a closure, which may run again after the update (a branch, a block
         or a loop runs where it is written)."""
         return self.layout.kind.get(g) == "closure"
+
+
+# What the uses of an object make that cannot hold it: FRESH's new objects, and whether a
+# stack is empty.
+MADE_NEW = FRESH | {"stack_empty"}
+
+# Where a stack, or a tuple holding one, may go when stacks are lists (`stacks_in_place`):
+# primitive -> the input positions (1: the first operand) that may take it.
+_STACK_USES = {"stack_push": {1}, "stack_pop": {1}, "stack_empty": {1}, "getitem": {1},
+               "make_tuple": None}
+
+
+def _taken_apart(pop: Apply, users: dict) -> bool:
+    """Whether every use of pop, a `stack_pop`, is `pop[0]` (the top) or `pop[1]` (the
+    rest)."""
+    return all(isinstance(user, Apply) and primitive_name(user) == "getitem" and index == 1
+               and isinstance(user.args[1], Constant) and user.args[1].value in (0, 1)
+               for user, index in users.get(pop, ()))
+
+
+def _passes_stack(user: Apply, index: int) -> bool:
+    """Whether `user` takes a stack at input `index` to a stack operation, into or out of a
+    tuple, or into a call of a function (whose parameter is checked in its turn)."""
+    name = primitive_name(user)
+    if name is None:
+        return index > 0
+    return name in _STACK_USES and (_STACK_USES[name] is None or index in _STACK_USES[name])
 
 
 def _ancestors(node: Node) -> set:
@@ -998,8 +1109,14 @@ def _getattr_syntax(gen, args: list) -> Expr:
     return Expr(f"getattr({args[0].text}, {name})", ATOM)
 
 
+def _stack_push_syntax(gen, args: list) -> Expr:
+    """`(x, s, STACK_CELL)`: a stack's cell (myir/ir/values.py)."""
+    return Expr(f"({args[1].text}, {args[0].text}, {gen.constant(STACK_CELL)})", ATOM)
+
+
 # Containers written as Python syntax that is not an operator template.
 _CONTAINER_SYNTAX = {
+    "stack_push": _stack_push_syntax,
     "make_dict": _dict_syntax,
     "make_record": _record_syntax,
     "getattr_": _getattr_syntax,

@@ -20,7 +20,7 @@ from myir.errors import Location, MyirTypeError
 from myir.ir import einsum, tangents
 from myir.ir.ieee import ieee_pow, ieee_truediv
 from myir.ir.primitives import MATH_MORE, UNBOUND
-from myir.ir.values import EMPTY_STACK, NEWENV, Env, Stack
+from myir.ir.values import EMPTY_STACK, NEWENV, Env, is_stack, stack_push
 
 SYNTAX = {
     "add": "{} + {}", "sub": "{} - {}", "mul": "{} * {}", "truediv": "{} / {}",
@@ -132,19 +132,19 @@ def grad_zeros(x):
         return type(x)(0.0) if isinstance(x, np.generic) else 0.0
     if isinstance(x, np.generic):
         return type(x)(0)
+    if is_stack(x):         # before containers: a stack's cells are tuples
+        return EMPTY_STACK      # a stack's zero sensitivity (passes/ad.py)
     if tree.kind(x) is not tree.LEAF:
         return tree.map(grad_zeros, x)
     if isinstance(x, Env) or callable(x):
         return NEWENV
-    if isinstance(x, Stack) or x is EMPTY_STACK:
-        return EMPTY_STACK      # a stack's zero sensitivity (passes/ad.py)
     return None
 
 
 def gadd(x, y):
     if isinstance(x, (np.ndarray, np.generic, float, int)):   # most sensitivities: no walk
         return x if y is None else x + y
-    if isinstance(x, Stack) or x is EMPTY_STACK:
+    if is_stack(x):         # before containers: a stack's cells are tuples
         return _gadd_stacks(x, y)
     if tree.kind(x) is not tree.LEAF:
         return tree.map(gadd, x, y)
@@ -165,11 +165,11 @@ def _gadd_stacks(x, y):
     zeros (EMPTY_STACK is a stack's zero).  Iterative: a stack is as deep as its loop."""
     tops = []
     while x is not EMPTY_STACK and y is not EMPTY_STACK:
-        tops.append(gadd(x.top, y.top))
-        x, y = x.rest, y.rest
+        tops.append(gadd(x[0], y[0]))
+        x, y = x[1], y[1]
     s = y if x is EMPTY_STACK else x
     for top in reversed(tops):
-        s = Stack(s, top)
+        s = stack_push(s, top)
     return s
 
 
@@ -602,8 +602,8 @@ IMPLS = {
     "sum_grad": sum_grad,
     "seq_grad": seq_grad,
     "array_grad": array_grad,
-    "stack_push": Stack,
-    "stack_pop": operator.attrgetter("top", "rest"),   # a C call: no Python frame per pop
+    "stack_push": stack_push,
+    "stack_pop": operator.itemgetter(0, 1),     # (top, rest); the generated code indexes the cell
     **LINALG_IMPLS,
     **_DICT_IMPLS,
 }

@@ -34,30 +34,33 @@ class GradKey:
         return f"key:{self.node.debug.name or 'fv'}"
 
 
-class Stack:
-    """A non-empty residual stack (see passes/ad.py): a cons cell, `top` on `rest`.  Cells
-    are never changed, so pushing shares the rest and costs O(1).  Every helper that walks
-    a stack iterates: a loop's stack is as deep as the loop ran.  `Stack(rest, top)` takes
-    its operands in the order of `stack_push(s, x)`, which is the class itself."""
+class _StackCell:
+    """The mark that ends every cell of a residual stack (passes/ad.py) where the generated
+    code does not keep stacks as lists (backends/python/codegen.py, `InPlace`): a non-empty
+    stack is then the plain tuple `(top, rest, STACK_CELL)`, the cheapest allocation Python
+    has (no `__init__` frame), and `stack_pop` is the cell itself (its first two items are
+    `(top, rest)`).  The mark, which no program can reach, tells a cell from a tuple of the
+    program's where values are walked without their types (`gadd`, `grad_zeros`, `tree`).
+    Cells are never changed, so pushing shares the rest; every helper that walks a stack
+    iterates, as a stack is as deep as its loop ran.  One instance, pickled as itself."""
 
-    __slots__ = ("rest", "top")
-
-    def __init__(self, rest, top):
-        self.rest = rest
-        self.top = top
+    __slots__ = ()
 
     def __repr__(self) -> str:
-        items, s = [], self
-        while s is not EMPTY_STACK and len(items) < 4:
-            items.append(repr(s.top))
-            s = s.rest
-        return f"Stack({', '.join(items)}{', ...' if s is not EMPTY_STACK else ''})"
+        return "STACK_CELL"
+
+    def __reduce__(self) -> str:
+        return "STACK_CELL"
+
+
+STACK_CELL = _StackCell()
 
 
 class _EmptyStack:
     """The empty residual stack, and the zero sensitivity of any stack; one instance,
-    pickled as itself.  It is false and every `Stack` true, so the generated code tests a
-    stack for emptiness as `not s`, without a call."""
+    pickled as itself.  It is false and every cell true (as are the empty and non-empty
+    lists that stand for stacks elsewhere), so the generated code tests a stack for
+    emptiness as `not s`, without a call."""
 
     __slots__ = ()
 
@@ -72,6 +75,21 @@ class _EmptyStack:
 
 
 EMPTY_STACK = _EmptyStack()
+
+
+def stack_push(s, x) -> tuple:
+    """The stack s with x on top."""
+    return (x, s, STACK_CELL)
+
+
+def is_stack_cell(x) -> bool:
+    """Whether x is a non-empty residual stack held as cells."""
+    return type(x) is tuple and len(x) == 3 and x[2] is STACK_CELL
+
+
+def is_stack(x) -> bool:
+    """Whether x is a residual stack held as cells."""
+    return x is EMPTY_STACK or is_stack_cell(x)
 
 
 class GradMacro:
