@@ -736,8 +736,9 @@ def test_a_chain_of_statements_reading_the_two_before_compiles_to_linear_code(tm
     """Every value of the chain is read twice.  Inlined at each read, a kernel held 2^N
     copies (six statements compiled for minutes); values read more than once are computed
     once (schedule._inline_without_copies) and exp/tanh bind their argument (vmath), so 40
-    statements make about twice the code of 20, forward and gradient, and the values are
-    CPython's and the gradient central differences'."""
+    statements make at most about twice the code of 20, forward and gradient (less where
+    bounded fusion groups repeat the chain's pattern: TVM compiles identical kernels once),
+    and the values are CPython's and the gradient central differences'."""
     x, y = np.linspace(-1.0, 1.0, 64), np.linspace(0.5, 1.5, 64)
     sizes = {}
     for n in (20, 40):
@@ -750,7 +751,7 @@ def test_a_chain_of_statements_reading_the_two_before_compiles_to_linear_code(tm
         np.testing.assert_allclose(np.dot(gradient(x, y), d),
                                    (f(x + h * d, y) - f(x - h * d, y)) / (2 * h), rtol=1e-6)
     for small, large in zip(sizes[20], sizes[40]):
-        assert 0 < small and 1.5 < large / small < 2.5, sizes
+        assert 0 < small <= large < 2.5 * small, sizes
 
 
 def shared_broadcast_operand(m, v):

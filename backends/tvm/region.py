@@ -120,12 +120,14 @@ def compile_program(program: Program, target) -> Compiled:
         from_disk = lib is not None
         kept_aligned: list = []
         if lib is None:
-            from backends.tvm.schedule import cpu_pipeline, gpu_pipeline
+            from backends.tvm.schedule import cpu_pipeline, fusion_context, gpu_pipeline
 
             float32 = all(op.out.dtype != np.float64 for op in program.ops)
             pipeline = gpu_pipeline(target, float32) if is_gpu(target) \
                 else cpu_pipeline(target, float32, kept_aligned)
-            lib = tvm.compile(build_module(program, target), target, relax_pipeline=pipeline)
+            with fusion_context(program):
+                lib = tvm.compile(build_module(program, target), target,
+                                  relax_pipeline=pipeline)
             lib = lib.mod if hasattr(lib, "mod") else lib
             if disk is not None and not kept_aligned:
                 source = generated_source(lib)

@@ -28,6 +28,35 @@ from backends.tvm import load_tvm
 PARALLEL_MIN = 1 << 14   # elements below which the thread pool's wake-up costs more than it saves
 VECTOR = 8               # lanes: float32 on AVX2 (float64 uses two registers: still fine)
 REDUCTION_CHUNKS = 64    # partial sums of a full reduction: enough to balance any core count
+# The most operations FuseOps puts in one kernel ("relax.FuseOps.max_depth"; with TVM's
+# default, a gradient's fused kernels were limited only by its dataflow).  A kernel's
+# packed-API wrapper checks each of its buffers (about 140 lines of LLVM IR per buffer), and
+# a gradient's fused kernels read many values computed by others: in a 1,000-operation
+# region one kernel took 78 buffers, an 11,000-line function whose machine code took LLVM
+# longer than the rest of the region's compile, and 4x the operations took 5x as long.
+# Bounded groups keep every kernel, and so LLVM's time per operation, bounded (and TVM
+# compiles a repeated group once).  On large arrays a group's intermediates stay in
+# registers instead of memory, so the bound is loose there (no benchmark workload's region,
+# 72 operations at most, fuses differently); under MIN_ELEMENTS an intermediate is a few
+# cache lines.
+FUSE_DEPTH = 64
+FUSE_DEPTH_SMALL = 16
+
+
+def fusion_context(program):
+    """The PassContext a region compiles in: the current one, with FuseOps' group bound
+    (FUSE_DEPTH) set for the size of the program's arrays."""
+    from backends.tvm.regions import MIN_ELEMENTS
+    tvm = load_tvm()
+
+    current = tvm.transform.PassContext.current()
+    largest = max([op.out.size for op in program.ops] + [s.size for s in program.inputs],
+                  default=0)
+    depth = FUSE_DEPTH if largest >= MIN_ELEMENTS else FUSE_DEPTH_SMALL
+    return tvm.transform.PassContext(
+        opt_level=current.opt_level, required_pass=current.required_pass,
+        disabled_pass=current.disabled_pass, instruments=current.instruments,
+        config={**dict(current.config), "relax.FuseOps.max_depth": depth})
 
 
 def _static_extent(loops_dom, n) -> int:
