@@ -132,6 +132,22 @@ def inner_jacfwd(w, x):
     return myir.jacfwd(arrays, 1)(w, x)
 
 
+def tree_out(w, x):
+    """A tuple holding an array, a dict of a number and a list, and a float32 array."""
+    h = np.tanh(w @ x)
+    return (h, {"s": np.sum(x * x), "v": [x[0] * w[0, 0], 2.0 * h]}, np.float32(0.5) * x.astype(np.float32))
+
+
+def with_string(x):
+    return (2.0 * x, "label")
+
+
+def tree_in(p, x):
+    """A scalar of a dict of parameters (a weight matrix and a (bias, scale) tuple)."""
+    b, c = p["layer"]
+    return c * np.sum(np.tanh(p["W"] @ x + b) ** 2)
+
+
 @myir.custom_grad
 def clip_gradient(x):
     return x
