@@ -91,8 +91,6 @@ NO_TANGENT_RULE = {
     **{name: "the gradient of a contraction is computed by numpy, not as graphs: a second "
              "derivative through einsum or tensordot is not supported"
        for name in ("einsum_grad", "tensordot_grad")},
-    **{name: "no tangent rule yet: differentiate it by reverse mode (grad, jacrev)"
-       for name in ("linalg_eigh", "linalg_qr", "linalg_svd")},
 }
 
 

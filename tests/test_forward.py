@@ -137,6 +137,17 @@ def test_jacobians_of_trees_are_jax_trees():
                                rtol=1e-4, atol=1e-6)
 
 
+def test_jacobians_of_decompositions_by_both_modes():
+    """eigh, qr and svd's tuples (a tuple of them): forward mode's tangent rules against
+    reverse mode's gradient rules, block by block."""
+    x = np.array([0.3, -1.1, 0.8, 0.5])
+    out = pf.decompositions(x)
+    fwd = myir.jacfwd(pf.decompositions, backend=BACKEND)(x)
+    rev = myir.jacrev(pf.decompositions, backend=BACKEND)(x)
+    np.testing.assert_allclose(_matrix(fwd, out, x), _matrix(rev, out, x), rtol=1e-10,
+                               atol=1e-12)
+
+
 def test_jacobian_of_a_string_is_located():
     with pytest.raises(myir.MyirError, match="holds 'label'") as e:
         myir.jacfwd(pf.with_string, backend=BACKEND)(np.ones(2))
