@@ -120,6 +120,8 @@ def test_mixed_mode_gradient_with_broadcasting_closures_and_loops():
     check_gradients(pv.loss, (x, y), (0, 1))    # y's gradient: summed over the rows
     check_gradients(pv.loss_of_closure, (x, y), (0, 1))
     check_gradients(pv.loss_of_loop, (rng.uniform(0.5, 4.0, size=5),), (0,))
+    check_gradients(pv.loss_of_loops, (rng.uniform(0.5, 3.0, size=4), rng.normal(size=(3, 1))),
+                    (0, 1))
 
 
 def test_closure_capturing_a_value_of_the_enclosing_function():
@@ -149,12 +151,32 @@ def test_tvm_builds_one_kernel_per_vectorized_call():
         np.testing.assert_allclose(a, b, rtol=2e-5, atol=1e-6)
 
 
-def test_a_loop_runs_as_np_vectorize_on_tvm_with_a_warning():
+def test_loops_are_one_tvm_kernel_with_their_mixed_mode_gradient():
+    """`while` loops (on data, left by `break`, in a branch, one after another) are
+    statements of the kernel: its values are np.vectorize's, its gradient the python
+    backend's, with no fallback."""
+    a, b = np.linspace(0.5, 3.0, 6), np.array([-0.5, 0.7, 1.5])[:, None]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(myir.vectorize(pv.newton, backend="tvm")(a),
+                                      np.vectorize(pv.newton)(a))
+        np.testing.assert_allclose(myir.vectorize(pv.loops, backend="tvm")(a, b),
+                                   np.vectorize(pv.loops)(a, b), rtol=1e-14)
+        grad = myir.grad(pv.loss_of_loops, 0, 1, backend="tvm")
+        for got, want in zip(grad(a, b), myir.grad(pv.loss_of_loops, 0, 1,
+                                                   backend="python")(a, b)):
+            np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
+    kernels = [r for r in grad.lower(a, b).regions if r.program.kernel]
+    assert [str(k.program).count("loop(") for k in kernels] == [2, 4]   # value; partials
+    assert all(k.program.ops[0].prim != "vectorize_call" for k in kernels)
+
+
+def test_recursion_runs_as_np_vectorize_on_tvm_with_a_warning():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        got = myir.vectorize(pv.newton, backend="tvm")(np.array([2.0, 9.0]))
-    np.testing.assert_allclose(got, [np.sqrt(2.0), 3.0], rtol=1e-12)
-    assert any("runs as np.vectorize" in str(w.message) and "loops" in str(w.message)
+        got = myir.vectorize(pv.power, backend="tvm")(np.array([2.0, 3.0]), 3)
+    np.testing.assert_allclose(got, [8.0, 27.0], rtol=1e-12)
+    assert any("runs as np.vectorize" in str(w.message) and "recurses" in str(w.message)
                for w in caught)
 
 
