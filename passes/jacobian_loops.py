@@ -9,8 +9,8 @@ Jacobian is built as one matrix over their numbers (`flat_x` and `flat`, their
 `tree_ravel`s, made by the caller where inference reports a tree that is not one at the
 user's line; `tree_unravel`) and handed
 out as JAX does, a tree of out's structure whose leaves are trees of x's structure, each
-block of shape `o.shape + xi.shape` and o's dtype (`jacobian_blocks`).  Each product lands
-in its column or row with `np.where`, which copies values exactly.
+block of shape `o.shape + xi.shape` and o's dtype (`jacobian_blocks`).  Each product is
+written into its column or row of the matrix, in place.
 """
 
 import numpy as np
@@ -32,8 +32,7 @@ def jacobian_columns(push, x, out, flat_x, flat):
     m = np.size(flat)
     jac = np.zeros((m, n), flat.dtype)
     for i in range(n):
-        column = np.reshape(tree_ravel(push(tree_unravel(x, _basis(i, n)))), (m, 1))
-        jac = np.where(np.arange(n) == i, column, jac)
+        jac[:, i] = tree_ravel(push(tree_unravel(x, _basis(i, n))))
     return jacobian_blocks(out, x, jac)
 
 
@@ -42,8 +41,7 @@ def jacobian_rows(pull, x, out, flat_x, flat):
     m = np.size(flat)
     jac = np.zeros((m, n), flat.dtype)
     for j in range(m):
-        row = np.reshape(tree_ravel(pull(tree_unravel(out, _basis(j, m)))), (1, n))
-        jac = np.where(np.reshape(np.arange(m) == j, (m, 1)), row, jac)
+        jac[j, :] = tree_ravel(pull(tree_unravel(out, _basis(j, m))))
     return jacobian_blocks(out, x, jac)
 
 
@@ -54,5 +52,5 @@ def transposed(pull_dot, out):
     m = np.size(flat)
     t = np.zeros(m, flat.dtype)
     for k in range(m):
-        t = np.where(np.arange(m) == k, pull_dot(tree_unravel(out, _basis(k, m))), t)
+        t[k] = pull_dot(tree_unravel(out, _basis(k, m)))
     return tree_unravel(out, t)
