@@ -36,7 +36,7 @@ def newton(a):
 
 
 def loops(a, b):
-    """A loop in a branch, and after it a loop left by `break`."""
+    """A loop in a branch, a loop left by `break`, and a `while` on data in a `for`."""
     x = a
     if b > 0.0:
         k = 0
@@ -49,6 +49,11 @@ def loops(a, b):
         n += 1
         if n >= 4:
             break
+    for i in range(2):
+        y = x + i * b
+        while y > 1.0:
+            y = y * 0.5
+        x = x + y * y
     return x
 
 

@@ -141,6 +141,16 @@ class _Translator:
             name = primitive_name(node)
             if name == "make_tuple":
                 value = tuple(self.node(a, env) for a in node.args)
+            elif name == "range":      # what a `for` loop over a range walks: start, step
+                bounds = [self.node(a, env) for a in node.args]
+                value = _Range(bounds[0] if len(bounds) > 1 else Ref("const", value=0),
+                               bounds[2] if len(bounds) > 2 else Ref("const", value=1))
+            elif name == "iter_keys" and isinstance(self.node(node.args[0], env), _Range):
+                value = self.node(node.args[0], env)
+            elif name == "getitem" and isinstance(self.node(node.args[0], env), _Range):
+                r, k = self.node(node.args[0], env), self.node(node.args[1], env)
+                step = self.emit("mul", [k, r.step], node)
+                value = self.emit("add", [r.start, step], node)
             elif name == "getitem" and isinstance(node.args[1], Constant):
                 value = self.node(node.args[0], env)[node.args[1].value]
             elif name in ("depend", "jvp_check_tangent"):
@@ -216,68 +226,101 @@ class _Translator:
 
     def loop(self, h: Graph, args: list, outer: dict):
         """A call of the loop h (a graph that calls itself in tail position, through its
-        branches): a `while` statement whose variables are h's parameters.  Each pass runs
-        h's body once to the branch it ends in: a call of h again (continue, with the next
-        values), or any other branch (an exit: its arguments are kept, and it runs after
-        the loop).  Several exits: the one taken is chosen after the loop."""
-        exits: list[Graph] = []
-        _exits(h, h, exits)
-        if any(_is_loop(e) for e in exits if _reaches(e, h)):
-            raise NotLowered("a loop nested in the tail of a loop")
-        states = [self.state(a, self.number_type(p)) for a, p in zip(args, h.parameters)]
-        kept = [[self.state(ZERO, self.number_type(p)) for p in e.parameters] for e in exits]
-        taken = [self.state(Ref("const", value=False), np.dtype(bool)) for _ in exits]
-        running = self.state(Ref("const", value=True), np.dtype(bool))
-        self.active.append(h)
-        self.statement("loop", (running,))
-        continues, leaves = [], []
-        self.walk(h, states, outer, None, h, continues, leaves)
-        self.active.pop()
-        going = None
-        for cond, _ in continues:
-            going = cond if going is None else self.op("bitor", [going, cond], np.dtype(bool))
-        nxt = continues[-1][1]
-        for cond, values in reversed(continues[:-1]):
-            nxt = [self.select(cond, a, b, self.types.get(p))
-                   for a, b, p in zip(values, nxt, h.parameters)]
-        pairs = list(zip(states, nxt))
-        for (cond, values), saved, flag in zip(leaves, kept, taken):
-            pairs += list(zip(saved, values)) + [(flag, cond)]
-        self.assign(pairs + [(running, going if going is not None
-                              else Ref("const", value=True))])
-        self.statement("end")
-        result = self.graph(exits[-1], kept[-1], outer)
-        for e, saved, flag in zip(exits[-2::-1], kept[-2::-1], taken[-2::-1]):
-            result = self.choose(flag, lambda e=e, saved=saved: self.graph(e, saved, outer),
+        branches): its `while` statement (`run`), then the branch it left by (an exit: the
+        function's code after the loop), on the values kept when it left."""
+        exits = self.run(h, args, outer)
+        result = self.graph(exits[-1][0], exits[-1][1], outer)
+        for (e, kept, taken) in exits[-2::-1]:
+            result = self.choose(taken, lambda e=e, kept=kept: self.graph(e, kept, outer),
                                  lambda result=result: result, self.types.get(e.output),
                                  _loops_in(e))
         return result
 
-    def walk(self, g: Graph, args: list, outer: dict, cond, h: Graph, continues: list,
-             leaves: list) -> None:
-        """One pass of loop h's body from g (h, or a branch or block on the way back to h)
-        under `cond` (None: always): the branches that continue, with the next values of h's
-        parameters, and those that exit, with their arguments, in `_exits`' order."""
+    def run(self, h: Graph, args: list, outer: dict) -> list:
+        """The `while` statement of loop h: its variables are h's parameters; a pass runs
+        h's body to the branch it ends in (`walk`): a call of h again sets them to the next
+        values, any other branch (an exit) keeps its arguments and stops the loop.  The
+        exits, with the variables holding their arguments and (several exits) whether each
+        was taken."""
+        found: list[Graph] = []
+        _exits(h, h, found)
+        loop = _Loop(h, [self.variable(a, p) for a, p in zip(args, h.parameters)],
+                     [(e, [self.variable(ZERO, p) for p in e.parameters],
+                       self.state(Ref("const", value=False), np.dtype(bool))
+                       if len(found) > 1 else None) for e in found],
+                     self.state(Ref("const", value=True), np.dtype(bool)))
+        self.active.append(h)
+        self.statement("loop", (loop.running,))
+        self.walk(h, loop.states, outer, loop)
+        self.statement("end")
+        self.active.pop()
+        return loop.exits
+
+    def walk(self, g: Graph, args: list, outer: dict, loop: "_Loop") -> None:
+        """One pass of `loop`'s body from g (its header, or a branch or block on the way back
+        to it), its branches as `if` statements, to the branch that continues or exits."""
         env = {**outer, **dict(zip(g.parameters, args))}
+        if g is not loop.header and _is_loop(g, loop.header):
+            # a loop in the tail of the body (`for ...: while ...:`): run it, then go on
+            # from the branch it left by
+            exits = self.run(g, args, env)
+            for k, (e, kept, taken) in enumerate(exits[:-1]):
+                self.statement("if", (taken,))
+                self.branch(e, kept, env, loop)
+                self.statement("else")
+            self.branch(exits[-1][0], exits[-1][1], env, loop)
+            for _ in exits[:-1]:
+                self.statement("end")
+            return
         out = g.output
         sc = switch_call(out)
         if sc is not None:
-            c = self.node(sc.cond, env)
+            cond = self.node(sc.cond, env)
             branch_args = [self.node(a, env) for a in sc.args]
-            for branch, bc in ((sc.then, c), (sc.else_, self.op("not_", [c], np.dtype(bool)))):
-                bc = bc if cond is None else self.op("bitand", [cond, bc], np.dtype(bool))
-                if branch is h:
-                    continues.append((bc, branch_args))
-                elif _reaches(branch, h):
-                    self.walk(branch, branch_args, env, bc, h, continues, leaves)
-                else:
-                    leaves.append((bc, branch_args))
-            return
-        values = [self.node(a, env) for a in out.args]
-        if out.fn.value is h:
-            continues.append((cond if cond is not None else Ref("const", value=True), values))
+            self.statement("if", (cond,))
+            self.branch(sc.then, branch_args, env, loop)
+            self.statement("else")
+            self.branch(sc.else_, branch_args, env, loop)
+            self.statement("end")
         else:
-            self.walk(out.fn.value, values, env, cond, h, continues, leaves)
+            self.branch(out.fn.value, [self.node(a, env) for a in out.args], env, loop)
+
+    def branch(self, b: Graph, args: list, env: dict, loop: "_Loop") -> None:
+        """Where a pass of `loop` goes on to b(args): the next pass, more of the body, or an
+        exit (the next of `_exits`' order)."""
+        if b is loop.header:
+            self.assign(self.settings(loop.states, args))
+        elif _reaches(b, loop.header):
+            self.walk(b, args, env, loop)
+        else:
+            e, kept, taken = loop.exits[loop.taken]
+            loop.taken += 1
+            flag = [] if taken is None else [(taken, Ref("const", value=True))]
+            self.assign(self.settings(kept, args) + flag
+                        + [(loop.running, Ref("const", value=False))])
+
+    def variable(self, init, p: Node):
+        """A loop's variable for its parameter p: a `state` for a number; the range a `for`
+        loop walks is no value of the kernel, and stays what it is (`settings`)."""
+        t = self.types.get(p)
+        if isinstance(init, _Range) or (init is ZERO and (isinstance(t, ANone) or (
+                isinstance(t, AObject) and t.pytype is range))):
+            return init     # a range, the tangent of one (None), or the exit's to come
+        return self.state(init, self.number_type(p))
+
+    def settings(self, variables: list, values: list) -> list:
+        """The (variable, value) pairs that set a loop's variables; a range is kept (the
+        exits' variables take it), and must not change."""
+        pairs = []
+        for i, (var, value) in enumerate(zip(variables, values)):
+            if var is ZERO and (value is ZERO or isinstance(value, _Range)):
+                variables[i] = value
+            elif isinstance(value, _Range) or isinstance(var, _Range) or var is ZERO:
+                if var is not value:
+                    raise NotLowered("a loop goes over a range that changes")
+            else:
+                pairs.append((var, value))
+        return pairs
 
     def number_type(self, p: Node) -> np.dtype:
         t = self.types.get(p)
@@ -311,43 +354,63 @@ def _tail_calls(g: Graph) -> list[Graph]:
     return []
 
 
-def _reaches(g: Graph, h: Graph) -> bool:
-    """Whether g leads to a call of h in tail position."""
+def _reaches(g: Graph, h: Graph, avoid: Graph | None = None) -> bool:
+    """Whether g leads to a call of h in tail position (not through `avoid`)."""
     seen, stack = set(), [g]
     while stack:
         k = stack.pop()
         for t in _tail_calls(k):
             if t is h:
                 return True
-            if t not in seen:
+            if t not in seen and t is not avoid:
                 seen.add(t)
                 stack.append(t)
     return False
 
 
-def _is_loop(g: Graph) -> bool:
+def _is_loop(g: Graph, within: Graph | None = None) -> bool:
     """A `while` or `for` loop, as the frontend makes them: a graph that calls itself in
-    tail position."""
-    return _reaches(g, g)
+    tail position (`within` the body of loop `within`: not through it)."""
+    return _reaches(g, g, within)
 
 
 def _loops_in(g: Graph) -> bool:
     return any(_is_loop(k) for k in reachable_graphs(g))
 
 
+class _Range:
+    """`range(...)` in a kernel: what its items are made of (i-th item: start + i * step)."""
+
+    def __init__(self, start: Ref, step: Ref):
+        self.start, self.step = start, step
+
+
+class _Loop:
+    """A loop being translated: its header graph, the variables holding its parameters, its
+    exits (graph, the variables keeping its arguments, whether it was taken), the variable
+    that keeps it running, and how many exits `walk` has met."""
+
+    def __init__(self, header: Graph, states: list, exits: list, running: Ref):
+        self.header, self.states, self.exits, self.running = header, states, exits, running
+        self.taken = 0
+
+
 def _exits(g: Graph, h: Graph, found: list) -> None:
     """The branches of loop h's body (from g) that leave the loop, in `walk`'s order."""
-    sc = switch_call(g.output)
-    if sc is not None:
-        for branch in (sc.then, sc.else_):
-            if branch is h:
-                continue
-            if _reaches(branch, h):
-                _exits(branch, h, found)
-            else:
-                found.append(branch)
-    elif g.output.fn.value is not h:
-        _exits(g.output.fn.value, h, found)
+    if g is not h and _is_loop(g, h):
+        inner: list[Graph] = []
+        _exits(g, g, inner)
+        branches = inner
+    else:
+        sc = switch_call(g.output)
+        branches = [sc.then, sc.else_] if sc is not None else [g.output.fn.value]
+    for b in branches:
+        if b is h:
+            continue
+        if _reaches(b, h):
+            _exits(b, h, found)
+        else:
+            found.append(b)
 
 
 def _flat(value) -> list:
