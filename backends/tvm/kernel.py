@@ -641,9 +641,9 @@ def _statement_func(program: Program, target):
     with IRBuilder() as builder:
         with T.prim_func():
             T.func_name("vectorized")
-            ins = [T.arg(f"in{i}", T.Buffer(spec.shape or (1,), str(spec.dtype)))
+            ins = [T.arg(f"in{i}", T.Buffer(spec.shape, str(spec.dtype)))
                    for i, spec in enumerate(program.inputs)]
-            outs = [T.arg(f"out{k}", T.Buffer(shape or (1,), str(program.ops[i].out.dtype)))
+            outs = [T.arg(f"out{k}", T.Buffer(shape, str(program.ops[i].out.dtype)))
                     for k, i in enumerate(program.outputs)]
             T.func_attr({"global_symbol": "vectorized", "tir.noalias": True,
                          "tir.is_scheduled": True})
@@ -669,8 +669,8 @@ def _statement_func(program: Program, target):
             inputs = []
             for buf, spec in zip(ins, program.inputs):
                 lead = len(shape) - len(spec.shape)
-                at = [0 if d == 1 else idx[lead + k] for k, d in enumerate(spec.shape)] or [0]
-                inputs.append(T.bind(buf[tuple(at)]))
+                at = [0 if d == 1 else idx[lead + k] for k, d in enumerate(spec.shape)]
+                inputs.append(T.bind(tirx.BufferLoad(buf, at)))
             values: list = []
             variables: dict[int, object] = {}
             blocks: list = []
@@ -710,8 +710,7 @@ def _statement_func(program: Program, target):
                     value = T.bind(_value(program, op, read))
                 values.append(value)
             for buf, i in zip(outs, program.outputs):
-                T.buffer_store(buf, read(Ref("op", i), str(program.ops[i].out.dtype)),
-                               idx or [0])
+                T.buffer_store(buf, read(Ref("op", i), str(program.ops[i].out.dtype)), idx)
             for frame in reversed(frames):
                 frame.__exit__(None, None, None)
     return builder.get()
