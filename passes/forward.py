@@ -86,8 +86,6 @@ VALUES_AT: dict[str, slice] = {"make_dict": slice(1, None, 2), "make_record": sl
 
 # Primitives without a tangent rule, and why (checked by tests/test_primitive_tables.py).
 NO_TANGENT_RULE = {
-    "vectorize_call": "forward mode through vectorize(f) is not supported: call f's jvp "
-                      "inside the vectorized function instead",
     **{name: "the gradient of a contraction is computed by numpy, not as graphs: a second "
              "derivative through einsum or tensordot is not supported"
        for name in ("einsum_grad", "tensordot_grad")},
@@ -102,7 +100,8 @@ def _base(name: str) -> str:
 def has_tangent_rule(name: str) -> bool:
     name = _base(name)
     return (name in ZERO or name in LINEAR or name in MULTILINEAR or name in ELEMENTWISE
-            or name in VARIADIC or name in VALUES_AT or hasattr(jvp_rules, "jvp_" + name))
+            or name in VARIADIC or name in VALUES_AT or name == "vectorize_call"
+            or hasattr(jvp_rules, "jvp_" + name))
 
 
 @functools.cache
@@ -133,7 +132,7 @@ class ForwardTransform:
     def graph(self, g: Graph) -> Graph:
         if g in self.graphs:
             return self.graphs[g]
-        if getattr(g, "custom_grad", None) is not None:
+        if getattr(g, "custom_grad", None) is not None and not getattr(g, "vectorized", False):
             return self.custom(g)
         parent = self.graphs.get(g.parent, g.parent)
         fg = Graph(f"F_{g.name}", parent, g.location)
@@ -217,6 +216,9 @@ class ForwardTransform:
                 continue
             xs = [self.value(a, fg) for a in node.args]
             dxs = [self.tangent(a, fg) for a in node.args]
+            if primitive_name(node) == "vectorize_call" and isinstance(node.args[0], Constant):
+                self.vectorized(fg, node, dxs[1:])
+                continue
             if isinstance(node.fn, Constant) and isinstance(node.fn.value, Primitive):
                 prim = node.fn.value
                 out = fg.apply(prim, *xs, name=node.debug.name, location=node.location)
@@ -236,6 +238,26 @@ class ForwardTransform:
             return
         fg.output = fg.apply(P["make_tuple"], self.value(g.output, fg),
                              self.tangent(g.output, fg), location=g.location)
+
+    def vectorized(self, fg: Graph, node: Apply, dxs: list) -> None:
+        """`vectorize_call(f, *xs)`: its tangent is a broadcast too, of f's tangent, a
+        scalar function of the elements and their tangents (`T_f(*xs, *dxs)`, the second
+        of F(f)'s pair): one more kernel, forward mode inside it."""
+        f = node.args[0].value
+        xs = [self.value(a, fg) for a in node.args[1:]]
+        self.values[node] = fg.apply(P["vectorize_call"], node.args[0], *xs,
+                                     name=node.debug.name, location=node.location)
+        if all(d in self.zero for d in dxs):
+            self.tangents[node] = fg.apply(P["grad_zeros"], self.values[node])
+            self.zero.add(self.tangents[node])
+            return
+        t = Graph(f"tangent_{f.name}", None, f.location)
+        params = [t.add_parameter(p.debug.name, p.location) for p in f.parameters]
+        tangents = [t.add_parameter(f"d{p.debug.name or ''}", p.location) for p in f.parameters]
+        t.output = t.apply(P["getitem"], t.apply(Constant(ForwardTransform().transform(f)),
+                                                 *params, *tangents), 1)
+        self.tangents[node] = fg.apply(P["vectorize_call"], Constant(t), *xs, *dxs,
+                                       location=node.location)
 
     def rule(self, fg: Graph, prim: Primitive, xs: list, out: Node, dxs: list, zero: list,
              location) -> Node:

@@ -204,8 +204,15 @@ def test_tuple_argument_is_a_located_error():
         myir.vectorize(pv.piecewise, backend=BACKEND)((1.0, 2.0), np.ones(2))
 
 
-def test_forward_mode_through_vectorize_is_a_located_error():
-    # hessian is forward mode over the gradient: through vectorize, a located refusal
-    with pytest.raises(myir.MyirError, match="forward mode through vectorize") as e:
-        myir.hessian(pv.loss, backend=BACKEND)(np.ones(2), np.ones(2))
-    assert "programs_vectorize.py" in str(e.value)
+def test_forward_mode_and_hessians_through_vectorize():
+    """The tangent of a vectorized call is the broadcast of f's tangent; a Hessian is
+    forward mode over the mixed-mode gradient (through a loop here): d²√a/da²."""
+    rng = np.random.default_rng(4)
+    x, y, vx, vy = rng.normal(size=(4, 3)), rng.normal(size=3), rng.normal(size=(4, 3)), \
+        rng.normal(size=3)
+    out, tangent = myir.jvp(pv.loss_of_closure, (x, y), (vx, vy), backend=BACKEND)
+    gx, gy = myir.grad(pv.loss_of_closure, 0, 1, backend=BACKEND)(x, y)
+    assert tangent == pytest.approx(np.sum(gx * vx) + np.sum(gy * vy), rel=1e-12)
+    a = rng.uniform(0.5, 3.0, size=4)
+    np.testing.assert_allclose(myir.hessian(pv.loss_of_loop, backend=BACKEND)(a),
+                               np.diag(-0.25 * a ** -1.5), rtol=1e-8, atol=1e-12)
