@@ -51,7 +51,7 @@ def loops(a, b):
             break
     for i in range(2):
         y = x + i * b
-        while y > 1.0:
+        while y > 1.0 and y < 1e300:
             y = y * 0.5
         x = x + y * y
     return x
