@@ -65,6 +65,8 @@ LINEAR: dict[str, tuple[int, ...]] = {
     "where": (1, 2), "switch": (1, 2), "env_getitem": (0, 2), "env_setitem": (0, 2),
     "getitem_grad": (2,), "concat_grad": (2,), "select_grad": (2,), "take_grad": (3,),
     "take_along_axis_grad": (3,), "jvp_check_tangent": (1,), "setitem": (0, 2),
+    "tree_ravel": (0,), "tree_unravel": (1,), "jacobian_blocks": (2,),
+    "jacobian_unblocks": (2,),
 }
 
 MULTILINEAR: dict[str, tuple[int, ...]] = {
@@ -84,13 +86,9 @@ VALUES_AT: dict[str, slice] = {"make_dict": slice(1, None, 2), "make_record": sl
 
 # Primitives without a tangent rule, and why (checked by tests/test_primitive_tables.py).
 NO_TANGENT_RULE = {
-    "vectorize_call": "forward mode through vectorize(f) is not supported: call f's jvp "
-                      "inside the vectorized function instead",
     **{name: "the gradient of a contraction is computed by numpy, not as graphs: a second "
              "derivative through einsum or tensordot is not supported"
        for name in ("einsum_grad", "tensordot_grad")},
-    **{name: "no tangent rule yet: differentiate it by reverse mode (grad, jacrev)"
-       for name in ("linalg_eigh", "linalg_qr", "linalg_svd")},
 }
 
 
@@ -102,7 +100,8 @@ def _base(name: str) -> str:
 def has_tangent_rule(name: str) -> bool:
     name = _base(name)
     return (name in ZERO or name in LINEAR or name in MULTILINEAR or name in ELEMENTWISE
-            or name in VARIADIC or name in VALUES_AT or hasattr(jvp_rules, "jvp_" + name))
+            or name in VARIADIC or name in VALUES_AT or name == "vectorize_call"
+            or hasattr(jvp_rules, "jvp_" + name))
 
 
 @functools.cache
@@ -133,7 +132,7 @@ class ForwardTransform:
     def graph(self, g: Graph) -> Graph:
         if g in self.graphs:
             return self.graphs[g]
-        if getattr(g, "custom_grad", None) is not None:
+        if getattr(g, "custom_grad", None) is not None and not getattr(g, "vectorized", False):
             return self.custom(g)
         parent = self.graphs.get(g.parent, g.parent)
         fg = Graph(f"F_{g.name}", parent, g.location)
@@ -217,6 +216,9 @@ class ForwardTransform:
                 continue
             xs = [self.value(a, fg) for a in node.args]
             dxs = [self.tangent(a, fg) for a in node.args]
+            if primitive_name(node) == "vectorize_call" and isinstance(node.args[0], Constant):
+                self.vectorized(fg, node, dxs[1:])
+                continue
             if isinstance(node.fn, Constant) and isinstance(node.fn.value, Primitive):
                 prim = node.fn.value
                 out = fg.apply(prim, *xs, name=node.debug.name, location=node.location)
@@ -236,6 +238,26 @@ class ForwardTransform:
             return
         fg.output = fg.apply(P["make_tuple"], self.value(g.output, fg),
                              self.tangent(g.output, fg), location=g.location)
+
+    def vectorized(self, fg: Graph, node: Apply, dxs: list) -> None:
+        """`vectorize_call(f, *xs)`: its tangent is a broadcast too, of f's tangent, a
+        scalar function of the elements and their tangents (`T_f(*xs, *dxs)`, the second
+        of F(f)'s pair): one more kernel, forward mode inside it."""
+        f = node.args[0].value
+        xs = [self.value(a, fg) for a in node.args[1:]]
+        self.values[node] = fg.apply(P["vectorize_call"], node.args[0], *xs,
+                                     name=node.debug.name, location=node.location)
+        if all(d in self.zero for d in dxs):
+            self.tangents[node] = fg.apply(P["grad_zeros"], self.values[node])
+            self.zero.add(self.tangents[node])
+            return
+        t = Graph(f"tangent_{f.name}", None, f.location)
+        params = [t.add_parameter(p.debug.name, p.location) for p in f.parameters]
+        tangents = [t.add_parameter(f"d{p.debug.name or ''}", p.location) for p in f.parameters]
+        t.output = t.apply(P["getitem"], t.apply(Constant(ForwardTransform().transform(f)),
+                                                 *params, *tangents), 1)
+        self.tangents[node] = fg.apply(P["vectorize_call"], Constant(t), *xs, *dxs,
+                                       location=node.location)
 
     def rule(self, fg: Graph, prim: Primitive, xs: list, out: Node, dxs: list, zero: list,
              location) -> Node:
@@ -368,66 +390,63 @@ def _loops():
 
 def jacobian_graph(g: Graph, spec: JacobianMacro, location=None) -> Graph:
     """`jacfwd`, `jacrev` or `hessian` of g with respect to the parameters `spec.wrt`: a
-    graph of g's parameters returning the Jacobian (shape: the output's, then the input's),
-    or a tuple of them for several parameters (a tuple of tuples for a Hessian)."""
+    graph of g's parameters returning the Jacobian as JAX gives it: a tree of the output's
+    structure whose leaves are trees of the input's (for several parameters, the tuple of
+    them), each block of shape `out.shape + in.shape` (passes/jacobian_loops.py).  A Hessian
+    is the forward-mode Jacobian of the gradient: a tuple of tuples of blocks for several
+    parameters."""
     positions = ad.wrt_positions(g, spec.wrt, location)
     jg = Graph(f"{spec.kind}_{g.name}", g.parent, location or g.location)
     params = [jg.add_parameter(p.debug.name, p.location) for p in g.parameters]
     jg.defaults = dict(g.defaults)
+    x = params[positions[0]] if len(positions) == 1 else \
+        jg.apply(P["make_tuple"], *(params[i] for i in positions))
     if spec.kind == "hessian":
-        grads = ad.grad_graph(g, tuple(positions), False, location)
-        if len(positions) == 1:
-            blocks = [_columns(jg, grads, params, positions[0], location)]
-        else:
-            blocks = [jg.apply(P["make_tuple"], *(
-                _columns(jg, _item(grads, i), params, j, location) for j in positions))
-                for i in range(len(positions))]
+        jg.output = _columns(jg, ad.grad_graph(g, tuple(positions), False, location), params,
+                             positions, x, location)
     elif spec.kind == "jacfwd":
-        blocks = [_columns(jg, g, params, i, location) for i in positions]
+        jg.output = _columns(jg, g, params, positions, x, location)
     else:
-        blocks = _rows(jg, g, params, positions, location)
-    jg.output = blocks[0] if len(blocks) == 1 else jg.apply(P["make_tuple"], *blocks)
+        jg.output = _rows(jg, g, params, positions, x, location)
     return jg
 
 
-def _item(g: Graph, i: int) -> Graph:
-    """`lambda *params: g(*params)[i]`, nested where g is."""
-    h = Graph(f"{g.name}_{i}", g.parent, g.location)
-    params = [h.add_parameter(p.debug.name) for p in g.parameters]
-    h.output = h.apply(P["getitem"], h.apply(Constant(g), *params), i)
-    return h
-
-
-def _columns(jg: Graph, g: Graph, params: list, pos: int, location) -> Node:
-    """In jg, the Jacobian of g with respect to parameter `pos` by forward mode: one tangent
-    per element of that parameter."""
+def _columns(jg: Graph, g: Graph, params: list, positions: list, x: Node, location) -> Node:
+    """In jg, the Jacobian of g with respect to x, its parameters at `positions` (one, or a
+    tuple of several), by forward mode: one tangent per number of x."""
     fg = ForwardTransform().transform(g)
     push = Graph(f"push_{g.name}", jg, location)
     v = push.add_parameter("v")
-    tangents = [v if i == pos else push.apply(P["grad_zeros"], p) for i, p in enumerate(params)]
+    parts = {positions[0]: v} if len(positions) == 1 else \
+        {pos: push.apply(P["getitem"], v, k) for k, pos in enumerate(positions)}
+    tangents = [parts[i] if i in parts else push.apply(P["grad_zeros"], p)
+                for i, p in enumerate(params)]
     push.output = push.apply(P["getitem"], push.apply(Constant(fg), *params, *tangents,
                                                       location=location), 1)
     out = jg.apply(Constant(g), *params, location=location)
-    return jg.apply(Constant(_loops()["jacobian_columns"]), Constant(push), params[pos], out,
-                    location=location)
+    return jg.apply(Constant(_loops()["jacobian_columns"]), Constant(push), x, out,
+                    *_raveled(jg, x, out, location), location=location)
 
 
-def _rows(jg: Graph, g: Graph, params: list, positions: list, location) -> list:
-    """In jg, the Jacobians of g with respect to the parameters at `positions` by reverse
-    mode: one backpropagator call per element of the output."""
+def _rows(jg: Graph, g: Graph, params: list, positions: list, x: Node, location) -> Node:
+    """In jg, the Jacobian of g with respect to x, its parameters at `positions`, by reverse
+    mode: one backpropagator call per number of the output."""
     pair = jg.apply(Constant(ad.JTransform().transform(g)), *params, location=location)
     out = jg.apply(P["getitem"], pair, 0, name="value")
     bprop = jg.apply(P["getitem"], pair, 1, name="bprop")
-    blocks = []
-    for pos in positions:
-        pull = Graph(f"pull_{g.name}", jg, location)
-        e = pull.add_parameter("e")
-        grads = pull.apply(bprop, e)
-        pull.output = pull.apply(P["grad_cast"], pull.apply(P["getitem"], grads, 1 + pos),
-                                 params[pos])
-        blocks.append(jg.apply(Constant(_loops()["jacobian_rows"]), Constant(pull),
-                               params[pos], out, location=location))
-    return blocks
+    pull = Graph(f"pull_{g.name}", jg, location)
+    grads = pull.apply(bprop, pull.add_parameter("e"))
+    parts = [pull.apply(P["grad_cast"], pull.apply(P["getitem"], grads, 1 + pos), params[pos])
+             for pos in positions]
+    pull.output = parts[0] if len(parts) == 1 else pull.apply(P["make_tuple"], *parts)
+    return jg.apply(Constant(_loops()["jacobian_rows"]), Constant(pull), x, out,
+                    *_raveled(jg, x, out, location), location=location)
+
+
+def _raveled(jg: Graph, x: Node, out: Node, location) -> list:
+    """The numbers of the Jacobian's input and output trees, as vectors (`tree_ravel`), at
+    the user's call: a tree that is not one of numbers and arrays is reported there."""
+    return [jg.apply(P["tree_ravel"], t, location=location) for t in (x, out)]
 
 
 def check_jvp_calls(node: Apply, uses: list, target: Graph) -> None:

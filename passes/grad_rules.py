@@ -62,6 +62,10 @@ list_unpop = _P["list_unpop"]
 seq_grad = _P["seq_grad"]
 sum_grad = _P["sum_grad"]
 array_grad = _P["array_grad"]
+tree_ravel = _P["tree_ravel"]
+tree_unravel = _P["tree_unravel"]
+jacobian_blocks = _P["jacobian_blocks"]
+jacobian_unblocks = _P["jacobian_unblocks"]
 
 
 # ------------------------------------------------------------------ arithmetic
@@ -561,6 +565,23 @@ def bprop_children(x, out, dout):
 
 def bprop_rebuild(like, values, out, dout):
     return (zeros(like), children(dout))
+
+
+# Jacobians of trees: linear maps, each pair the other's transpose.
+def bprop_tree_ravel(x, out, dout):
+    return (tree_unravel(x, dout),)
+
+
+def bprop_tree_unravel(like, v, out, dout):
+    return (zeros(like), grad_cast(tree_ravel(dout), v))
+
+
+def bprop_jacobian_blocks(like, x, jac, out, dout):
+    return (zeros(like), zeros(x), grad_cast(jacobian_unblocks(like, x, dout), jac))
+
+
+def bprop_jacobian_unblocks(like, x, blocks, out, dout):
+    return (zeros(like), zeros(x), grad_cast(jacobian_blocks(like, x, dout), blocks))
 
 
 def bprop_dict_items(d, out, dout):

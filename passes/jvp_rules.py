@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from myir.ir.primitives import PRIMITIVES as _P
+from passes.grad_rules import _mT, _off_diagonal_reciprocal
 
 reduce_grad = _P["reduce_grad"]
 zeros = _P["grad_zeros"]
@@ -121,10 +122,6 @@ def jvp_sort(x, axis, out, dx, daxis):
 
 # ------------------------------------------------------------------ linear algebra
 
-def _mT(x):
-    return np.swapaxes(x, -1, -2)
-
-
 def jvp_linalg_solve(a, b, out, da, db):
     return np.linalg.solve(a, db - np.matmul(da, out))
 
@@ -149,3 +146,59 @@ def jvp_linalg_cholesky(a, out, da):
     s = 0.5 * (da + _mT(da))
     inner = np.linalg.solve(out, _mT(np.linalg.solve(out, s)))
     return np.matmul(out, inner * half_lower)
+
+
+def jvp_linalg_eigh(a, UPLO, out, da, dUPLO):
+    """dw = diag(Vᵀ S V), dV = V (F ∘ Vᵀ S V) with F_ij = 1 / (w_j - w_i) off the diagonal,
+    S the symmetric part of dA (the gradient rule is symmetric likewise)."""
+    w, v = out
+    s = 0.5 * (da + _mT(da))
+    inner = np.matmul(_mT(v), np.matmul(s, v))
+    f = _off_diagonal_reciprocal(np.expand_dims(w, -2) - np.expand_dims(w, -1))
+    return (np.sum(v * np.matmul(s, v), axis=-2), np.matmul(v, f * inner))
+
+
+def jvp_linalg_qr(a, mode, out, da, dmode):
+    """mode='reduced' with at least as many rows as columns, as the gradient rule: with
+    C = Qᵀ dA R⁻¹ and Ω = L - Lᵀ (L the strictly lower triangle of C), dR = (C - Ω) R and
+    dQ = dA R⁻¹ - Q (C - Ω)."""
+    if mode != "reduced" or np.shape(a)[-2] < np.shape(a)[-1]:
+        raise ValueError("the tangent of numpy.linalg.qr needs mode='reduced' and a matrix "
+                         "with at least as many rows as columns")
+    q, r = out
+    da_rinv = _mT(np.linalg.solve(_mT(r), _mT(da)))
+    c = np.matmul(_mT(q), da_rinv)
+    i = np.arange(np.shape(r)[-1])
+    lower = np.where(i[:, None] > i[None, :], c, 0.0)
+    upper = c - (lower - _mT(lower))
+    return (da_rinv - np.matmul(q, upper), np.matmul(upper, r))
+
+
+def jvp_linalg_svd(a, full_matrices, compute_uv, out, da, dfull_matrices, dcompute_uv):
+    """Distinct nonzero singular values; full_matrices=False unless a is square, as the
+    gradient rule.  With dS = Uᵀ dA V: ds = diag(dS), dU = U (F ∘ (dS s + (dS s)ᵀ)),
+    dV = V (F ∘ (s dS + (s dS)ᵀ)), F_ij = 1 / (s_j² - s_i²) off the diagonal, plus the
+    parts of dA outside U's (or V's) span for a tall (or wide) matrix."""
+    if not compute_uv:
+        u, s, vh = np.linalg.svd(a, full_matrices=False)
+        return np.sum(u * np.matmul(da, _mT(vh)), axis=-2)
+    m, n = np.shape(a)[-2], np.shape(a)[-1]
+    if full_matrices and m != n:
+        raise ValueError("the tangent of numpy.linalg.svd of a non-square matrix needs "
+                         "full_matrices=False")
+    u, s, vh = out
+    v = _mT(vh)
+    row = np.expand_dims(s, -2)
+    ds_full = np.matmul(_mT(u), np.matmul(da, v))
+    f = _off_diagonal_reciprocal(row * row - np.expand_dims(s * s, -1))
+    dss = ds_full * row
+    sds = np.expand_dims(s, -1) * ds_full
+    du = np.matmul(u, f * (dss + _mT(dss)))
+    dv = np.matmul(v, f * (sds + _mT(sds)))
+    if m > np.shape(s)[-1]:
+        dav = np.matmul(da, v)
+        du = du + (dav - np.matmul(u, np.matmul(_mT(u), dav))) / row
+    if n > np.shape(s)[-1]:
+        dahu = np.matmul(_mT(da), u)
+        dv = dv + (dahu - np.matmul(v, np.matmul(vh, dahu))) / row
+    return (du, np.sum(u * np.matmul(da, v), axis=-2), _mT(dv))

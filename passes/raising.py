@@ -293,6 +293,8 @@ CANNOT_RAISE = _table([
      "dict_items dict_cons iter_keys comp_length comp_next children rebuild dict_pick "
      "dict_items_grad iter_keys_grad", "dicts of keys and records of fields inference knows were checked at "
      "compile time"),
+    ("tree_ravel tree_unravel jacobian_blocks jacobian_unblocks", "trees of numbers and "
+     "arrays whose structures and shapes inference checked"),
     ("stack_push stack_pop stack_empty", "a loop gradient's residual stack: the backward "
      "loop pops exactly what the forward loop pushed"),
     ("linalg_det linalg_slogdet", "a singular matrix has determinant 0 (log -inf), numpy "

@@ -1525,6 +1525,84 @@ def grad_cast_rule(d, x):
     return d
 
 
+# Jacobians of trees (impls.tree_ravel and co.): the leaves must be numbers or arrays, and a
+# list's length must be known, so that the Jacobian's blocks are known when compiling.
+
+
+class _UnknownTree(Exception):
+    """A tree inference cannot take apart (an unknown value, a union): the rule gives ANY."""
+
+
+def _tree_leaves(a) -> list:
+    if containers(a):
+        return [leaf for item in a.items for leaf in _tree_leaves(item)]
+    if isinstance(a, AList):
+        if a.items is None:
+            raise RuleError("a Jacobian of a list whose length is not known when compiling",
+                            "give the function a tuple, or a list of a known length (a "
+                            "literal, or the argument itself)")
+        return [leaf for item in a.items for leaf in _tree_leaves(item)]
+    if isinstance(a, (AScalar, AArray)) and a.dtype.kind in "biufc":
+        return [a]
+    if a is ANY or isinstance(a, AUnion):
+        raise _UnknownTree
+    raise RuleError(f"a Jacobian is taken of numbers and arrays (in tuples, lists, dicts "
+                    f"and records), and this function's input or output holds {a!r}",
+                    "return (and differentiate with respect to) only numbers and arrays")
+
+
+def _tree_map(fn, a):
+    if containers(a):
+        return with_items(a, tuple(_tree_map(fn, item) for item in a.items))
+    if isinstance(a, AList):
+        return AList(tuple(_tree_map(fn, item) for item in a.items))
+    return fn(a)
+
+
+def _tree_size(leaves: list) -> int | None:
+    """How many numbers the leaves hold (None if a dimension is not known)."""
+    shapes = [shape_of(leaf) for leaf in leaves]
+    return None if any(None in shape for shape in shapes) else sum(map(math.prod, shapes))
+
+
+def _tree_rule(fn):
+    def checked(*args):
+        try:
+            return fn(*args)
+        except _UnknownTree:
+            return ANY
+    checked.__name__ = fn.__name__
+    return checked
+
+
+@_tree_rule
+def tree_ravel_rule(x):
+    leaves = _tree_leaves(x)
+    dtype = np.result_type(*(leaf.dtype for leaf in leaves)) if leaves else np.dtype(float)
+    return AArray(dtype, (_tree_size(leaves),))
+
+
+@_tree_rule
+def tree_unravel_rule(like, v):
+    _tree_leaves(like)
+    return _tree_map(lambda leaf: grad_cast_rule(v, leaf) if leaf.dtype.kind in "fc"
+                     else grad_zeros_rule(leaf), like)
+
+
+@_tree_rule
+def jacobian_blocks_rule(out, x, jac):
+    _tree_leaves(out), _tree_leaves(x)
+    return _tree_map(lambda o: _tree_map(
+        lambda xi: AArray(o.dtype, shape_of(o) + shape_of(xi)), x), out)
+
+
+@_tree_rule
+def jacobian_unblocks_rule(out, x, blocks):
+    parts = _tree_leaves(blocks)
+    dtype = np.result_type(*(p.dtype for p in parts)) if parts else np.dtype(float)
+    return AArray(dtype, (_tree_size(_tree_leaves(out)), _tree_size(_tree_leaves(x))))
+
+
 @rule
 def select_grad_rule(out, x, dout, count):
     hit = TYPE_RULES["eq"](x, out)
@@ -2406,6 +2484,10 @@ TYPE_RULES = {
     "grad_check_input": grad_check_input_rule,
     "jvp_check_tangent": jvp_check_tangent_rule,
     "grad_cast": grad_cast_rule,
+    "tree_ravel": tree_ravel_rule,
+    "tree_unravel": tree_unravel_rule,
+    "jacobian_blocks": jacobian_blocks_rule,
+    "jacobian_unblocks": jacobian_unblocks_rule,
     "ieee_truediv": elementwise(ieee_truediv),
     "ieee_pow": elementwise(ieee_pow),
     "select_grad": select_grad_rule,

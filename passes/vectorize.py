@@ -40,6 +40,7 @@ def vectorized_graph(f: Graph, location) -> Graph:
     xs = [v.add_parameter(p.debug.name, p.location) for p in body.parameters]
     v.output = v.apply(P["vectorize_call"], Constant(body), *xs, location=location)
     v.custom_grad = _gradient_rule(body, location)
+    v.vectorized = True     # forward mode goes through vectorize_call (passes/forward.py)
     if not captured:
         return v
     w = Graph(f"vectorized_{f.name}", f.parent, location)

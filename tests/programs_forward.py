@@ -132,6 +132,22 @@ def inner_jacfwd(w, x):
     return myir.jacfwd(arrays, 1)(w, x)
 
 
+def tree_out(w, x):
+    """A tuple holding an array, a dict of a number and a list, and a float32 array."""
+    h = np.tanh(w @ x)
+    return (h, {"s": np.sum(x * x), "v": [x[0] * w[0, 0], 2.0 * h]}, np.float32(0.5) * x.astype(np.float32))
+
+
+def with_string(x):
+    return (2.0 * x, "label")
+
+
+def tree_in(p, x):
+    """A scalar of a dict of parameters (a weight matrix and a (bias, scale) tuple)."""
+    b, c = p["layer"]
+    return c * np.sum(np.tanh(p["W"] @ x + b) ** 2)
+
+
 @myir.custom_grad
 def clip_gradient(x):
     return x
@@ -198,6 +214,38 @@ def spd(x):
     return a @ a.T + 3.0 * np.eye(2)
 
 
+def tall(x):
+    return np.reshape(np.concatenate((x, x[:2] * x[2:] + 1.0)), (3, 2))
+
+
+def eigh_parts(x):
+    """Eigenvalues, and products of eigenvectors' entries (which do not depend on their
+    signs, which LAPACK chooses)."""
+    w, v = np.linalg.eigh(spd(x))
+    return w[:, None] * v * v
+
+
+def qr_parts(x):
+    q, r = np.linalg.qr(tall(x))
+    return np.concatenate((np.ravel(q), np.ravel(r)))
+
+
+def svd_parts(x):
+    """A tall matrix's, a wide one's and a square one's (full_matrices) singular values and
+    rank-one terms."""
+    u, s, vh = np.linalg.svd(tall(x), full_matrices=False)
+    u2, s2, vh2 = np.linalg.svd(tall(x).T, full_matrices=False)
+    u3, s3, vh3 = np.linalg.svd(spd(x))
+    return np.concatenate((np.ravel(u[:, 1:] * vh[1:, :]), np.ravel(u2[:, :1] * vh2[:1, :]),
+                           np.ravel(s3[0] * u3[:, :1] * vh3[:1, :]), s * s2,
+                           np.linalg.svd(spd(x), compute_uv=False)))
+
+
+def decompositions(x):
+    return (np.linalg.eigh(spd(x)), np.linalg.qr(tall(x)),
+            np.linalg.svd(tall(x).T, full_matrices=False))
+
+
 RULE_PROGRAMS = {
     "truediv": lambda x: x / (2.0 + x[::-1] ** 2),
     "pow": lambda x: np.abs(x) ** (1.5 + 0.1 * x[::-1]),
@@ -220,6 +268,9 @@ RULE_PROGRAMS = {
     "inv": lambda x: np.linalg.inv(spd(x)),
     "det": lambda x: np.linalg.det(spd(x)) + np.linalg.slogdet(spd(x))[1],
     "cholesky": lambda x: np.linalg.cholesky(spd(x)),
+    "eigh": eigh_parts,
+    "qr": qr_parts,
+    "svd": svd_parts,
     "builtin_max": lambda x: max(x[0], x[1] * 2.0, 0.1) + min(x[2], x[3]),
     "math": lambda x: math.sin(x[0]) * math.exp(x[1]) + math.atan2(x[2], 1.5) + math.hypot(x[3], 2.0),
 }

@@ -35,6 +35,38 @@ def newton(a):
     return x
 
 
+def loops(a, b):
+    """A loop in a branch, a loop left by `break`, and a `while` on data in a `for`."""
+    x = a
+    if b > 0.0:
+        k = 0
+        while k < 3:
+            x = 0.5 * (x + (b + 1.0) / x)
+            k += 1
+    n = 0
+    while True:
+        x = x + 0.25 * np.sin(x + b)
+        n += 1
+        if n >= 4:
+            break
+    for i in range(2):
+        y = x + i * b
+        while y > 1.0 and y < 1e300:
+            y = y * 0.5
+        x = x + y * y
+    return x
+
+
+def power(x, n):
+    if n <= 0:
+        return x / x
+    return x * power(x, n - 1)
+
+
+def loss_of_loops(a, b):
+    return np.sum(myir.vectorize(loops)(a, b) ** 2)
+
+
 def pair(x, y):
     return x + y, x * y
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import myir
+from myir import tree
 from tests import programs_forward as pf
 from tests.programs_check import DEFAULT_BACKENDS
 
@@ -85,6 +86,86 @@ def test_jacfwd_several_parameters():
     rw, rx = myir.jacrev(pf.arrays, "w", "x", backend=BACKEND)(w, x)
     np.testing.assert_allclose(jw, rw, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(jx, rx, rtol=1e-12, atol=1e-14)
+
+
+def _matrix(jac, out, x):
+    """A Jacobian tree (JAX's: out's structure of x's structure of blocks) as one matrix, a
+    row per number of out, a column per number of x."""
+    outs, xs, blocks = tree.leaves(out), tree.leaves(x), tree.leaves(jac)
+    assert len(blocks) == len(outs) * len(xs)
+    for k, o in enumerate(outs):
+        for j, xj in enumerate(xs):
+            block = blocks[k * len(xs) + j]
+            assert block.shape == np.shape(o) + np.shape(xj)
+            assert block.dtype == np.asarray(o).dtype
+    return np.block([[np.reshape(blocks[k * len(xs) + j], (np.size(o), np.size(xj)))
+                      for j, xj in enumerate(xs)] for k, o in enumerate(outs)])
+
+
+def _fd_matrix(f, x, eps=1e-6):
+    """Central differences of f (trees in and out) as one matrix, column by column."""
+    leaves, structure = tree.flatten(x)
+    flat = np.concatenate([np.ravel(leaf) for leaf in leaves])
+    shapes = [np.shape(leaf) for leaf in leaves]
+
+    def at(v):
+        parts = np.split(v, np.cumsum([int(np.prod(s)) for s in shapes])[:-1])
+        rebuilt = [p.reshape(s) if s else float(p[0]) for p, s in zip(parts, shapes)]
+        out = f(tree.unflatten(structure, rebuilt))
+        return np.concatenate([np.ravel(np.asarray(leaf, float)) for leaf in tree.leaves(out)])
+
+    return np.stack([(at(flat + eps * e) - at(flat - eps * e)) / (2 * eps)
+                     for e in np.eye(flat.size)], axis=1)
+
+
+def test_jacobians_of_trees_are_jax_trees():
+    """The output a tuple of an array, a dict holding a number and a list, and a float32
+    array; two parameters: JAX's tree of the output's structure with a (w, x) pair of blocks
+    at each leaf, by forward and reverse mode, against differences."""
+    rng = np.random.default_rng(8)
+    w, x = rng.normal(size=(2, 3)), rng.normal(size=3)
+    out = pf.tree_out(w, x)
+    fwd = myir.jacfwd(pf.tree_out, 0, 1, backend=BACKEND)(w, x)
+    rev = myir.jacrev(pf.tree_out, "w", "x", backend=BACKEND)(w, x)
+    assert tree.structure(fwd) == tree.structure(rev) == tree.structure(
+        tree.map(lambda o: (w, x), out))
+    assert fwd[1]["v"][1][0].shape == (2, 2, 3) and fwd[2][1].dtype == np.float32
+    np.testing.assert_allclose(_matrix(fwd, out, (w, x)), _matrix(rev, out, (w, x)),
+                               rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(_matrix(fwd, out, (w, x)),
+                               _fd_matrix(lambda p: pf.tree_out(*p), (w, x), eps=1e-3),
+                               rtol=1e-4, atol=1e-6)
+
+
+def test_jacobians_of_decompositions_by_both_modes():
+    """eigh, qr and svd's tuples (a tuple of them): forward mode's tangent rules against
+    reverse mode's gradient rules, block by block."""
+    x = np.array([0.3, -1.1, 0.8, 0.5])
+    out = pf.decompositions(x)
+    fwd = myir.jacfwd(pf.decompositions, backend=BACKEND)(x)
+    rev = myir.jacrev(pf.decompositions, backend=BACKEND)(x)
+    np.testing.assert_allclose(_matrix(fwd, out, x), _matrix(rev, out, x), rtol=1e-10,
+                               atol=1e-12)
+
+
+def test_jacobian_of_a_string_is_located():
+    with pytest.raises(myir.MyirError, match="holds 'label'") as e:
+        myir.jacfwd(pf.with_string, backend=BACKEND)(np.ones(2))
+    assert "programs_forward.py" in str(e.value)
+
+
+def test_hessian_of_dict_parameters_is_a_dict_of_dicts():
+    rng = np.random.default_rng(9)
+    p = {"W": rng.normal(size=(2, 3)), "layer": (rng.normal(size=2), 0.7)}
+    x = rng.normal(size=3)
+    h = myir.hessian(pf.tree_in, backend=BACKEND)(p, x)
+    assert list(h) == ["W", "layer"] and list(h["W"]) == ["W", "layer"]
+    assert h["W"]["layer"][0].shape == (2, 3, 2) and h["layer"][1]["W"].shape == (2, 3)
+    grad = myir.grad(pf.tree_in, backend=BACKEND)
+    full = _matrix(h, p, p)
+    np.testing.assert_allclose(full, full.T, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(full, _fd_matrix(lambda q: grad(q, x), p), rtol=1e-6,
+                               atol=1e-8)
 
 
 def test_hessian_of_logsumexp_matches_formula():

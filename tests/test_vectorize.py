@@ -149,12 +149,38 @@ def test_tvm_builds_one_kernel_per_vectorized_call():
         np.testing.assert_allclose(a, b, rtol=2e-5, atol=1e-6)
 
 
-def test_a_loop_runs_as_np_vectorize_on_tvm_with_a_warning():
+def test_loops_are_one_tvm_kernel_with_their_mixed_mode_gradient():
+    """`while` and `for` loops (on data, left by `break`, in a branch, one after another,
+    nested) are statements of the kernel: its values are np.vectorize's, its gradient the
+    python backend's, with no fallback."""
+    a, b = np.linspace(0.5, 3.0, 6), np.array([-0.5, 0.7, 1.5])[:, None]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_allclose(myir.vectorize(pv.loops, backend="tvm")(a, b),
+                                   np.vectorize(pv.loops)(a, b), rtol=1e-14)
+        grad = myir.grad(pv.loss_of_loops, 0, 1, backend="tvm")
+        ga, gb = grad(a, b)
+        for got, want in zip((ga, gb), myir.grad(pv.loss_of_loops, 0, 1,
+                                                 backend="python")(a, b)):
+            np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
+    # along one direction, against central differences of np.vectorize's values
+    va, vb = np.cos(np.arange(6.0)), np.sin(np.arange(3.0))[:, None]
+    loss = lambda a, b: np.sum(np.vectorize(pv.loops)(a, b) ** 2)
+    assert np.sum(ga * va) + np.sum(gb * vb) == pytest.approx(
+        (loss(a + 1e-6 * va, b + 1e-6 * vb) - loss(a - 1e-6 * va, b - 1e-6 * vb)) / 2e-6,
+        rel=1e-6)
+    kernels = [r for r in grad.lower(a, b).regions if r.program.kernel]
+    # value; partials (the first pass of a `for` is peeled: its inner `while` is twice)
+    assert [str(k.program).count("loop(") for k in kernels] == [5, 10]
+    assert all(k.program.ops[0].prim != "vectorize_call" for k in kernels)
+
+
+def test_recursion_runs_as_np_vectorize_on_tvm_with_a_warning():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        got = myir.vectorize(pv.newton, backend="tvm")(np.array([2.0, 9.0]))
-    np.testing.assert_allclose(got, [np.sqrt(2.0), 3.0], rtol=1e-12)
-    assert any("runs as np.vectorize" in str(w.message) and "loops" in str(w.message)
+        got = myir.vectorize(pv.power, backend="tvm")(np.array([2.0, 3.0]), 3)
+    np.testing.assert_allclose(got, [8.0, 27.0], rtol=1e-12)
+    assert any("runs as np.vectorize" in str(w.message) and "recurses" in str(w.message)
                for w in caught)
 
 
@@ -178,8 +204,15 @@ def test_tuple_argument_is_a_located_error():
         myir.vectorize(pv.piecewise, backend=BACKEND)((1.0, 2.0), np.ones(2))
 
 
-def test_forward_mode_through_vectorize_is_a_located_error():
-    # hessian is forward mode over the gradient: through vectorize, a located refusal
-    with pytest.raises(myir.MyirError, match="forward mode through vectorize") as e:
-        myir.hessian(pv.loss, backend=BACKEND)(np.ones(2), np.ones(2))
-    assert "programs_vectorize.py" in str(e.value)
+def test_forward_mode_and_hessians_through_vectorize():
+    """The tangent of a vectorized call is the broadcast of f's tangent; a Hessian is
+    forward mode over the mixed-mode gradient (through a loop here): d²√a/da²."""
+    rng = np.random.default_rng(4)
+    x, y, vx, vy = rng.normal(size=(4, 3)), rng.normal(size=3), rng.normal(size=(4, 3)), \
+        rng.normal(size=3)
+    out, tangent = myir.jvp(pv.loss_of_closure, (x, y), (vx, vy), backend=BACKEND)
+    gx, gy = myir.grad(pv.loss_of_closure, 0, 1, backend=BACKEND)(x, y)
+    assert tangent == pytest.approx(np.sum(gx * vx) + np.sum(gy * vy), rel=1e-12)
+    a = rng.uniform(0.5, 3.0, size=4)
+    np.testing.assert_allclose(myir.hessian(pv.loss_of_loop, backend=BACKEND)(a),
+                               np.diag(-0.25 * a ** -1.5), rtol=1e-8, atol=1e-12)

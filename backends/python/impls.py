@@ -335,6 +335,71 @@ def grad_cast(d, x):
     return d
 
 
+# Jacobians of trees (passes/jacobian_loops.py).  A Jacobian is computed as one matrix, a row
+# per number of the output tree and a column per number of the input tree (leaves in
+# myir.tree's order, each in C order); these take trees apart into that matrix's vectors and
+# cut the matrix into JAX's blocks.  Inference refuses leaves that are not numbers or arrays.
+
+
+def tree_ravel(x):
+    """x's numbers as one vector, of the dtype numpy gives them together (an array alone:
+    its elements)."""
+    if isinstance(x, np.ndarray):
+        return x.reshape(-1)
+    leaves = tree.leaves(x)
+    dtype = np.result_type(*(np.asarray(leaf).dtype for leaf in leaves)) if leaves \
+        else np.dtype(float)
+    return np.concatenate([np.asarray(leaf, dtype).reshape(-1) for leaf in leaves]) \
+        if leaves else np.zeros(0, dtype)
+
+
+def tree_unravel(like, v):
+    """The tree of `like`'s structure and types holding the numbers of vector v: a float
+    leaf takes its part of v (`grad_cast` to its type), any other leaf its zero (an integer
+    has no tangent)."""
+    if isinstance(like, np.ndarray):
+        return grad_cast(v, like) if like.dtype.kind in "fc" else grad_zeros(like)
+    leaves, structure = tree.flatten(like)
+    parts, start = [], 0
+    for leaf in leaves:
+        n = np.size(leaf)
+        inexact = isinstance(leaf, (float, complex, np.inexact)) or (
+            isinstance(leaf, np.ndarray) and leaf.dtype.kind in "fc")
+        parts.append(grad_cast(v[start:start + n].reshape(np.shape(leaf)), leaf) if inexact
+                     else grad_zeros(leaf))
+        start += n
+    return tree.unflatten(structure, parts)
+
+
+def _offsets(leaves) -> list:
+    sizes = [int(np.size(leaf)) for leaf in leaves]
+    return [sum(sizes[:k]) for k in range(len(sizes) + 1)]
+
+
+def jacobian_blocks(out, x, jac):
+    """The blocks of jac, as JAX's Jacobians: a tree of out's structure whose leaf o is a
+    tree of x's structure whose leaf xi is the block of o's rows and xi's columns, of shape
+    `o.shape + xi.shape` and o's dtype."""
+    outs, out_structure = tree.flatten(out)
+    xs, x_structure = tree.flatten(x)
+    rows, cols = _offsets(outs), _offsets(xs)
+    blocks = [tree.unflatten(x_structure, [
+        jac[rows[k]:rows[k + 1], cols[j]:cols[j + 1]].astype(np.asarray(o).dtype).reshape(
+            np.shape(o) + np.shape(xi)) for j, xi in enumerate(xs)])
+        for k, o in enumerate(outs)]
+    return tree.unflatten(out_structure, blocks)
+
+
+def jacobian_unblocks(out, x, blocks):
+    """The matrix `jacobian_blocks` cuts into `blocks` (their transposition, for gradients)."""
+    outs, xs = tree.leaves(out), tree.leaves(x)
+    parts = tree.leaves(blocks)
+    if not outs or not xs:
+        return np.zeros((_offsets(outs)[-1], _offsets(xs)[-1]))
+    return np.block([[np.reshape(parts[k * len(xs) + j], (np.size(o), np.size(xi)))
+                      for j, xi in enumerate(xs)] for k, o in enumerate(outs)])
+
+
 # Dicts and records.  make_dict, make_record and getattr_ are written as Python syntax by the
 # code generator (`{'W': w}`, `Layer(w, b)`, `p.W`); these callables are for a primitive
 # passed around as a value.
@@ -583,6 +648,10 @@ IMPLS = {
     "grad_check_input": grad_check_input,
     "jvp_check_tangent": jvp_check_tangent,
     "grad_cast": grad_cast,
+    "tree_ravel": tree_ravel,
+    "tree_unravel": tree_unravel,
+    "jacobian_blocks": jacobian_blocks,
+    "jacobian_unblocks": jacobian_unblocks,
     "ieee_truediv": ieee_truediv,
     "ieee_pow": ieee_pow,
     "select_grad": select_grad,

@@ -33,7 +33,8 @@ from backends.tvm.regions import spec_of
 from myir.ir.analysis import primitive_name, reachable_graphs, switch_call, toposort, users
 from myir.ir.edit import replace
 from myir.ir.graph import Apply, Constant, Debug, Graph, Node, Parameter
-from passes.abstract import AScalar, ATuple
+from myir.ir.primitives import UNBOUND
+from passes.abstract import ANone, AObject, AScalar, ATuple, options
 
 
 class NotLowered(Exception):
@@ -41,15 +42,20 @@ class NotLowered(Exception):
 
 
 ZERO = Ref("zero")   # a tangent known to be zero (forward mode's symbolic zero)
+# a variable not assigned on this path: nothing reads it (reading one is `check_bound`, which
+# kernels do not lower), so a branch that leaves it unassigned gives the other's value
+UNSET = Ref("unset")
 
 
 class _Translator:
     def __init__(self, types: dict, inputs: list[Spec]):
         self.types = types
         self.inputs = inputs
+        self.full = tuple(np.broadcast_shapes(*(spec.shape for spec in inputs)))
         self.ops: list[Op] = []
         self.active: list[Graph] = []
         self.made: dict = {}
+        self.scopes: list[dict] = []    # `made` where each open loop or branch began
 
     def shape(self, ref: Ref) -> tuple:
         if ref.kind == "in":
@@ -99,7 +105,10 @@ class _Translator:
         """The value of `g` called with `args` (Refs, or tuples of them); `outer` holds the
         values of the enclosing graphs' nodes (a branch reads its function's variables)."""
         if g in self.active:
-            raise NotLowered("it loops (a `while` or recursion), which kernels do not lower")
+            raise NotLowered("it recurses (a function calling itself other than as a loop), "
+                             "which kernels do not lower")
+        if _is_loop(g):
+            return self.loop(g, args, outer or {})
         self.active.append(g)
         env = {**(outer or {}), **dict(zip(g.parameters, args))}
         try:
@@ -114,6 +123,8 @@ class _Translator:
             v = node.value
             if isinstance(v, (bool, int, float, np.number, np.bool_)):
                 return Ref("const", value=v)
+            if v is UNBOUND:
+                return UNSET
             raise NotLowered(f"the constant {v!r}")
         if isinstance(node, Parameter):
             raise NotLowered("it reads a value from outside its parameters")
@@ -121,22 +132,32 @@ class _Translator:
         if sc is not None:
             cond = self.node(sc.cond, env)
             args = [self.node(a, env) for a in sc.args]
-            then, other = self.graph(sc.then, args, env), self.graph(sc.else_, args, env)
-            value = self.select(cond, then, other, self.types.get(node))
+            value = self.choose(cond, lambda: self.graph(sc.then, args, env),
+                                lambda: self.graph(sc.else_, args, env), self.types.get(node),
+                                _loops_in(sc.then) or _loops_in(sc.else_))
         elif isinstance(node.fn, Constant) and isinstance(node.fn.value, Graph):
             value = self.graph(node.fn.value, [self.node(a, env) for a in node.args], env)
         else:
             name = primitive_name(node)
             if name == "make_tuple":
                 value = tuple(self.node(a, env) for a in node.args)
+            elif name == "range":      # what a `for` loop over a range walks: start, step
+                bounds = [self.node(a, env) for a in node.args]
+                value = _Range(bounds[0] if len(bounds) > 1 else Ref("const", value=0),
+                               bounds[2] if len(bounds) > 2 else Ref("const", value=1))
+            elif name == "iter_keys" and isinstance(self.node(node.args[0], env), _Range):
+                value = self.node(node.args[0], env)
+            elif name == "getitem" and isinstance(self.node(node.args[0], env), _Range):
+                r, k = self.node(node.args[0], env), self.node(node.args[1], env)
+                step = self.emit("mul", [k, r.step], node)
+                value = self.emit("add", [r.start, step], node)
             elif name == "getitem" and isinstance(node.args[1], Constant):
                 value = self.node(node.args[0], env)[node.args[1].value]
             elif name in ("depend", "jvp_check_tangent"):
                 value = self.node(node.args[0] if name == "depend" else node.args[1], env)
             elif name in ("truth", "to_bool"):   # the condition of an `if`: x != 0
                 value = self.node(node.args[0], env)
-                t = self.types.get(node.args[0])
-                if not (isinstance(t, AScalar) and np.dtype(t.pytype) == np.bool_):
+                if value is ZERO or self.dtype(value) != np.bool_:
                     value = self.emit("ne", [value, Ref("const", value=0)], node)
             elif name == "grad_zeros":    # a tangent known to be zero
                 value = ZERO
@@ -147,6 +168,166 @@ class _Translator:
         env[node] = value
         return value
 
+    # Loops, and branches that contain loops, are statements of the kernel: `state` ops are
+    # its mutable variables, `assign` sets one, `loop` (`while` its operand) and `if`/`else`
+    # open a block that `end` closes.  Values made inside a block are not reused after it.
+
+    def statement(self, prim: str, args: tuple = ()) -> Ref:
+        self.ops.append(Op(prim, tuple(args), Spec(np.dtype(bool), ())))
+        if prim in ("loop", "if"):
+            self.scopes.append(dict(self.made))
+        elif prim in ("else", "end"):
+            self.made = dict(self.scopes[-1]) if prim == "else" else self.scopes.pop()
+        return Ref("op", len(self.ops) - 1)
+
+    def state(self, init, dtype: np.dtype) -> Ref:
+        """A variable of the kernel, set to `init` (a value known zero: 0)."""
+        init = Ref("const", value=0) if init is ZERO else init
+        self.ops.append(Op("state", (init,), Spec(np.dtype(dtype), self.full)))
+        return Ref("op", len(self.ops) - 1)
+
+    def assign(self, pairs: list) -> None:
+        """Set variables to values, all read before any is set (`a, b = b, a`)."""
+        values = [Ref("const", value=0) if v is ZERO else
+                  self.op("pos", [v], self.dtype(v)) if self.is_state(v) else v
+                  for _, v in pairs]
+        for (target, _), v in zip(pairs, values):
+            if v is not UNSET:
+                self.ops.append(Op("assign", (target, v), self.ops[target.index].out))
+
+    def is_state(self, ref: Ref) -> bool:
+        return ref.kind == "op" and self.ops[ref.index].prim == "state"
+
+    def states_like(self, t):
+        """Variables for a value of type t: a number, or a tuple of them."""
+        if isinstance(t, AScalar):
+            return self.state(Ref("const", value=0), np.dtype(t.pytype))
+        if isinstance(t, ATuple):
+            return tuple(self.states_like(item) for item in t.items)
+        numbers = [o for o in options(t) if not isinstance(o, ANone)
+                   and not (isinstance(o, AObject) and o.value is UNBOUND)]
+        if len(numbers) == 1 and isinstance(numbers[0], AScalar):
+            # a number, or a variable not assigned (UNSET) or its tangent (None, ZERO)
+            return self.states_like(numbers[0])
+        raise NotLowered(f"a branch or loop gives {t!r}, not numbers")
+
+    def choose(self, cond, then, other, t, statements: bool):
+        """`then()` if cond else `other()`: both computed and selected, or, where a branch
+        loops, an `if` statement setting variables."""
+        if not statements:
+            return self.select(cond, then(), other(), t)
+        result = self.states_like(t)
+        self.statement("if", (cond,))
+        self.assign(list(zip(_flat(result), _flat(then()))))
+        self.statement("else")
+        self.assign(list(zip(_flat(result), _flat(other()))))
+        self.statement("end")
+        return result
+
+    def loop(self, h: Graph, args: list, outer: dict):
+        """A call of the loop h (a graph that calls itself in tail position, through its
+        branches): its `while` statement (`run`), then the branch it left by (an exit: the
+        function's code after the loop), on the values kept when it left."""
+        exits = self.run(h, args, outer)
+        result = self.graph(exits[-1][0], exits[-1][1], outer)
+        for (e, kept, taken) in exits[-2::-1]:
+            result = self.choose(taken, lambda e=e, kept=kept: self.graph(e, kept, outer),
+                                 lambda result=result: result, self.types.get(e.output),
+                                 _loops_in(e))
+        return result
+
+    def run(self, h: Graph, args: list, outer: dict) -> list:
+        """The `while` statement of loop h: its variables are h's parameters; a pass runs
+        h's body to the branch it ends in (`walk`): a call of h again sets them to the next
+        values, any other branch (an exit) keeps its arguments and stops the loop.  The
+        exits, with the variables holding their arguments and (several exits) whether each
+        was taken."""
+        found: list[Graph] = []
+        _exits(h, h, found)
+        loop = _Loop(h, [self.variable(a, p) for a, p in zip(args, h.parameters)],
+                     [(e, [self.variable(ZERO, p) for p in e.parameters],
+                       self.state(Ref("const", value=False), np.dtype(bool))
+                       if len(found) > 1 else None) for e in found],
+                     self.state(Ref("const", value=True), np.dtype(bool)))
+        self.active.append(h)
+        self.statement("loop", (loop.running,))
+        self.walk(h, loop.states, outer, loop)
+        self.statement("end")
+        self.active.pop()
+        return loop.exits
+
+    def walk(self, g: Graph, args: list, outer: dict, loop: "_Loop") -> None:
+        """One pass of `loop`'s body from g (its header, or a branch or block on the way back
+        to it), its branches as `if` statements, to the branch that continues or exits."""
+        env = {**outer, **dict(zip(g.parameters, args))}
+        if g is not loop.header and _is_loop(g, loop.header):
+            # a loop in the tail of the body (`for ...: while ...:`): run it, then go on
+            # from the branch it left by
+            exits = self.run(g, args, env)
+            for k, (e, kept, taken) in enumerate(exits[:-1]):
+                self.statement("if", (taken,))
+                self.branch(e, kept, env, loop)
+                self.statement("else")
+            self.branch(exits[-1][0], exits[-1][1], env, loop)
+            for _ in exits[:-1]:
+                self.statement("end")
+            return
+        out = g.output
+        sc = switch_call(out)
+        if sc is not None:
+            cond = self.node(sc.cond, env)
+            branch_args = [self.node(a, env) for a in sc.args]
+            self.statement("if", (cond,))
+            self.branch(sc.then, branch_args, env, loop)
+            self.statement("else")
+            self.branch(sc.else_, branch_args, env, loop)
+            self.statement("end")
+        else:
+            self.branch(out.fn.value, [self.node(a, env) for a in out.args], env, loop)
+
+    def branch(self, b: Graph, args: list, env: dict, loop: "_Loop") -> None:
+        """Where a pass of `loop` goes on to b(args): the next pass, more of the body, or an
+        exit (the next of `_exits`' order)."""
+        if b is loop.header:
+            self.assign(self.settings(loop.states, args))
+        elif _reaches(b, loop.header):
+            self.walk(b, args, env, loop)
+        else:
+            e, kept, taken = loop.exits[loop.taken]
+            loop.taken += 1
+            flag = [] if taken is None else [(taken, Ref("const", value=True))]
+            self.assign(self.settings(kept, args) + flag
+                        + [(loop.running, Ref("const", value=False))])
+
+    def variable(self, init, p: Node):
+        """A loop's variable for its parameter p: a `state` for a number; the range a `for`
+        loop walks is no value of the kernel, and stays what it is (`settings`)."""
+        t = self.types.get(p)
+        if isinstance(init, _Range) or (init is ZERO and (isinstance(t, ANone) or (
+                isinstance(t, AObject) and t.pytype is range))):
+            return init     # a range, the tangent of one (None), or the exit's to come
+        return self.state(init, self.number_type(p))
+
+    def settings(self, variables: list, values: list) -> list:
+        """The (variable, value) pairs that set a loop's variables; a range is kept (the
+        exits' variables take it), and must not change."""
+        pairs = []
+        for i, (var, value) in enumerate(zip(variables, values)):
+            if var is ZERO and (value is ZERO or isinstance(value, _Range)):
+                variables[i] = value
+            elif isinstance(value, _Range) or isinstance(var, _Range) or var is ZERO:
+                if var is not value:
+                    raise NotLowered("a loop goes over a range that changes")
+            else:
+                pairs.append((var, value))
+        return pairs
+
+    def number_type(self, p: Node) -> np.dtype:
+        t = self.types.get(p)
+        if not isinstance(t, AScalar):
+            raise NotLowered(f"a loop variable is {t!r}, not a number")
+        return np.dtype(t.pytype)
+
     def select(self, cond, then, other, t):
         """where(cond, then, other), item by item for tuples; `t` the result's type."""
         if isinstance(then, tuple):
@@ -154,9 +335,87 @@ class _Translator:
             return tuple(self.select(cond, a, b, i) for a, b, i in zip(then, other, items))
         if then is ZERO and other is ZERO:
             return ZERO
+        if then is UNSET or other is UNSET:
+            return other if then is UNSET else then
         dtype = np.dtype(t.pytype) if isinstance(t, AScalar) else \
             np.result_type(*(self.dtype(r) for r in (then, other) if r is not ZERO))
         return self.op("where", [cond, then, other], dtype)
+
+
+def _tail_calls(g: Graph) -> list[Graph]:
+    """The graphs g calls in tail position: its branches', or the graph its output calls."""
+    sc = switch_call(g.output)
+    if sc is not None:
+        return [sc.then, sc.else_]
+    out = g.output
+    if isinstance(out, Apply) and isinstance(out.fn, Constant) and isinstance(out.fn.value,
+                                                                             Graph):
+        return [out.fn.value]
+    return []
+
+
+def _reaches(g: Graph, h: Graph, avoid: Graph | None = None) -> bool:
+    """Whether g leads to a call of h in tail position (not through `avoid`)."""
+    seen, stack = set(), [g]
+    while stack:
+        k = stack.pop()
+        for t in _tail_calls(k):
+            if t is h:
+                return True
+            if t not in seen and t is not avoid:
+                seen.add(t)
+                stack.append(t)
+    return False
+
+
+def _is_loop(g: Graph, within: Graph | None = None) -> bool:
+    """A `while` or `for` loop, as the frontend makes them: a graph that calls itself in
+    tail position (`within` the body of loop `within`: not through it)."""
+    return _reaches(g, g, within)
+
+
+def _loops_in(g: Graph) -> bool:
+    return any(_is_loop(k) for k in reachable_graphs(g))
+
+
+class _Range:
+    """`range(...)` in a kernel: what its items are made of (i-th item: start + i * step)."""
+
+    def __init__(self, start: Ref, step: Ref):
+        self.start, self.step = start, step
+
+
+class _Loop:
+    """A loop being translated: its header graph, the variables holding its parameters, its
+    exits (graph, the variables keeping its arguments, whether it was taken), the variable
+    that keeps it running, and how many exits `walk` has met."""
+
+    def __init__(self, header: Graph, states: list, exits: list, running: Ref):
+        self.header, self.states, self.exits, self.running = header, states, exits, running
+        self.taken = 0
+
+
+def _exits(g: Graph, h: Graph, found: list) -> None:
+    """The branches of loop h's body (from g) that leave the loop, in `walk`'s order."""
+    if g is not h and _is_loop(g, h):
+        inner: list[Graph] = []
+        _exits(g, g, inner)
+        branches = inner
+    else:
+        sc = switch_call(g.output)
+        branches = [sc.then, sc.else_] if sc is not None else [g.output.fn.value]
+    for b in branches:
+        if b is h:
+            continue
+        if _reaches(b, h):
+            _exits(b, h, found)
+        else:
+            found.append(b)
+
+
+def _flat(value) -> list:
+    """The Refs of a value (a Ref, or nested tuples of them)."""
+    return [r for item in value for r in _flat(item)] if isinstance(value, tuple) else [value]
 
 
 def kernel_program(node: Apply, types: dict, wanted: list[int] | None = None) -> Program:
@@ -321,27 +580,7 @@ def _kernel_func(program: Program):
             return x if dtype is None or str(x.ty) == dtype else tirx.Cast(dtype, x)
 
         for k, op in enumerate(program.ops[:count]):
-            out = str(op.out.dtype)
-            if k in staged:
-                values.append(staged[k](*idx))
-            elif op.prim == "broadcast_to":
-                values.append(read(op.args[0], out))
-            elif op.prim == "where":
-                values.append(_expression(op.prim, [read(op.args[0], "bool"),
-                                                    read(op.args[1], out),
-                                                    read(op.args[2], out)], out))
-            elif out == "bool" and op.prim not in ("not_", "bitand", "bitor"):
-                # a comparison: in the operands' common dtype (a Python number is weak)
-                arrays = [a for a in op.args if a.kind in ("in", "op")]
-                common = str(np.result_type(*(
-                    program.inputs[a.index].dtype if a.kind == "in" else
-                    program.ops[a.index].out.dtype for a in arrays))) if arrays else "float64"
-                values.append(_expression(op.prim, [read(a, common) for a in op.args], out))
-            elif op.prim in _WIDENED and out == "float32":
-                args = [read(a, "float64") for a in op.args]
-                values.append(tirx.Cast(out, _expression(op.prim, args, "float64")))
-            else:
-                values.append(_expression(op.prim, [read(a, out) for a in op.args], out))
+            values.append(staged[k](*idx) if k in staged else _value(program, op, read))
         return values if operand is None else read(operand, "float32")
 
     for k in _staged(program):
@@ -356,6 +595,141 @@ def _kernel_func(program: Program):
                                            for i in program.outputs], name="vectorized")
     outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
     return te.create_prim_func(holders + outs).with_attr("global_symbol", "vectorized")
+
+
+def _value(program: Program, op: Op, read):
+    """The TIR expression of one elementwise op; `read(ref, dtype)` gives an operand (cast
+    to dtype, unless None)."""
+    from tvm import tirx
+
+    out = str(op.out.dtype)
+    if op.prim == "broadcast_to":
+        return read(op.args[0], out)
+    if op.prim == "where":
+        return _expression(op.prim, [read(op.args[0], "bool"), read(op.args[1], out),
+                                     read(op.args[2], out)], out)
+    if out == "bool" and op.prim not in ("not_", "bitand", "bitor"):
+        # a comparison: in the operands' common dtype (a Python number is weak)
+        arrays = [a for a in op.args if a.kind in ("in", "op")]
+        common = str(np.result_type(*(
+            program.inputs[a.index].dtype if a.kind == "in" else
+            program.ops[a.index].out.dtype for a in arrays))) if arrays else "float64"
+        common = "int8" if common == "bool" else common   # LLVM compares no i1 as floats
+        return _expression(op.prim, [read(a, common) for a in op.args], out)
+    if op.prim in _WIDENED and out == "float32":
+        args = [read(a, "float64") for a in op.args]
+        return tirx.Cast(out, _expression(op.prim, args, "float64"))
+    return _expression(op.prim, [read(a, out) for a in op.args], out)
+
+
+_CHUNK = 1024   # elements per task of a kernel with loops (`_statement_func`)
+
+
+def _statement_func(program: Program, target):
+    """The PrimFunc of a kernel with loops (`_Translator.loop`): one loop over the elements,
+    on the thread pool (CPU) or one thread per element (CUDA), whose body is the function's
+    statements on that element's numbers: a `while` per loop, an `if` per branch that
+    loops, the other ops values bound once.  Elements do not share a vector: each runs its
+    loop as many times as it needs."""
+    from tvm import tirx
+    from tvm.script.ir_builder import IRBuilder
+    from tvm.script.ir_builder import tirx as T
+
+    from backends.tvm.schedule import PARALLEL_MIN
+    from backends.tvm.target import is_gpu
+
+    shape = program.ops[program.outputs[0]].out.shape
+    size = int(np.prod(shape, dtype=np.int64))
+    gpu = target is not None and is_gpu(target)
+    with IRBuilder() as builder:
+        with T.prim_func():
+            T.func_name("vectorized")
+            ins = [T.arg(f"in{i}", T.Buffer(spec.shape, str(spec.dtype)))
+                   for i, spec in enumerate(program.inputs)]
+            outs = [T.arg(f"out{k}", T.Buffer(shape, str(program.ops[i].out.dtype)))
+                    for k, i in enumerate(program.outputs)]
+            T.func_attr({"global_symbol": "vectorized", "tir.noalias": True,
+                         "tir.is_scheduled": True})
+            frames = []
+
+            def enter(frame):
+                frames.append(frame)
+                return frame.__enter__()
+
+            def variables_here() -> dict:
+                return {k: T.alloc_buffer((1,), str(op.out.dtype), scope="local")
+                        for k, op in enumerate(program.ops) if op.prim == "state"}
+
+            if gpu:
+                threads = min(256, size)
+                bx = enter(T.launch_thread("blockIdx.x", -(-size // threads)))
+                tx = enter(T.launch_thread("threadIdx.x", threads))
+                e = bx * threads + tx
+                enter(T.If(e < size))
+                enter(T.Then())
+                variables = variables_here()
+            else:
+                # chunks of elements, each allocating the variables once (inside the loop
+                # over the elements, each element's allocation is a call to TVM's
+                # workspace allocator: 30x slower)
+                chunk = min(_CHUNK, size)
+                count = -(-size // chunk)
+                c = enter((T.parallel if size >= PARALLEL_MIN else T.serial)(0, count))
+                variables = variables_here()
+                e = c * chunk + enter(T.serial(0, chunk))
+                if size % chunk:
+                    enter(T.If(e < size))
+                    enter(T.Then())
+            idx, rest = [], e
+            for d in reversed(shape):
+                idx.insert(0, tirx.floormod(rest, d))
+                rest = tirx.floordiv(rest, d)
+            inputs = []
+            for buf, spec in zip(ins, program.inputs):
+                lead = len(shape) - len(spec.shape)
+                at = [0 if d == 1 else idx[lead + k] for k, d in enumerate(spec.shape)]
+                inputs.append(T.bind(tirx.BufferLoad(buf, at)))
+            values: list = []
+            blocks: list = []
+
+            def read(ref: Ref, dtype):
+                if ref.kind == "in":
+                    x = inputs[ref.index]
+                elif ref.kind == "op":
+                    x = variables[ref.index][0] if ref.index in variables else values[ref.index]
+                else:
+                    return tirx.const(ref.value, dtype)
+                return x if dtype is None or str(x.ty) == dtype else tirx.Cast(dtype, x)
+
+            for k, op in enumerate(program.ops):
+                value = None
+                if op.prim == "state":
+                    T.buffer_store(variables[k], read(op.args[0], str(op.out.dtype)), [0])
+                elif op.prim == "assign":
+                    T.buffer_store(variables[op.args[0].index],
+                                   read(op.args[1], str(op.out.dtype)), [0])
+                elif op.prim == "loop":
+                    blocks.append([T.While(read(op.args[0], "bool"))])
+                    blocks[-1][0].__enter__()
+                elif op.prim == "if":
+                    blocks.append([T.If(read(op.args[0], "bool")), T.Then()])
+                    for frame in blocks[-1]:
+                        frame.__enter__()
+                elif op.prim == "else":
+                    blocks[-1].pop().__exit__(None, None, None)
+                    blocks[-1].append(T.Else())
+                    blocks[-1][-1].__enter__()
+                elif op.prim == "end":
+                    for frame in reversed(blocks.pop()):
+                        frame.__exit__(None, None, None)
+                else:
+                    value = T.bind(_value(program, op, read))
+                values.append(value)
+            for buf, i in zip(outs, program.outputs):
+                T.buffer_store(buf, read(Ref("op", i), str(program.ops[i].out.dtype)), idx)
+            for frame in reversed(frames):
+                frame.__exit__(None, None, None)
+    return builder.get()
 
 
 def _stage(values_at, k: int):
@@ -426,7 +800,9 @@ def build_module(program: Program, target=None):
     region: the pipeline's unaligned inputs, caches, the VM)."""
     from tvm import relax
 
-    func = _schedule(_kernel_func(program), program, target)
+    func = _statement_func(program, target) \
+        if any(op.prim == "loop" for op in program.ops) \
+        else _schedule(_kernel_func(program), program, target)
     bb = relax.BlockBuilder()
     params = [relax.Var(f"in{i}", relax.TensorType(spec.shape, str(spec.dtype)))
               for i, spec in enumerate(program.inputs)]

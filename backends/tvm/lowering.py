@@ -490,6 +490,9 @@ KEPT_IN_NUMPY: dict[str, str] = {
                  "contains", "iter_keys", "comp_length", "comp_next", "dict_pick", "children",
                  "rebuild",
                  "dict_items_grad", "iter_keys_grad")},
+    **{p: "a Jacobian's trees taken apart and put together, around the loops that compute "
+          "it (passes/jacobian_loops.py); their arrays are lowered where used"
+       for p in ("tree_ravel", "tree_unravel", "jacobian_blocks", "jacobian_unblocks")},
     **{p: _PYTHON_ONLY for p in (
         "make_list list_append list_extend seq_repeat list_pop list_unpop to_list to_tuple builtin_sum sum_grad "
         "seq_grad array_grad").split()},

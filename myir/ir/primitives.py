@@ -225,6 +225,13 @@ primitive("rebuild", "like, values")          # like's kind and keys (class, fie
 primitive("dict_items_grad", "d, dout")       # d's keys with the second items of dout's pairs
 primitive("iter_keys_grad", "x, dout")        # dout, or zeros where x is a dict (keys)
 
+# Jacobians of trees (passes/jacobian_loops.py): a Jacobian is one matrix, a row per number of
+# the output and a column per number of the input, handed out as JAX's tree of blocks.
+primitive("tree_ravel", "x")                  # x's numbers, leaf by leaf, as one vector
+primitive("tree_unravel", "like, v")          # a tree like `like` holding v's numbers
+primitive("jacobian_blocks", "out, x, jac")   # jac's block per leaf of out, per leaf of x
+primitive("jacobian_unblocks", "out, x, blocks")  # the matrix jacobian_blocks cut up
+
 # Differentiation (passes.ad): generic zeros and addition of gradients (numbers, arrays,
 # tuples, envs), envs mapping a closure's free variables to their gradients, and the adjoints
 # of broadcasting, reductions and indexing.
