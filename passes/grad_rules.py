@@ -835,6 +835,14 @@ def bprop_tensordot(a, b, axes, out, dout):
     return (da, db, zeros(axes))
 
 
+def bprop_tensordot_grad(a, b, axes, dout_, out, dout):
+    """tensordot_grad gives the gradients of <dout_, tensordot(a, b, axes)>, linear in a, b
+    and dout_: their gradients are contractions again (as einsum_grad's, passes/ad.py)."""
+    ca, cb = dout
+    return (tensordot_grad(a, cb, axes, dout_)[0], tensordot_grad(ca, b, axes, dout_)[1],
+            zeros(axes), np.tensordot(ca, b, axes) + np.tensordot(a, cb, axes))
+
+
 def bprop_convolve(a, v, mode, out, dout):
     """dout placed where it sits in the full convolution, convolved with each operand
     reversed ('valid' mode): convolutions again, differentiable again."""
@@ -873,7 +881,7 @@ def bprop_cumprod(x, axis, out, dout):
 def bprop_sort(x, axis, out, dout):
     """dout scattered back to where each sorted element came from (a stable argsort)."""
     k = -1 if axis is None else axis
-    order = np.argsort(_along(x, axis), axis=k)
+    order = np.argsort(_along(x, axis), axis=k, kind="stable")
     d = take_along_axis_grad(_along(x, axis), order, k, dout)
     return (np.reshape(d, np.shape(x)), zeros(axis))
 

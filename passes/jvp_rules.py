@@ -17,6 +17,7 @@ from myir.ir.primitives import PRIMITIVES as _P
 
 reduce_grad = _P["reduce_grad"]
 zeros = _P["grad_zeros"]
+tensordot_grad = _P["tensordot_grad"]
 ieee_truediv = _P["ieee_truediv"]
 ieee_pow = _P["ieee_pow"]
 
@@ -115,8 +116,16 @@ def jvp_cumprod(x, axis, out, dx, daxis):
 
 def jvp_sort(x, axis, out, dx, daxis):
     if axis is None:
-        return np.take_along_axis(np.reshape(dx, -1), np.argsort(np.reshape(x, -1)), -1)
-    return np.take_along_axis(dx, np.argsort(x, axis=axis), axis)
+        return np.take_along_axis(np.reshape(dx, -1),
+                                  np.argsort(np.reshape(x, -1), kind="stable"), -1)
+    return np.take_along_axis(dx, np.argsort(x, axis=axis, kind="stable"), axis)
+
+
+def jvp_tensordot_grad(a, b, axes, dout, out, da, db, daxes, ddout):
+    """The gradients (ga, gb) of <dout, tensordot(a, b, axes)>: ga is linear in b and dout
+    (not a function of a), gb in a and dout."""
+    ga, gb = tensordot_grad(a, b, axes, ddout)
+    return (ga + tensordot_grad(a, db, axes, dout)[0], gb + tensordot_grad(da, b, axes, dout)[1])
 
 
 # ------------------------------------------------------------------ linear algebra
