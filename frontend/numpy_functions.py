@@ -23,6 +23,7 @@ from myir.ir.primitives import PRIMITIVES
 # The parts of an array cut like the arrays a concatenation was made of (the adjoint of
 # np.concatenate): np.split's parts, whose gradient is the concatenation of theirs.
 _split_like = PRIMITIVES["concat_grad"]
+_slice = PRIMITIVES["make_slice"]     # slice(start, stop, step)
 
 
 def shape(a):
@@ -177,29 +178,36 @@ def kron(a, b):
 
 
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
-    """np.cross of 2- and 3-vectors along an axis, with numpy's operations in numpy's order: a
-    2-vector has z = 0, and two 2-vectors give the z component alone."""
+    """np.cross of 2- and 3-vectors along an axis, numpy's operations in numpy's order (a
+    2-vector has z = 0; two 2-vectors give the z component alone, a 0-d array for one pair)."""
     if axis is not None:
-        axisa, axisb, axisc = axis, axis, axis
-    a = moveaxis(np.asarray(a), axisa, -1)
-    b = moveaxis(np.asarray(b), axisb, -1)
-    na, nb = np.shape(a)[-1], np.shape(b)[-1]
+        return _cross(a, b, axis, axis, axis)
+    return _cross(a, b, axisa, axisb, axisc)
+
+
+def _cross(a, b, axisa, axisb, axisc):
+    na, nb = np.shape(a)[axisa], np.shape(b)[axisb]
     if (na != 2 and na != 3) or (nb != 2 and nb != 3):
         raise ValueError("incompatible dimensions for cross product\n"
                          "(dimension must be 2 or 3)")
-    a0, a1, b0, b1 = a[..., 0], a[..., 1], b[..., 0], b[..., 1]
+    a0, a1 = _component(a, 0, axisa), _component(a, 1, axisa)
+    b0, b1 = _component(b, 0, axisb), _component(b, 1, axisb)
     if na == 2 and nb == 2:
-        return np.asarray(a0 * b1 - a1 * b0)     # a 0-d array for two vectors, as numpy
+        return np.asarray(a0 * b1 - a1 * b0)
     if na == 2:
-        b2 = b[..., 2]
-        cp = (a1 * b2, -(a0 * b2), a0 * b1 - a1 * b0)
-    elif nb == 2:
-        a2 = a[..., 2]
-        cp = (-(a2 * b1), a2 * b0, a0 * b1 - a1 * b0)
-    else:
-        a2, b2 = a[..., 2], b[..., 2]
-        cp = (a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0)
-    return moveaxis(np.stack(cp, axis=-1), -1, axisc)
+        b2 = _component(b, 2, axisb)
+        return np.stack((a1 * b2, -(a0 * b2), a0 * b1 - a1 * b0), axis=axisc)
+    a2 = _component(a, 2, axisa)
+    if nb == 2:
+        return np.stack((-(a2 * b1), a2 * b0, a0 * b1 - a1 * b0), axis=axisc)
+    b2 = _component(b, 2, axisb)
+    return np.stack((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), axis=axisc)
+
+
+def _component(v, k, axis):
+    """Component k of the vectors along the axis (an index, not np.take: slicing is what
+    the backends fuse)."""
+    return v[(_slice(None, None, None),) * (axis % np.ndim(v)) + (k,)]
 
 
 def interp(x, xp, fp, left=None, right=None, period=None):
@@ -231,7 +239,9 @@ def interp(x, xp, fp, left=None, right=None, period=None):
 
 # ------------------------------------------------------------------ scans, sorting, gathers
 # numpy's keywords on the primitives: `dtype` casts before the scan (numpy accumulates in
-# that type), every sorting kind sorts to the same values, take's modes map the indices.
+# that type) and after it (numpy accumulates small integers in int64; wrapped to the type,
+# the sums are the same), every sorting kind sorts to the same values, take's modes map the
+# indices.
 
 _cumsum = PRIMITIVES["cumsum"]
 _cumprod = PRIMITIVES["cumprod"]
@@ -241,19 +251,23 @@ _take = PRIMITIVES["take"]
 
 
 def cumsum(a, axis=None, dtype=None):
-    return _cumsum(a if dtype is None else np.asarray(a).astype(dtype), axis)
+    if dtype is None:
+        return _cumsum(a, axis)
+    return _cumsum(np.asarray(a).astype(dtype), axis).astype(dtype)
 
 
 def cumprod(a, axis=None, dtype=None):
-    return _cumprod(a if dtype is None else np.asarray(a).astype(dtype), axis)
+    if dtype is None:
+        return _cumprod(a, axis)
+    return _cumprod(np.asarray(a).astype(dtype), axis).astype(dtype)
 
 
 def _sort_kind(kind, order):
     if order is not None:
         raise ValueError("Cannot specify order when the array has no fields.")
     if kind is not None and kind not in ("quicksort", "mergesort", "heapsort", "stable"):
-        raise ValueError("sort kind must be one of 'quick', 'heap', or 'stable' (got " + kind +
-                         ")")
+        raise ValueError("sort kind must be one of 'quick', 'heap', or 'stable' (got '" + kind +
+                         "')")
     return kind == "mergesort" or kind == "stable"
 
 
@@ -274,7 +288,7 @@ def take(a, indices, axis=None, mode="raise"):
         return _take(a, np.asarray(indices) % n, axis)
     if mode == "clip":
         return _take(a, np.clip(np.asarray(indices), 0, n - 1), axis)
-    raise ValueError("clipmode must be one of 'clip', 'raise', or 'wrap' (got '" + mode + "')")
+    raise ValueError("Use one of 'clip', 'raise', or 'wrap' for clip mode")
 
 
 # ------------------------------------------------------------------ reductions
