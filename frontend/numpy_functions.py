@@ -221,9 +221,9 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         period = abs(period)
         x = np.asarray(x) % period
         xp = np.asarray(xp) % period
-        order = np.argsort(xp)
-        xp = np.take(xp, order)
-        fp = np.take(fp, order)
+        order = _argsort(xp)
+        xp = _take(xp, order)
+        fp = _take(fp, order)
         xp = np.concatenate((xp[-1:] - period, xp, xp[0:1] + period))
         fp = np.concatenate((fp[-1:], fp, fp[0:1]))
         left, right = None, None
@@ -720,10 +720,10 @@ def median(a, axis=None, keepdims=False):
     x = np.asarray(a)
     if axis is None:
         x = np.reshape(x, (-1,))
-        rows = x[np.argsort(x)]
+        rows = x[_argsort(x)]
     else:
         x = np.moveaxis(x, axis, -1)
-        order = np.argsort(x, axis=-1)
+        order = _argsort(x, -1)
         rows = np.sum(np.where(np.expand_dims(order, -1) == np.arange(np.shape(x)[-1]),
                                np.expand_dims(x, -2), 0.0), axis=-1)
     n = np.shape(rows)[-1]

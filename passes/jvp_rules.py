@@ -18,6 +18,8 @@ from myir.ir.primitives import PRIMITIVES as _P
 reduce_grad = _P["reduce_grad"]
 zeros = _P["grad_zeros"]
 tensordot_grad = _P["tensordot_grad"]
+argsort = _P["argsort"]      # the primitives, as in passes/grad_rules.py
+cumsum = _P["cumsum"]
 ieee_truediv = _P["ieee_truediv"]
 ieee_pow = _P["ieee_pow"]
 
@@ -111,14 +113,14 @@ def jvp_min(x, axis, keepdims, out, dx, daxis, dkeepdims):
 
 def jvp_cumprod(x, axis, out, dx, daxis):
     """For x without zeros, as the gradient rule."""
-    return out * np.cumsum(dx / x, axis=axis)
+    return out * cumsum(dx / x, axis)
 
 
 def jvp_sort(x, axis, out, dx, daxis):
     if axis is None:
         return np.take_along_axis(np.reshape(dx, -1),
-                                  np.argsort(np.reshape(x, -1), kind="stable"), -1)
-    return np.take_along_axis(dx, np.argsort(x, axis=axis, kind="stable"), axis)
+                                  argsort(np.reshape(x, -1), -1, True), -1)
+    return np.take_along_axis(dx, argsort(x, axis, True), axis)
 
 
 def jvp_tensordot_grad(a, b, axes, dout, out, da, db, daxes, ddout):
