@@ -361,7 +361,7 @@ def take_axis_mode(x): return np.take(x, np.array([[1, 5], [-4, 2]]), axis=-1, m
 def interp_period(x): return np.interp(x * 3.0, np.array([170.0, 10.0, -175.0, 95.0]),
                                        np.sin(x[:4]), period=360.0)
 def cross_2d(x): return np.cross(x[:3, :2], x[:3, 1:]), np.cross(x[0, :2], x[1, 2:]), \
-    np.cross(x[:2, :3], x[1:, 2:], axisc=0)
+    np.cross(x[:2, :3], x[1:, 2:], axisc=0) * np.cross(x[:, :2].T, x[:, 1:].T, axis=0)[:, :2]
 def splits(x): return np.array_split(x, 3), np.split(x, 4, axis=1), np.hsplit(x, (1,)), \
     np.vsplit(x, (2,))
 

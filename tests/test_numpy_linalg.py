@@ -159,8 +159,7 @@ def kron(a, b):
 
 
 def cross(a, b):
-    return np.sum(np.cross(a[..., :3], b[..., :3])
-                  * np.cross(a[..., :2, None], b[..., :3, None], axis=-2)[..., 0] ** 2)
+    return np.sum(np.cross(a[..., :3], b[..., :3]) ** 2)
 
 
 def convolve(a, b):
