@@ -262,22 +262,22 @@ def cumprod(a, axis=None, dtype=None):
     return _cumprod(np.asarray(a).astype(dtype), axis).astype(dtype)
 
 
-def _sort_kind(kind, order):
+def _sortable(a, kind, order):
+    """a, once numpy's sorting keywords are checked."""
     if order is not None:
         raise ValueError("Cannot specify order when the array has no fields.")
     if kind is not None and kind not in ("quicksort", "mergesort", "heapsort", "stable"):
         raise ValueError("sort kind must be one of 'quick', 'heap', or 'stable' (got '" + kind +
                          "')")
-    return kind == "mergesort" or kind == "stable"
+    return a
 
 
 def sort(a, axis=-1, kind=None, order=None):
-    stable = _sort_kind(kind, order)    # checked; every kind sorts to the same values
-    return _sort(a, axis)
+    return _sort(_sortable(a, kind, order), axis)
 
 
 def argsort(a, axis=-1, kind=None, order=None):
-    return _argsort(a, axis, _sort_kind(kind, order))
+    return _argsort(_sortable(a, kind, order), axis, kind == "mergesort" or kind == "stable")
 
 
 def take(a, indices, axis=None, mode="raise"):
