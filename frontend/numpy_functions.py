@@ -470,6 +470,21 @@ def hstack(tup):
     return np.concatenate(tup, axis=1)
 
 
+def column_stack(tup):
+    """1-d arrays as columns, 2-d ones as they are, side by side."""
+    columns = ()
+    for a in tup:
+        columns = columns + ((np.reshape(a, (-1, 1)) if np.ndim(a) < 2 else a),)
+    return np.concatenate(columns, axis=1)
+
+
+def dstack(tup):
+    layers = ()
+    for a in tup:
+        layers = layers + (atleast_3d(a),)
+    return np.concatenate(layers, axis=2)
+
+
 def vstack(tup):
     if np.ndim(tup[0]) == 1:
         return np.stack(tup, axis=0)
@@ -867,6 +882,26 @@ def fmin(x1, x2):
 def nansum(a, axis=None, keepdims=False):
     x = np.asarray(a)
     return np.sum(np.where(np.isnan(x), 0, x), axis=axis, keepdims=keepdims)
+
+
+def nanmax(a, axis=None, keepdims=False):
+    return _nan_extremum(np.max, -np.inf, a, axis, keepdims)
+
+
+def nanmin(a, axis=None, keepdims=False):
+    return _nan_extremum(np.min, np.inf, a, axis, keepdims)
+
+
+def _nan_extremum(extremum, identity, a, axis, keepdims):
+    """The extremum of the numbers, NaNs read as the reduction's identity; nan where there
+    are none (numpy warns there)."""
+    x = np.asarray(a)
+    if not _is_float(x.dtype):
+        return extremum(x, axis, keepdims)
+    nan = np.isnan(x)
+    r = extremum(np.where(nan, identity, x), axis, keepdims)
+    return np.where(np.sum(np.logical_not(nan), axis=axis, keepdims=keepdims) == 0,
+                    np.nan, r).astype(x.dtype)[()]
 
 
 def nanmean(a, axis=None, keepdims=False):

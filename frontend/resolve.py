@@ -54,7 +54,8 @@ NUMPY.update({"absolute": P["abs"], "amax": P["max"], "amin": P["min"],
 NUMPY.update({name: P[name] for name in (
     "einsum tensordot convolve take_along_axis searchsorted").split()})
 NUMPY.update({name: getattr(numpy_functions, name) for name in (
-    "kron cross interp cumsum cumprod sort argsort take array_split hsplit vsplit").split()})
+    "kron cross interp cumsum cumprod sort argsort take array_split hsplit vsplit "
+    "column_stack dstack nanmax nanmin").split()})
 LINALG = {name: P["linalg_" + name] for name in (
     "solve inv det slogdet cholesky eigh qr svd").split()}
 LINALG.update({name: getattr(numpy_functions, name) for name in ("norm", "matrix_power")})

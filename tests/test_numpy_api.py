@@ -362,11 +362,15 @@ def interp_period(x): return np.interp(x * 3.0, np.array([170.0, 10.0, -175.0, 9
                                        np.sin(x[:4]), period=360.0)
 def cross_2d(x): return np.cross(x[:3, :2], x[:3, 1:]), np.cross(x[0, :2], x[1, 2:]), \
     np.cross(x[:2, :3], x[1:, 2:], axisc=0) * np.cross(x[:, :2].T, x[:, 1:].T, axis=0)[:, :2]
+def stacks_and_nan_extrema(x):
+    y = np.where(x > 0.5, np.nan, x)
+    return np.column_stack((x[0], x[1:].T, x[2])), np.dstack((x, 2.0 * x)), np.nanmax(y), \
+        np.nanmin(y, axis=0, keepdims=True), np.nanmax(np.where(x > -5, np.nan, x), axis=1)
 def splits(x): return np.array_split(x, 3), np.split(x, 4, axis=1), np.hsplit(x, (1,)), \
     np.vsplit(x, (2,))
 
 
-KEYWORD_SUBJECTS = [(cross_2d, MAT), (cumsum_dtype, MAT), (cumsum_of_bools, MAT), (sort_kinds, VEC),
+KEYWORD_SUBJECTS = [(cross_2d, MAT), (stacks_and_nan_extrema, MAT), (cumsum_dtype, MAT), (cumsum_of_bools, MAT), (sort_kinds, VEC),
                     (argsort_stable, VEC), (take_modes, VEC), (take_axis_mode, MAT),
                     (interp_period, VEC), (splits, MAT)]
 
@@ -377,6 +381,9 @@ def loss_interp_period(x): return weighted(np.sin(interp_period(x)))
 def loss_cross_2d(x):
     three, one, two = cross_2d(x)
     return weighted(np.sin(three)) + one * np.sum(two * two)
+def loss_stacks_and_nan_extrema(x):
+    columns, layers, largest, smallest, _ = stacks_and_nan_extrema(x)
+    return weighted(np.sin(columns)) + weighted(np.cos(layers)) + largest * np.sum(smallest)
 def loss_splits(x):
     thirds, quarters, halves, rows = splits(x)
     return weighted(np.sin(np.concatenate(thirds) + np.concatenate(quarters, axis=1)
@@ -385,7 +392,8 @@ def loss_splits(x):
 
 KEYWORD_LOSSES = {sort_kinds: loss_sort_kinds, take_modes: loss_take_modes,
                   take_axis_mode: loss_take_axis_mode, interp_period: loss_interp_period,
-                  splits: loss_splits, cross_2d: loss_cross_2d}
+                  splits: loss_splits, cross_2d: loss_cross_2d,
+                  stacks_and_nan_extrema: loss_stacks_and_nan_extrema}
 
 
 @pytest.mark.parametrize("f, x", KEYWORD_SUBJECTS, ids=lambda v: getattr(v, "__name__", ""))
