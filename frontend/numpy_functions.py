@@ -23,6 +23,7 @@ from myir.ir.primitives import PRIMITIVES
 # The parts of an array cut like the arrays a concatenation was made of (the adjoint of
 # np.concatenate): np.split's parts, whose gradient is the concatenation of theirs.
 _split_like = PRIMITIVES["concat_grad"]
+_slice = PRIMITIVES["make_slice"]     # slice(start, stop, step)
 
 
 def shape(a):
@@ -161,37 +162,71 @@ def matrix_power(a, n):
 
 
 def kron(a, b):
-    """np.kron of scalars, vectors and matrices: the products of every pair of elements."""
+    """np.kron: every product of an element of a and one of b, as numpy computes it (the
+    operand of fewer dimensions given leading ones, the two interleaved)."""
     if np.ndim(a) == 0 or np.ndim(b) == 0:
-        return a * b
-    if np.ndim(a) == 1 and np.ndim(b) == 1:
-        return np.reshape(a[:, None] * b[None, :], -1)
-    if np.ndim(a) > 2 or np.ndim(b) > 2:
-        raise ValueError("np.kron of arrays of more than 2 dimensions is not supported")
-    a2 = np.reshape(a, (1, -1)) if np.ndim(a) == 1 else a
-    b2 = np.reshape(b, (1, -1)) if np.ndim(b) == 1 else b
-    m, n = np.shape(a2)
-    p, q = np.shape(b2)
-    return np.reshape(a2[:, None, :, None] * b2[None, :, None, :], (m * p, n * q))
+        return np.multiply(a, b)
+    nd = max(np.ndim(a), np.ndim(b))
+    sa = (1,) * (nd - np.ndim(a)) + np.shape(a)
+    sb = (1,) * (nd - np.ndim(b)) + np.shape(b)
+    spread_a, spread_b, shape = (), (), ()
+    for k in range(nd):
+        spread_a = spread_a + (sa[k], 1)
+        spread_b = spread_b + (1, sb[k])
+        shape = shape + (sa[k] * sb[k],)
+    return np.reshape(np.multiply(np.reshape(a, spread_a), np.reshape(b, spread_b)), shape)
 
 
-def cross(a, b):
-    """np.cross of 3-vectors (or 2-vectors: the z component) along the last axis."""
-    na, nb = np.shape(a)[-1], np.shape(b)[-1]
-    if na == 2 and nb == 2:
-        return a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
-    if na != 3 or nb != 3:
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """np.cross of 2- and 3-vectors along an axis, numpy's operations in numpy's order (a
+    2-vector has z = 0; two 2-vectors give the z component alone, a 0-d array for one pair)."""
+    if axis is not None:
+        return _cross(a, b, axis, axis, axis)
+    return _cross(a, b, axisa, axisb, axisc)
+
+
+def _cross(a, b, axisa, axisb, axisc):
+    na, nb = np.shape(a)[axisa], np.shape(b)[axisb]
+    if (na != 2 and na != 3) or (nb != 2 and nb != 3):
         raise ValueError("incompatible dimensions for cross product\n"
                          "(dimension must be 2 or 3)")
-    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
-    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    return np.stack((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), axis=-1)
+    a0, a1 = _component(a, 0, axisa), _component(a, 1, axisa)
+    b0, b1 = _component(b, 0, axisb), _component(b, 1, axisb)
+    if na == 2 and nb == 2:
+        return np.asarray(a0 * b1 - a1 * b0)
+    if na == 2:
+        b2 = _component(b, 2, axisb)
+        return np.stack((a1 * b2, -(a0 * b2), a0 * b1 - a1 * b0), axis=axisc)
+    a2 = _component(a, 2, axisa)
+    if nb == 2:
+        return np.stack((-(a2 * b1), a2 * b0, a0 * b1 - a1 * b0), axis=axisc)
+    b2 = _component(b, 2, axisb)
+    return np.stack((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), axis=axisc)
 
 
-def interp(x, xp, fp, left=None, right=None):
+def _component(v, k, axis):
+    """Component k of the vectors along the axis (an index, not np.take: slicing is what
+    the backends fuse)."""
+    return v[(_slice(None, None, None),) * (axis % np.ndim(v)) + (k,)]
+
+
+def interp(x, xp, fp, left=None, right=None, period=None):
     """np.interp: numpy's formula on the segment `searchsorted(xp, x, 'right') - 1` (the
     right-hand one at a knot, whose slope is then the gradient with respect to x, as in
-    JAX); gradients flow to x, xp and fp."""
+    JAX); gradients flow to x, xp and fp.  With a period, numpy's reduction first: x and xp
+    modulo the period, xp sorted, and its ends repeated one period away on either side."""
+    if period is not None:
+        if period == 0:
+            raise ValueError("period must be a non-zero value")
+        period = abs(period)
+        x = np.asarray(x) % period
+        xp = np.asarray(xp) % period
+        order = _argsort(xp)
+        xp = _take(xp, order)
+        fp = _take(fp, order)
+        xp = np.concatenate((xp[-1:] - period, xp, xp[0:1] + period))
+        fp = np.concatenate((fp[-1:], fp, fp[0:1]))
+        left, right = None, None
     n = np.shape(xp)[0]
     j = np.clip(np.searchsorted(xp, x, "right") - 1, 0, n - 2)
     slope = (fp[j + 1] - fp[j]) / (xp[j + 1] - xp[j])
@@ -200,6 +235,60 @@ def interp(x, xp, fp, left=None, right=None):
     y = np.where(x > xp[n - 1], fp[n - 1] if right is None else right, y)
     y = np.where(x < xp[0], fp[0] if left is None else left, y)
     return y[()]
+
+
+# ------------------------------------------------------------------ scans, sorting, gathers
+# numpy's keywords on the primitives: `dtype` casts before the scan (numpy accumulates in
+# that type) and after it (numpy accumulates small integers in int64; wrapped to the type,
+# the sums are the same), every sorting kind sorts to the same values, take's modes map the
+# indices.
+
+_cumsum = PRIMITIVES["cumsum"]
+_cumprod = PRIMITIVES["cumprod"]
+_sort = PRIMITIVES["sort"]
+_argsort = PRIMITIVES["argsort"]
+_take = PRIMITIVES["take"]
+
+
+def cumsum(a, axis=None, dtype=None):
+    if dtype is None:
+        return _cumsum(a, axis)
+    return _cumsum(np.asarray(a).astype(dtype), axis).astype(dtype)
+
+
+def cumprod(a, axis=None, dtype=None):
+    if dtype is None:
+        return _cumprod(a, axis)
+    return _cumprod(np.asarray(a).astype(dtype), axis).astype(dtype)
+
+
+def _sortable(a, kind, order):
+    """a, once numpy's sorting keywords are checked."""
+    if order is not None:
+        raise ValueError("Cannot specify order when the array has no fields.")
+    if kind is not None and kind not in ("quicksort", "mergesort", "heapsort", "stable"):
+        raise ValueError("sort kind must be one of 'quick', 'heap', or 'stable' (got '" + kind +
+                         "')")
+    return a
+
+
+def sort(a, axis=-1, kind=None, order=None):
+    return _sort(_sortable(a, kind, order), axis)
+
+
+def argsort(a, axis=-1, kind=None, order=None):
+    return _argsort(_sortable(a, kind, order), axis, kind == "mergesort" or kind == "stable")
+
+
+def take(a, indices, axis=None, mode="raise"):
+    if mode == "raise":
+        return _take(a, indices, axis)
+    n = np.size(a) if axis is None else np.shape(a)[axis]
+    if mode == "wrap":
+        return _take(a, np.asarray(indices) % n, axis)
+    if mode == "clip":
+        return _take(a, np.clip(np.asarray(indices), 0, n - 1), axis)
+    raise ValueError("Use one of 'clip', 'raise', or 'wrap' for clip mode")
 
 
 # ------------------------------------------------------------------ reductions
@@ -381,6 +470,21 @@ def hstack(tup):
     return np.concatenate(tup, axis=1)
 
 
+def column_stack(tup):
+    """1-d arrays as columns, 2-d ones as they are, side by side."""
+    columns = ()
+    for a in tup:
+        columns = columns + ((np.reshape(a, (-1, 1)) if np.ndim(a) < 2 else a),)
+    return np.concatenate(columns, axis=1)
+
+
+def dstack(tup):
+    layers = ()
+    for a in tup:
+        layers = layers + (atleast_3d(a),)
+    return np.concatenate(layers, axis=2)
+
+
 def vstack(tup):
     if np.ndim(tup[0]) == 1:
         return np.stack(tup, axis=0)
@@ -389,13 +493,20 @@ def vstack(tup):
 
 def split(ary, indices_or_sections, axis=0):
     n = np.shape(ary)[axis]
+    if np.ndim(indices_or_sections) == 0 and n % indices_or_sections:
+        raise ValueError("array split does not result in an equal division")
+    return array_split(ary, indices_or_sections, axis)
+
+
+def array_split(ary, indices_or_sections, axis=0):
+    """numpy's parts: n sections of sizes differing by at most one (the larger first), or
+    the parts between the indices given; a list of arrays, as numpy returns."""
+    n = np.shape(ary)[axis]
     if np.ndim(indices_or_sections) == 0:
-        if n % indices_or_sections:
-            raise ValueError("array split does not result in an equal division")
-        step = n // indices_or_sections
-        bounds = ()
-        for k in range(indices_or_sections + 1):
-            bounds = bounds + (k * step,)
+        each, extras = n // indices_or_sections, n % indices_or_sections
+        bounds = (0,)
+        for k in range(indices_or_sections):
+            bounds = bounds + (bounds[k] + each + (k < extras),)
     else:
         bounds = (0,) + _as_tuple(indices_or_sections) + (n,)
     shape = np.shape(ary)
@@ -404,7 +515,17 @@ def split(ary, indices_or_sections, axis=0):
         size = max(min(bounds[k + 1], n) - min(bounds[k], n), 0)
         blocks = blocks + (np.zeros(shape[:axis % len(shape)] + (size,)
                                     + shape[axis % len(shape) + 1:], dtype=np.bool_),)
-    return _split_like(blocks, axis, ary)
+    return list(_split_like(blocks, axis, ary))
+
+
+def hsplit(ary, indices_or_sections):
+    return split(ary, indices_or_sections, 1 if np.ndim(ary) > 1 else 0)
+
+
+def vsplit(ary, indices_or_sections):
+    if np.ndim(ary) < 2:
+        raise ValueError("vsplit only works on arrays of 2 or more dimensions")
+    return split(ary, indices_or_sections, 0)
 
 
 def flip(m, axis=None):
@@ -614,10 +735,10 @@ def median(a, axis=None, keepdims=False):
     x = np.asarray(a)
     if axis is None:
         x = np.reshape(x, (-1,))
-        rows = x[np.argsort(x)]
+        rows = x[_argsort(x)]
     else:
         x = np.moveaxis(x, axis, -1)
-        order = np.argsort(x, axis=-1)
+        order = _argsort(x, -1)
         rows = np.sum(np.where(np.expand_dims(order, -1) == np.arange(np.shape(x)[-1]),
                                np.expand_dims(x, -2), 0.0), axis=-1)
     n = np.shape(rows)[-1]
@@ -761,6 +882,26 @@ def fmin(x1, x2):
 def nansum(a, axis=None, keepdims=False):
     x = np.asarray(a)
     return np.sum(np.where(np.isnan(x), 0, x), axis=axis, keepdims=keepdims)
+
+
+def nanmax(a, axis=None, keepdims=False):
+    return _nan_extremum(np.max, -np.inf, a, axis, keepdims)
+
+
+def nanmin(a, axis=None, keepdims=False):
+    return _nan_extremum(np.min, np.inf, a, axis, keepdims)
+
+
+def _nan_extremum(extremum, identity, a, axis, keepdims):
+    """The extremum of the numbers, NaNs read as the reduction's identity; nan where there
+    are none (numpy warns there)."""
+    x = np.asarray(a)
+    if not _is_float(x.dtype):
+        return extremum(x, axis, keepdims)
+    nan = np.isnan(x)
+    r = extremum(np.where(nan, identity, x), axis, keepdims)
+    return np.where(np.sum(np.logical_not(nan), axis=axis, keepdims=keepdims) == 0,
+                    np.nan, r).astype(x.dtype)[()]
 
 
 def nanmean(a, axis=None, keepdims=False):

@@ -28,8 +28,7 @@ NUMPY = {name: P[name] for name in (
     "ceil square negative reciprocal maximum minimum arctan2 power where clip sum mean prod max "
     "min argmax argmin dot reshape transpose broadcast_to expand_dims squeeze concatenate "
     "stack zeros ones empty full zeros_like ones_like array asarray arange eye matmul swapaxes "
-    "argsort"
-).split()}
+    ).split()}
 NUMPY.update({name: getattr(numpy_functions, name) for name in ("shape", "ndim", "size")})
 # numpy's API beyond the basics: ufuncs as primitives, the rest as compositions.
 NUMPY.update({name: P[name] for name in (
@@ -53,9 +52,10 @@ NUMPY.update({"absolute": P["abs"], "amax": P["max"], "amin": P["min"],
 # numpy's linear algebra, contractions, scans, sorting and gathers: `np.NAME` and
 # `np.linalg.NAME` (a namespace of its own).
 NUMPY.update({name: P[name] for name in (
-    "einsum tensordot convolve cumsum cumprod sort take take_along_axis searchsorted").split()})
+    "einsum tensordot convolve take_along_axis searchsorted").split()})
 NUMPY.update({name: getattr(numpy_functions, name) for name in (
-    "kron cross interp").split()})
+    "kron cross interp cumsum cumprod sort argsort take array_split hsplit vsplit "
+    "column_stack dstack nanmax nanmin").split()})
 LINALG = {name: P["linalg_" + name] for name in (
     "solve inv det slogdet cholesky eigh qr svd").split()}
 LINALG.update({name: getattr(numpy_functions, name) for name in ("norm", "matrix_power")})
@@ -92,11 +92,10 @@ EXCEPTIONS = {name: getattr(builtins, name) for name in dir(builtins)
 METHODS = {"sum": P["sum"], "mean": P["mean"], "prod": P["prod"], "max": P["max"],
            "min": P["min"], "argmax": P["argmax"], "argmin": P["argmin"], "dot": P["dot"],
            "reshape": P["reshape"], "transpose": P["transpose"], "astype": P["astype"],
-           "squeeze": P["squeeze"], "clip": P["clip"], "cumsum": P["cumsum"],
-           "cumprod": P["cumprod"], "take": P["take"], "copy": P["copy"]}
+           "squeeze": P["squeeze"], "clip": P["clip"], "copy": P["copy"]}
 # Methods that are numpy functions of frontend/numpy_functions.py: `x.var(axis=0)`.
 METHODS.update({name: getattr(numpy_functions, name) for name in (
-    "var std any all ravel trace diagonal repeat round").split()})
+    "var std any all ravel trace diagonal repeat round cumsum cumprod take argsort").split()})
 METHODS["flatten"] = numpy_functions.ravel
 # Methods of dicts (`copy` of arrays too).
 METHODS.update({"items": P["dict_items"], "keys": P["dict_keys"], "values": P["dict_values"],

@@ -86,8 +86,8 @@ NON_DIFFERENTIABLE = frozenset("""
     | frozenset({"contains", "dict_keys", "comp_length", "comp_next"})   # keys, lengths
 
 # Gradient rules built here rather than parsed, for primitives with any number of inputs.
-VARIADIC_RULES = frozenset({"make_tuple", "builtin_min", "builtin_max", "einsum", "make_dict", "make_list",
-                            "make_record"})
+VARIADIC_RULES = frozenset({"make_tuple", "builtin_min", "builtin_max", "einsum", "einsum_grad",
+                            "make_dict", "make_list", "make_record"})
 
 # Primitives without a gradient rule, and why (checked by tests/test_primitive_tables.py).
 NO_RULE = {
@@ -95,9 +95,6 @@ NO_RULE = {
                       "the broadcast (passes/vectorize.py); the derivative of that rule (a "
                       "second derivative through vectorize) is not supported: differentiate "
                       "the scalar function twice inside it instead",
-    **{name: "einsum's and tensordot's gradients are einsums of numpy's, computed by numpy: "
-             "a second derivative through a contraction is not supported"
-       for name in ("einsum_grad", "tensordot_grad")},
     **{name: "a gradient's helper for dicts: a second derivative through `d[k] = v`, a dict "
              "comprehension or `.items()` is not supported" for name in ("dict_pick",
                                                                          "dict_items_grad")},
@@ -209,6 +206,8 @@ def _rule_gradients(prim: Primitive, bp: Graph, xs: list, out: Node, dout: Node,
         res = bp.apply(P["einsum_grad"], *xs, dout)
         return [bp.apply(P["grad_zeros"], xs[0])] + [
             bp.apply(P["getitem"], res, i) for i in range(len(xs) - 1)]
+    if name == "einsum_grad":
+        return _einsum_grad_gradients(bp, xs, dout)
     if constant is not None:
         position, value = constant
         rule = _specialised_rule(CONSTANT_OPERAND_RULES[_aug_rule_name(name)][1], position,
@@ -217,6 +216,39 @@ def _rule_gradients(prim: Primitive, bp: Graph, xs: list, out: Node, dout: Node,
         rule = gradient_rule(name)
     res = bp.apply(Constant(rule), *xs, out, dout, name="grads", location=rule.location)
     return [bp.apply(P["getitem"], res, i) for i in range(len(xs))]
+
+
+def _einsum_grad_gradients(bp: Graph, xs: list, dout: Node) -> list:
+    """The gradients of `einsum_grad(subscripts, *operands, d)`, as einsums again.
+
+    einsum_grad gives the gradients g_i of F = <d, einsum(subscripts, *operands)>, which is
+    linear in each operand and in d; so <c_i, g_i> is F with c_i in operand i's place, and
+    the gradient of the sum of the <c_i, g_i> (dout = (c_1, ..., c_n)) is: for d, the sum of
+    the einsums with c_i in operand i's place; for operand j, the sum over i != j of
+    einsum_grad with c_i in operand i's place, at j.  Being einsum and einsum_grad, these
+    have gradients in turn."""
+    subscripts, operands, d = xs[0], xs[1:-1], xs[-1]
+    grads: list = [[] for _ in operands]
+    values = []
+    for i in range(len(operands)):
+        swapped = [bp.apply(P["getitem"], dout, i) if k == i else x
+                   for k, x in enumerate(operands)]
+        values.append(bp.apply(P["einsum"], subscripts, *swapped))
+        if len(operands) > 1:
+            res = bp.apply(P["einsum_grad"], subscripts, *swapped, d)
+            for j in range(len(operands)):
+                if j != i:
+                    grads[j].append(bp.apply(P["getitem"], res, j))
+
+    def total(terms: list, like: Node) -> Node:
+        if not terms:
+            return bp.apply(P["grad_zeros"], like)
+        t = terms[0]
+        for term in terms[1:]:
+            t = bp.apply(P["gadd"], t, term)
+        return t
+    return ([bp.apply(P["grad_zeros"], subscripts)]
+            + [total(g, x) for g, x in zip(grads, operands)] + [total(values, d)])
 
 
 class JTransform:

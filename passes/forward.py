@@ -78,18 +78,18 @@ ELEMENTWISE = frozenset("""exp expm1 log log1p sqrt sin cos tan tanh sinh cosh a
     math_cos math_sinh math_cosh math_asin math_acos math_log2 math_log10 math_exp2 math_cbrt
     math_asinh math_acosh math_atanh math_erf math_erfc math_degrees math_radians""".split())
 
-VARIADIC = frozenset({"make_tuple", "make_list", "builtin_min", "builtin_max", "einsum"})
+VARIADIC = frozenset({"make_tuple", "make_list", "builtin_min", "builtin_max", "einsum",
+                      "einsum_grad"})
+# Contractions, linear in every operand but the first (the subscripts).
+CONTRACTIONS = frozenset({"einsum", "einsum_grad"})
 
 # Containers built from keys or a class and values: the tangent is the container of the
 # values' tangents, under the same keys or class.
 VALUES_AT: dict[str, slice] = {"make_dict": slice(1, None, 2), "make_record": slice(1, None)}
 
-# Primitives without a tangent rule, and why (checked by tests/test_primitive_tables.py).
-NO_TANGENT_RULE = {
-    **{name: "the gradient of a contraction is computed by numpy, not as graphs: a second "
-             "derivative through einsum or tensordot is not supported"
-       for name in ("einsum_grad", "tensordot_grad")},
-}
+# Primitives without a tangent rule, and why (checked by tests/test_primitive_tables.py):
+# none today; a primitive added without one is listed here with what to write instead.
+NO_TANGENT_RULE: dict[str, str] = {}
 
 
 def _base(name: str) -> str:
@@ -259,6 +259,19 @@ class ForwardTransform:
         self.tangents[node] = fg.apply(P["vectorize_call"], Constant(t), *xs, *dxs,
                                        location=node.location)
 
+    @staticmethod
+    def einsum_grad_term(fg: Graph, xs: list, dxs: list, k: int, location) -> Node:
+        """The tangent of `einsum_grad(subscripts, *operands, dout)` along its input k alone:
+        each gradient it returns is linear in dout and in the other operands, and does not
+        depend on its own operand, whose entry the term leaves at zero."""
+        res = fg.apply(P["einsum_grad"], *(dxs[i] if i == k else x for i, x in enumerate(xs)),
+                       location=location)
+        if k == len(xs) - 1:       # dout
+            return res
+        parts = [fg.apply(P["getitem"], res, i) for i in range(len(xs) - 2)]
+        parts[k - 1] = fg.apply(P["grad_zeros"], parts[k - 1])
+        return fg.apply(P["make_tuple"], *parts)
+
     def rule(self, fg: Graph, prim: Primitive, xs: list, out: Node, dxs: list, zero: list,
              location) -> Node:
         """The tangent of `out = prim(*xs)` given the operands' tangents (`zero[i]` where
@@ -276,7 +289,7 @@ class ForwardTransform:
                 return zeros()
             t = terms[0]
             for term in terms[1:]:
-                t = fg.apply(P["add"], t, term)
+                t = fg.apply(P["gadd" if name == "einsum_grad" else "add"], t, term)
             return t
 
         if not has_tangent_rule(name):
@@ -293,7 +306,7 @@ class ForwardTransform:
             values = range(len(xs))[VALUES_AT[name]]
             inputs[VALUES_AT[name]] = [dxs[i] for i in values]
             return fg.apply(base, *inputs, location=location)
-        positions = range(1, len(xs)) if name == "einsum" else \
+        positions = range(1, len(xs)) if name in CONTRACTIONS else \
             range(len(xs)) if name in VARIADIC else LINEAR.get(name) or MULTILINEAR.get(name)
         live = [i for i in (positions or range(len(xs))) if not zero[i]]
         if not live:
@@ -301,7 +314,9 @@ class ForwardTransform:
         if name in LINEAR:
             return fg.apply(base, *(dxs[i] if i in positions else x for i, x in enumerate(xs)),
                             location=location)
-        if name in MULTILINEAR or name == "einsum":
+        if name == "einsum_grad":
+            return total([self.einsum_grad_term(fg, xs, dxs, k, location) for k in live])
+        if name in MULTILINEAR or name in CONTRACTIONS:
             return total([fg.apply(base, *(dxs[i] if i == k else x for i, x in enumerate(xs)),
                                    location=location) for k in live])
         if name in ("builtin_min", "builtin_max"):

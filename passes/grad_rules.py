@@ -47,6 +47,11 @@ grad_cast = _P["grad_cast"]
 ieee_truediv = _P["ieee_truediv"]
 ieee_pow = _P["ieee_pow"]
 tensordot_grad = _P["tensordot_grad"]
+# numpy's scans, sorting and gathers as primitives (np.NAME is numpy's full signature, a
+# composition that checks keywords the rules do not pass)
+argsort = _P["argsort"]
+cumsum = _P["cumsum"]
+take = _P["take"]
 take_grad = _P["take_grad"]
 take_along_axis_grad = _P["take_along_axis_grad"]
 getattr_ = _P["getattr_"]
@@ -467,7 +472,7 @@ def _dot_of_stacked_grads(x, y, dout):
 def bprop_transpose(x, axes, out, dout):
     if axes is None:
         return (np.transpose(dout), zeros(axes))
-    return (np.transpose(dout, np.argsort(axes)), zeros(axes))
+    return (np.transpose(dout, argsort(axes)), zeros(axes))
 
 
 def bprop_reshape(x, shape, out, dout):
@@ -856,6 +861,14 @@ def bprop_tensordot(a, b, axes, out, dout):
     return (da, db, zeros(axes))
 
 
+def bprop_tensordot_grad(a, b, axes, dout_, out, dout):
+    """tensordot_grad gives the gradients of <dout_, tensordot(a, b, axes)>, linear in a, b
+    and dout_: their gradients are contractions again (as einsum_grad's, passes/ad.py)."""
+    ca, cb = dout
+    return (tensordot_grad(a, cb, axes, dout_)[0], tensordot_grad(ca, b, axes, dout_)[1],
+            zeros(axes), np.tensordot(ca, b, axes) + np.tensordot(a, cb, axes))
+
+
 def bprop_convolve(a, v, mode, out, dout):
     """dout placed where it sits in the full convolution, convolved with each operand
     reversed ('valid' mode): convolutions again, differentiable again."""
@@ -879,7 +892,7 @@ def bprop_cumsum(x, axis, out, dout):
     """The reversed cumulative sum of dout: its total, less what came before."""
     d = _along(dout, axis)
     k = -1 if axis is None else axis
-    return (np.reshape(np.sum(d, axis=k, keepdims=True) - np.cumsum(d, axis=k) + d, np.shape(x)),
+    return (np.reshape(np.sum(d, axis=k, keepdims=True) - cumsum(d, k) + d, np.shape(x)),
             zeros(axis))
 
 
@@ -887,14 +900,14 @@ def bprop_cumprod(x, axis, out, dout):
     """For x without zeros: the reversed cumulative sum of dout * out, over x."""
     d = _along(dout * out, axis)
     k = -1 if axis is None else axis
-    rev = np.sum(d, axis=k, keepdims=True) - np.cumsum(d, axis=k) + d
+    rev = np.sum(d, axis=k, keepdims=True) - cumsum(d, k) + d
     return (np.reshape(rev, np.shape(x)) / x, zeros(axis))
 
 
 def bprop_sort(x, axis, out, dout):
     """dout scattered back to where each sorted element came from (a stable argsort)."""
     k = -1 if axis is None else axis
-    order = np.argsort(_along(x, axis), axis=k)
+    order = argsort(_along(x, axis), k, True)
     d = take_along_axis_grad(_along(x, axis), order, k, dout)
     return (np.reshape(d, np.shape(x)), zeros(axis))
 
@@ -904,7 +917,7 @@ def bprop_take(x, indices, axis, out, dout):
 
 
 def bprop_take_grad(x, indices, axis, dout_, out, dout):
-    return (zeros(x), zeros(indices), zeros(axis), np.take(dout, indices, axis))
+    return (zeros(x), zeros(indices), zeros(axis), take(dout, indices, axis))
 
 
 def bprop_take_along_axis(x, indices, axis, out, dout):

@@ -18,6 +18,9 @@ from passes.grad_rules import _mT, _off_diagonal_reciprocal
 
 reduce_grad = _P["reduce_grad"]
 zeros = _P["grad_zeros"]
+tensordot_grad = _P["tensordot_grad"]
+argsort = _P["argsort"]      # the primitives, as in passes/grad_rules.py
+cumsum = _P["cumsum"]
 ieee_truediv = _P["ieee_truediv"]
 ieee_pow = _P["ieee_pow"]
 
@@ -111,13 +114,21 @@ def jvp_min(x, axis, keepdims, out, dx, daxis, dkeepdims):
 
 def jvp_cumprod(x, axis, out, dx, daxis):
     """For x without zeros, as the gradient rule."""
-    return out * np.cumsum(dx / x, axis=axis)
+    return out * cumsum(dx / x, axis)
 
 
 def jvp_sort(x, axis, out, dx, daxis):
     if axis is None:
-        return np.take_along_axis(np.reshape(dx, -1), np.argsort(np.reshape(x, -1)), -1)
-    return np.take_along_axis(dx, np.argsort(x, axis=axis), axis)
+        return np.take_along_axis(np.reshape(dx, -1),
+                                  argsort(np.reshape(x, -1), -1, True), -1)
+    return np.take_along_axis(dx, argsort(x, axis, True), axis)
+
+
+def jvp_tensordot_grad(a, b, axes, dout, out, da, db, daxes, ddout):
+    """The gradients (ga, gb) of <dout, tensordot(a, b, axes)>: ga is linear in b and dout
+    (not a function of a), gb in a and dout."""
+    ga, gb = tensordot_grad(a, b, axes, ddout)
+    return (ga + tensordot_grad(a, db, axes, dout)[0], gb + tensordot_grad(da, b, axes, dout)[1])
 
 
 # ------------------------------------------------------------------ linear algebra

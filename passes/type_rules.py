@@ -695,7 +695,7 @@ def swapaxes_rule(x, a1, a2):
 
 
 @rule
-def argsort_rule(x, axis):
+def argsort_rule(x, axis, stable):
     a = _array_arg(x)
     if a is None:
         return ANY

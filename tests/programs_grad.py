@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from myir import grad, value_and_grad
+from myir import grad, value_and_grad, vectorize
 
 # --------------------------------------------------------------------------------------------
 # Binary arithmetic (the operands may be arrays of broadcastable shapes, or floats)
@@ -1040,12 +1040,16 @@ def returns_array(x):
     return x * 2.0
 
 
-def uses_einsum(x):
-    return np.einsum("i,i->", x, x) * 3.0
+def cubed(t):
+    return t * t * t
 
 
-def grad_of_einsum(x):
-    return np.sum(grad(uses_einsum)(x))
+def uses_vectorize(x, scale):
+    return np.sum(vectorize(cubed)(x)) * scale
+
+
+def grad_of_vectorize(x):
+    return np.sum(grad(uses_vectorize)(x, 1.0))
 
 
 def grad_of_parameter(f, x):

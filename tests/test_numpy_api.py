@@ -341,3 +341,79 @@ def divide_by_zero_gradient(x, y):
 def test_divide_by_zero_gradient_is_numpys_inf():
     dx, dy = myir.grad(divide_by_zero_gradient, 0, 1, backend=BACKEND)(1.0, 0.0)
     assert dx == np.inf and dy == -np.inf
+
+
+# ------------------------------------------------------------------ numpy's keywords
+# Fixed operands: the 1-d vector has ties (argsort's kinds differ there), the period's knots
+# are unsorted, the indices fall outside the axis (take's modes map them).
+
+VEC = np.array([0.5, -1.25, 2.0, 0.5, 1.5, -0.75, 0.5, 3.0, -2.0, 1.0] * 4)
+MAT = np.arange(12.0).reshape(3, 4) / 7.0 - 0.6
+
+
+def cumsum_dtype(x): return np.cumsum(x, dtype=np.float32), x.cumprod(0, np.float32)
+def cumsum_of_bools(x): return np.cumsum(x > 0, axis=0, dtype=np.int32)
+def sort_kinds(x): return np.sort(x, kind="stable") + np.sort(x, 0, "heapsort") * np.sin(x)
+def argsort_stable(x): return np.argsort(x, kind="stable"), np.argsort(x, kind="mergesort")
+def take_modes(x): return np.take(x, np.array([0, 45, -47]), mode="wrap") * \
+    x.take(np.array([-2, 1, 99]), mode="clip")
+def take_axis_mode(x): return np.take(x, np.array([[1, 5], [-4, 2]]), axis=-1, mode="wrap")
+def interp_period(x): return np.interp(x * 3.0, np.array([170.0, 10.0, -175.0, 95.0]),
+                                       np.sin(x[:4]), period=360.0)
+def cross_2d(x): return np.cross(x[:3, :2], x[:3, 1:]), np.cross(x[0, :2], x[1, 2:]), \
+    np.cross(x[:2, :3], x[1:, 2:], axisc=0) * np.cross(x[:, :2].T, x[:, 1:].T, axis=0)[:, :2]
+def stacks_and_nan_extrema(x):
+    y = np.where(x > 0.5, np.nan, x)
+    return np.column_stack((x[0], x[1:].T, x[2])), np.dstack((x, 2.0 * x)), np.nanmax(y), \
+        np.nanmin(y, axis=0, keepdims=True), np.nanmax(np.where(x > -5, np.nan, x), axis=1)
+def splits(x): return np.array_split(x, 3), np.split(x, 4, axis=1), np.hsplit(x, (1,)), \
+    np.vsplit(x, (2,))
+
+
+KEYWORD_SUBJECTS = [(cross_2d, MAT), (stacks_and_nan_extrema, MAT), (cumsum_dtype, MAT), (cumsum_of_bools, MAT), (sort_kinds, VEC),
+                    (argsort_stable, VEC), (take_modes, VEC), (take_axis_mode, MAT),
+                    (interp_period, VEC), (splits, MAT)]
+
+def loss_sort_kinds(x): return weighted(np.sin(sort_kinds(x)))
+def loss_take_modes(x): return weighted(np.sin(take_modes(x)))
+def loss_take_axis_mode(x): return weighted(np.sin(take_axis_mode(x)))
+def loss_interp_period(x): return weighted(np.sin(interp_period(x)))
+def loss_cross_2d(x):
+    three, one, two = cross_2d(x)
+    return weighted(np.sin(three)) + one * np.sum(two * two)
+def loss_stacks_and_nan_extrema(x):
+    columns, layers, largest, smallest, _ = stacks_and_nan_extrema(x)
+    return weighted(np.sin(columns)) + weighted(np.cos(layers)) + largest * np.sum(smallest)
+def loss_splits(x):
+    thirds, quarters, halves, rows = splits(x)
+    return weighted(np.sin(np.concatenate(thirds) + np.concatenate(quarters, axis=1)
+                           * np.concatenate(halves, axis=1) - rows[1][0]))
+
+
+KEYWORD_LOSSES = {sort_kinds: loss_sort_kinds, take_modes: loss_take_modes,
+                  take_axis_mode: loss_take_axis_mode, interp_period: loss_interp_period,
+                  splits: loss_splits, cross_2d: loss_cross_2d,
+                  stacks_and_nan_extrema: loss_stacks_and_nan_extrema}
+
+
+@pytest.mark.parametrize("f, x", KEYWORD_SUBJECTS, ids=lambda v: getattr(v, "__name__", ""))
+def test_keywords_like_numpy(f, x):
+    """Values (a list where numpy gives one), and gradients of the differentiable ones
+    (away from ties, where sorting has kinks)."""
+    assert_same(compiled(f)(x), f(x))
+    loss = KEYWORD_LOSSES.get(f)
+    if loss is not None:
+        x = x + np.linspace(0.0, 0.01, x.size).reshape(x.shape)
+        assert_grads_close(gradient(loss)(x), numerical_grad(loss, (x,), 0), rtol=1e-5,
+                           atol=1e-6)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda x: np.sort(x, kind="bubble"), "sort kind must be one of"),
+    (lambda x: np.take(x, np.array([0]), mode="wrapped"), "Use one of 'clip', 'raise', or 'wrap'"),
+    (lambda x: np.interp(x, x, x, period=0.0), "period must be a non-zero value")])
+def test_keyword_values_numpy_refuses(call, message):
+    with pytest.raises(ValueError, match=message):
+        call(VEC)
+    with pytest.raises(ValueError, match=message):
+        compiled(call)(VEC)

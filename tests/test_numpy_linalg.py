@@ -154,7 +154,8 @@ def tensordot(a, b):
 
 def kron(a, b):
     return (np.sum(np.kron(a, b) ** 2) + np.sum(np.kron(a[0], b[:, 0]) ** 3)
-            + np.sum(np.kron(a[0], b) * np.kron(2.0, b[0])[0]))
+            + np.sum(np.kron(a[0], b) * np.kron(2.0, b[0])[0])
+            + np.sum(np.sin(np.kron(np.stack((a, b)), b[0])) * np.kron(a[:, 0], np.stack((b, a)))))
 
 
 def cross(a, b):
@@ -292,13 +293,25 @@ def solve_grad_dot(a, b, w):
     return np.sum(da * w) + np.sum(db * w)
 
 
-@pytest.mark.parametrize("subject", [inv_grad_dot, det_grad_dot, solve_grad_dot],
-                         ids=lambda f: f.__name__)
+def contraction_grads_dot(a, b, w):
+    """einsum's and tensordot's gradients, differentiated again (they are contractions)."""
+    da, db = grad(_contractions, 0, 1)(a, b)
+    return np.sum(np.sin(da) * w) + np.sum(db * db * w)
+
+
+def _contractions(a, b):
+    return (np.sum(np.sin(np.einsum("ij,jk,kl->il", a, b, a))) + np.einsum("ii", a) ** 3
+            + np.sum(np.tensordot(a, b, ((-1,), (-2,))) ** 3))
+
+
+@pytest.mark.parametrize("subject", [inv_grad_dot, det_grad_dot, solve_grad_dot,
+                                     contraction_grads_dot], ids=lambda f: f.__name__)
 def test_second_derivatives(subject):
     rng = np.random.default_rng(0)
     a, w = general(rng, (3, 3)), rng.standard_normal((3, 3))
-    args = (a, rng.standard_normal((3, 3)), w) if subject is solve_grad_dot else (a, w)
-    wrt = (0, 1) if subject is solve_grad_dot else (0,)
+    two = (solve_grad_dot, contraction_grads_dot)
+    args = (a, rng.standard_normal((3, 3)), w) if subject in two else (a, w)
+    wrt = (0, 1) if subject in two else (0,)
     got = gradient(subject, *wrt)(*args)
     want = tuple(numerical_grad(subject, args, i, eps=1e-5) for i in wrt)
     assert_grads_close(got if isinstance(got, tuple) else (got,), want, rtol=1e-4, atol=1e-5)

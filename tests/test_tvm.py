@@ -84,6 +84,11 @@ CASES = {
     "ieee_pow": [(F, -0.5), (np.where(F32 > 0.5, F32, 0), -0.5)],
     **{p: [(F,), (F32,)] for p in ("exp log sqrt sin cos tan arcsin arccos arctan "
                                    "tanh floor ceil log1p reciprocal sign").split()},
+    # numpy's ufuncs beyond the basics: float32, ints and broadcasting here; float64 in
+    # test_numpy_ufuncs_accuracy
+    **{p: [(F32,)] for p in "log2 log10 exp2 arcsinh arctanh cbrt".split()},
+    "arccosh": [(F32 + 1,)], "rint": [(I,)], "trunc": [(F32 * 9 - 4,)],
+    "hypot": [(I, V)], "logaddexp": [(F32, 0.5)], "logaddexp2": [(F, V)],
     **{p: [(F,), (I,)] for p in ("neg", "negative", "abs", "builtin_abs", "square", "pos")},
     **{p: [(F, V), (I, 0), (F32, 0.5)] for p in ("lt", "le", "gt", "ge", "eq", "ne")},
     "maximum": [(F, 0.5), (I, I[::-1])], "minimum": [(F, V), (F32, 0.5)],
@@ -609,6 +614,32 @@ def test_vector_math_accuracy(prim, points, bound):
     assert _ulps(got[finite], want[finite]).max() <= bound
     np.testing.assert_array_equal(got[~finite], want[~finite])
     assert "llvm.exp." not in region.source and "llvm.log." not in region.source  # libm calls
+
+
+NUMPY_UFUNCS = ("log2", "log10", "exp2", "arcsinh", "arccosh", "arctanh", "cbrt", "rint",
+                "trunc", "hypot", "logaddexp", "logaddexp2")
+
+
+def test_numpy_ufuncs_accuracy():
+    """numpy's ufuncs beyond the basics, lowered to TIR intrinsics, libm calls and numpy's
+    own formula (logaddexp), in one region: within 3 ulp of numpy over the float64 range,
+    numpy's value at every special point, and ties of logaddexp exactly numpy's."""
+    big = np.geomspace(1e-300, 1e300, 1 << 12)
+    x = np.concatenate([big, -big, np.linspace(-5, 5, 1 << 12), SPECIAL, [2.5, -3.5, 1e-17]])
+    operands = {1: (Ref("in", 0),), 2: (Ref("in", 0), Ref("in", 1)), 0: (Ref("in", 0),) * 2}
+    a = Spec(np.dtype("float64"), x.shape)
+    ops, wants = [], []
+    for prim in NUMPY_UFUNCS:
+        binary = prim in ("hypot", "logaddexp", "logaddexp2")
+        for arity in ((2, 0) if binary else (1,)):     # 0: x with itself (logaddexp's ties)
+            ops.append(Op(prim, operands[arity], a))
+            with np.errstate(all="ignore"):
+                wants.append(getattr(np, prim)(*{1: (x,), 2: (x, x[::-1]), 0: (x, x)}[arity]))
+    region = Region("r", Program((a, a), tuple(ops), tuple(range(len(ops)))), CPU)
+    for op, got, want in zip(ops, region(x, x[::-1].copy()), wants):
+        finite = np.isfinite(want) & (want != 0)
+        assert _ulps(got[finite], want[finite]).max() <= 3, op.prim
+        np.testing.assert_array_equal(got[~finite], want[~finite], op.prim)
 
 
 def test_fills_are_read_as_scalars_not_written_out():

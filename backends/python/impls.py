@@ -614,7 +614,7 @@ IMPLS = {
         "exp log log1p expm1 sqrt sin cos tan arcsin arccos arctan sinh cosh tanh abs sign "
         "floor ceil square negative reciprocal maximum minimum arctan2 power where clip "
         "argmax argmin dot broadcast_to expand_dims squeeze concatenate stack zeros ones empty "
-        "full zeros_like ones_like array asarray arange swapaxes argsort").split()},
+        "full zeros_like ones_like array asarray arange swapaxes").split()},
     **{name: getattr(np, name) for name in _NUMPY_UFUNCS},
     **{"np_" + name: getattr(np, name) for name in _NUMPY_ARITHMETIC},
     **{name: _sum_like(getattr(np, name)) for name in ("sum", "mean", "prod", "max", "min")},
@@ -622,6 +622,7 @@ IMPLS = {
     **{"math_" + name: getattr(math, name) for name in (
         "exp log log1p expm1 sqrt sin cos tan asin acos atan sinh cosh tanh fabs floor ceil "
         "pow atan2 hypot").split()},
+    "argsort": lambda x, axis=-1, stable=False: np.argsort(x, axis, "stable" if stable else None),
     "eye": lambda n, dtype=None: np.eye(n, dtype=dtype),   # np.eye's second parameter is M
     "transpose": _transpose,
     "reshape": _reshape,

@@ -15,6 +15,7 @@ LLVM's libm or TVM's fast-math (float32 only).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -170,10 +171,62 @@ def _nan_aware(pick: str) -> Rule:
     return Rule(emit)
 
 
-def _log1p(c: Context, op: Op):
-    from tvm import te, tirx
-    x = c.tensor(op.args[0], op.out.dtype)
-    return c.bb.emit_te(lambda t: te.compute(t.shape, lambda *i: tirx.log1p(t(*i)), "log1p"), x)
+def _pointwise(name: str, scalar: Callable) -> Rule:
+    """An elementwise function Relax has no op for, written per element in TIR: `scalar`
+    maps the result's dtype and the operands' elements (TIR expressions, cast to that dtype
+    and broadcast to the result's shape) to the result's element."""
+    def emit(c: Context, op: Op):
+        from tvm import te
+        shape = op.out.shape
+        xs = []
+        for a in op.args:
+            x = c.tensor(a, op.out.dtype)
+            spec = c.spec(a)
+            if not isinstance(spec, Spec) or spec.shape != shape:
+                x = c.bb.emit(c.R.broadcast_to(x, shape))
+            xs.append(x)
+        dtype = str(op.out.dtype)
+        return c.bb.emit_te(lambda *ts: te.compute(
+            ts[0].shape, lambda *i: scalar(dtype, *(t(*i) for t in ts)), name), *xs)
+    return Rule(emit, accepts=_float_out)
+
+
+def _logaddexp(log1p_of, exp_of, at_tie):
+    """numpy's logaddexp loop (npy_logaddexp): at x == y (infinities included) x + at_tie,
+    else the larger plus log1p(exp(-|x - y|)) (base 2: log2(1 + 2^-|x - y|)); NaN
+    propagates through x - y."""
+    def scalar(dtype, x, y):
+        from tvm import tirx
+        d = x - y
+        zero = tirx.const(0, dtype)
+        return tirx.Select(x == y, x + tirx.const(at_tie, dtype), tirx.Select(
+            d > zero, x + log1p_of(dtype, exp_of(dtype, -d)),
+            tirx.Select(d <= zero, y + log1p_of(dtype, exp_of(dtype, d)), d)))
+    return scalar
+
+
+def _log2_1p(dtype, x):
+    """numpy's npy_log2_1p: log1p(x) / ln 2, as log1p(x) * log2(e)."""
+    from tvm import tirx
+    return tirx.log1p(x) * tirx.const(1.4426950408889634, dtype)
+
+
+def _tir(name: str) -> Callable:
+    """TIR's intrinsic of that name, TVM imported when a region is built."""
+    def scalar(dtype, *xs):
+        from tvm import tirx
+        return getattr(tirx, name)(*xs)
+    return scalar
+
+
+def _libm(name: str) -> Callable:
+    """libm's function of that name (`name`f for float32), which numpy's loop calls too:
+    for cbrt, which TIR lacks, and atanh, which TIR writes as log((1 + x) / (1 - x)) / 2
+    (0 for |x| < 1e-17)."""
+    def scalar(dtype, *xs):
+        from tvm import tirx
+        return tirx.call_pure_extern(dtype, name + "f" if dtype == "float32" else name, *xs)
+    return scalar
 
 
 def _reduction(name: str) -> Rule:
@@ -423,7 +476,13 @@ LOWERINGS: dict[str, Rule] = {
     "pos": Rule(_identity, accepts=lambda a, o: _all_numeric(a, o) and o.dtype != np.bool_),
     "square": Rule(_square, accepts=_all_numeric),
     "reciprocal": Rule(_reciprocal, accepts=_float_out),
-    "log1p": Rule(_log1p, accepts=_float_out),
+    **{p: _pointwise(p, _tir(f)) for p, f in (
+        ("log1p", "log1p"), ("log2", "log2"), ("log10", "log10"), ("exp2", "exp2"),
+        ("arcsinh", "asinh"), ("arccosh", "acosh"), ("hypot", "hypot"), ("trunc", "trunc"))},
+    **{p: _pointwise(p, _libm(f)) for p, f in (("cbrt", "cbrt"), ("arctanh", "atanh"))},
+    "rint": _pointwise("rint", _tir("nearbyint")),      # half to even, as numpy's rint
+    "logaddexp": _pointwise("logaddexp", _logaddexp(_tir("log1p"), _tir("exp"), math.log(2.0))),
+    "logaddexp2": _pointwise("logaddexp2", _logaddexp(_log2_1p, _tir("exp2"), 1.0)),
     "maximum": _nan_aware("greater_equal"), "minimum": _nan_aware("less_equal"),
     "where": Rule(_where, accepts=_all_numeric),
     "clip": Rule(_clip, accepts=_all_numeric),
@@ -504,11 +563,6 @@ KEPT_IN_NUMPY: dict[str, str] = {
         "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul")},
     **{p: "TVM 0.27's LLVM code generator has no intrinsic for it (exp-based formulas lose "
           "numpy's accuracy near 0)" for p in ("sinh", "cosh")},
-    **{p: "numpy's own ufunc loop; TVM's intrinsic (where it has one) does not reproduce its "
-          "last bits" for p in ("cbrt", "log2", "exp2", "log10", "hypot", "logaddexp",
-                                "logaddexp2", "arcsinh", "arccosh", "arctanh")},
-    **{p: "a rounding with a zero gradient, rare in differentiable code; numpy rounds half "
-          "to even" for p in ("rint", "trunc")},
     **{p: "a float classification with a bool result, cheap in numpy; TVM's casts of "
           "operands to the result dtype do not apply" for p in ("isnan", "isinf", "isfinite")},
     "expm1": "TVM 0.27 has no expm1 intrinsic; exp(x) - 1 would lose numpy's accuracy near 0",

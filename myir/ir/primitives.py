@@ -132,7 +132,7 @@ primitive("dot", "x, y")
 primitive("reshape", "x, shape")
 primitive("transpose", "x, axes=None")
 primitive("swapaxes", "x, axis1, axis2")
-primitive("argsort", "x, axis=-1")
+primitive("argsort", "x, axis=-1, stable=False")   # stable: numpy's kind='stable'
 primitive("broadcast_to", "x, shape")
 primitive("expand_dims", "x, axis")
 primitive("squeeze", "x, axis=None")
