@@ -37,7 +37,8 @@ from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
 from myir.ir.values import EMPTY_STACK, Env
 from myir.tree import is_namedtuple
 from passes.abstract import (ANY, BOTTOM, AArray, ADict, AList, AObject, ARecord, AScalar,
-                             ATuple, AUnion, abstract_of, holds_stack, options)
+                             AStack, ATuple, AUnion, abstract_of, holds_stack, join,
+                             options)
 from passes import grad_rules
 from passes.raising import evaluates, may_raise
 from passes.vectorize import vectorized_may_raise
@@ -1407,7 +1408,7 @@ def drop_unread_residuals(root: Graph, types: dict) -> bool:
     members: dict = {}
     for p in provenance.pushes:
         members.setdefault(find(p), []).append(p)
-    changed, whole = False, {}
+    changed, whole, items = False, {}, {}
     for rep, pushed in members.items():
         read = [k for p in pushed for k in reads.get(p, [])]
         if None in read or any(primitive_name(p.args[1]) != "make_tuple" for p in pushed):
@@ -1420,9 +1421,10 @@ def drop_unread_residuals(root: Graph, types: dict) -> bool:
                                      for k in range(n) if k not in kept):
             continue
         records = [record for where, record in pops if where and find(where[0]) is rep]
-        whole.update(_drop_fields(types, kept, pushed, records, uses))
+        whole.update(_drop_fields(types, kept, pushed, records, uses, items))
         changed = True
     if changed:
+        _retype_stacks(types, provenance, items)
         substitute(root, whole)
     return changed
 
@@ -1534,11 +1536,13 @@ def _indexed_by(user, i: int) -> int | None:
     return None
 
 
-def _drop_fields(types: dict, kept: list, pushed: list, records: list, uses) -> dict:
+def _drop_fields(types: dict, kept: list, pushed: list, records: list, uses,
+                 items: dict) -> dict:
     """Push only the fields `kept` of the records of `pushed`, and read them so from
-    `records` (the records their pops give).  Returns {read of the one field kept: the
-    record}, to substitute."""
+    `records` (the records their pops give); `items[push]` becomes the type of the records
+    the stacks of `pushed` hold now.  Returns {read of the one field kept: the record}, to substitute."""
     n = len(pushed[0].args[1].args)
+    item = BOTTOM
     for push in pushed:
         record = push.args[1]
         values = [record.args[k] for k in kept]
@@ -1547,10 +1551,13 @@ def _drop_fields(types: dict, kept: list, pushed: list, records: list, uses) -> 
         else:
             made = push.graph.apply(P["make_tuple"], *values, location=record.location)
             types[made] = ATuple(tuple(types.get(v, ANY) for v in values))
+        item = join(item, types.get(made, ANY))
         push.set_inputs([push.fn, push.args[0], made])
+    for push in pushed:     # a pop may give any push's record: the stack holds their join
+        items[push] = item
     whole = {}
     for record in records:
-        types[record] = types.get(pushed[0].args[1], ANY)
+        types[record] = item
         for field, _ in uses.get(record, ()):
             k = kept.index(field.args[1].value % n)
             if len(kept) == 1:
@@ -1558,6 +1565,33 @@ def _drop_fields(types: dict, kept: list, pushed: list, records: list, uses) -> 
             else:
                 field.set_inputs([*field.inputs[:2], Constant(k)])
     return whole
+
+
+def _retype_stacks(types: dict, provenance: _Provenance, items: dict) -> None:
+    """Give the stacks that hold the shortened records (every node whose provenance names a
+    changed push, and the pops of those stacks) the records' new type, so that the types
+    still tell the truth about the values (tests/test_infer.py checks it at run time)."""
+    def item_of(pushes):
+        return next((items[p] for p in pushes if p in items), None)
+
+    def retyped(t, v):
+        if isinstance(v, frozenset):
+            item = item_of(v)
+            return AStack(item) if item is not None and isinstance(t, AStack) else t
+        if isinstance(v, tuple) and isinstance(t, ATuple) and len(t.items) == len(v):
+            return ATuple(tuple(ti if vi is None else retyped(ti, vi)
+                                for ti, vi in zip(t.items, v)))
+        return t
+
+    for node, v in provenance.values.items():
+        if node not in types:
+            continue
+        if primitive_name(node) == "stack_pop":
+            item = item_of(v[1])
+            if item is not None:
+                types[node] = ATuple((item, AStack(item)))
+        else:
+            types[node] = retyped(types[node], v)
 
 
 TYPED_PRUNES = [drop_unread_residuals]
