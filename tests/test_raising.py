@@ -120,6 +120,13 @@ def division_before_log(x):
     return math.log(x)
 
 
+def augmented_then_unused(k, x):
+    k %= 3                      # the optimizer rewrites the update as a new `k % 3`
+    unused = 2.5 // k
+    unused2 = math.log(x)
+    return k + x
+
+
 def log_then_division(x):
     return math.log(x) + 1.0 / x
 
@@ -159,6 +166,7 @@ CASES = [
     (unused_int_of, [(math.nan,), (math.inf,), (2.5,)]),
     (unused_index, [((1.0, 2.0), 5), ((1.0, 2.0), 1), ((1.0, 2.0), -3)]),
     (division_before_log, [(0.0,), (-1.0,), (1.0,)]),
+    (augmented_then_unused, [(3, -1.0), (4, -1.0), (3, 2.0)]),
 ]
 
 
