@@ -120,11 +120,28 @@ def division_before_log(x):
     return math.log(x)
 
 
-def augmented_then_unused(k, x):
+def augmented_then_unused(x, k):
     k %= 3                      # the optimizer rewrites the update as a new `k % 3`
     unused = 2.5 // k
     unused2 = math.log(x)
     return k + x
+
+
+def loop_then_log(x, k):
+    n = 0
+    while n < 2:
+        n += 1                  # made into `n + 1` by the optimizer
+        z = 3 % (k + n)
+    return math.log(x) + z
+
+
+def unused_then_loop(x, k):
+    unused = math.sqrt(x)
+    n = 0
+    while n < 2:
+        n += 1
+        z = 3 % (k + n)
+    return x + z
 
 
 def log_then_division(x):
@@ -166,7 +183,9 @@ CASES = [
     (unused_int_of, [(math.nan,), (math.inf,), (2.5,)]),
     (unused_index, [((1.0, 2.0), 5), ((1.0, 2.0), 1), ((1.0, 2.0), -3)]),
     (division_before_log, [(0.0,), (-1.0,), (1.0,)]),
-    (augmented_then_unused, [(3, -1.0), (4, -1.0), (3, 2.0)]),
+    (augmented_then_unused, [(-1.0, 3), (-1.0, 4), (2.0, 3)]),
+    (loop_then_log, [(-1.0, -1), (-1.0, 1), (2.0, 1)]),
+    (unused_then_loop, [(-1.0, -1), (4.0, -1), (4.0, 1)]),
 ]
 
 

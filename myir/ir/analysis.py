@@ -251,10 +251,9 @@ def toposort(graph: Graph) -> list[Node]:
 
     Among the valid orders it picks the one closest to creation order, which for parsed code
     is source order: generated code then evaluates (and raises) in the order CPython does.
-    A node counts as made no later than the earliest node that needs it: a node made after
-    its user (a constant the frontend puts in once the function is parsed, the `x % 3` the
-    optimizer writes for `x %= 3`) takes its user's place in the order rather than holding
-    the user back behind the operations made in between.
+    A constant other than a graph computes nothing and comes first: one made after the
+    operation that uses it (the frontend puts in `aug_mod` for `k %= 3` once the function is
+    parsed) does not hold that operation back behind the operations made in between.
     A graph constant counts as depending on the free variables it captures from `graph`, so
     a closure comes after the values it closes over."""
     _read(graph)
@@ -273,36 +272,22 @@ def toposort(graph: Graph) -> list[Node]:
     for key, d in deps.items():
         for dep in {id(x): x for x in d}.values():
             dependents.setdefault(id(dep), []).append(nodes[key])
-    rank = _ranks(nodes, deps, dependents)
-    ready = [(rank[key], n.debug.id, key, n) for key, n in nodes.items() if waiting[key] == 0]
+    ready = [(_rank(n), key, n) for key, n in nodes.items() if waiting[key] == 0]
     heapq.heapify(ready)
     order = []
     while ready:
-        _, _, key, node = heapq.heappop(ready)
+        _, key, node = heapq.heappop(ready)
         order.append(node)
         for user in dependents.get(key, ()):
             waiting[id(user)] -= 1
             if waiting[id(user)] == 0:
-                heapq.heappush(ready, (rank[id(user)], user.debug.id, id(user), user))
+                heapq.heappush(ready, (_rank(user), id(user), user))
     assert len(order) == len(nodes), f"cycle in {graph}"
     return order
 
 
-def _ranks(nodes: dict[int, Node], deps: dict[int, list[Node]],
-           dependents: dict[int, list[Node]]) -> dict[int, int]:
-    """For each node, the smallest creation id among it and the nodes that need it (users
-    before their inputs: a node's rank is final once every user's is)."""
-    remaining = {key: len(dependents.get(key, ())) for key in nodes}
-    rank = {key: n.debug.id for key, n in nodes.items()}
-    stack = [key for key, count in remaining.items() if count == 0]
-    while stack:
-        key = stack.pop()
-        for dep in {id(x) for x in deps[key]}:
-            rank[dep] = min(rank[dep], rank[key])
-            remaining[dep] -= 1
-            if remaining[dep] == 0:
-                stack.append(dep)
-    return rank
+def _rank(node: Node) -> tuple[bool, float]:
+    return not (isinstance(node, Constant) and not isinstance(node.value, Graph)), node.debug.id
 
 
 def _dependencies(node: Node, graph: Graph) -> list[Node]:
