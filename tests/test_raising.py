@@ -144,6 +144,13 @@ def unused_then_loop(x, k):
     return x + z
 
 
+def unused_read_after_loop(x):
+    while x < 1.0:
+        x = x * 2.0 + 0.25
+    unused = 1.0 / (x - 1.25) if x > 0.0 else 43.0   # reads the loop's result, returned
+    return x
+
+
 def log_then_division(x):
     return math.log(x) + 1.0 / x
 
@@ -186,6 +193,7 @@ CASES = [
     (augmented_then_unused, [(-1.0, 3), (-1.0, 4), (2.0, 3)]),
     (loop_then_log, [(-1.0, -1), (-1.0, 1), (2.0, 1)]),
     (unused_then_loop, [(-1.0, -1), (4.0, -1), (4.0, 1)]),
+    (unused_read_after_loop, [(0.5,), (0.1,), (2.0,), (1.25,)]),
 ]
 
 
