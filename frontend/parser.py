@@ -1884,37 +1884,48 @@ def _copy(e: ast.expr) -> ast.expr:
 CONDITIONS = frozenset({"truth", "not_"})
 
 
-def _can_raise(node: Apply) -> bool:
-    """Whether computing node runs an operation that can raise, also in the branches, loops
-    and closures of this function that it calls (a call of another function can raise)."""
+def _computed(node: Apply):
+    """The nodes computing node reads, node first, also in the branches, loops and closures
+    of this function that it calls."""
     stack, seen = [node], set()
     while stack:
         n = stack.pop()
         if id(n) in seen:
             continue
         seen.add(id(n))
+        yield n
         if is_graph_constant(n) and n.value.parent is not None:
             stack.append(n.value.output)
         elif isinstance(n, Apply):
+            stack.extend(n.inputs)
+
+
+def _can_raise(node: Apply) -> bool:
+    """Whether computing node runs an operation that can raise, also in the branches, loops
+    and closures of this function that it calls (a call of another function can raise)."""
+    for n in _computed(node):
+        if isinstance(n, Apply):
             callee = n.fn
             nested = is_graph_constant(callee) and callee.value.parent is not None
             branch = isinstance(callee, Apply) and primitive_name(callee) == "switch"
             if not (nested or branch or primitive_name(n) in CONDITIONS) and raising_node(n):
                 return True
-            stack.extend(n.inputs)
     return False
 
 
 def _keep(node: Apply, functions: set) -> None:
     """Make node's graph evaluate node whenever it runs: its output waits for node, or, where
     the output is a call of a loop or of the code after an `if` (not of a function among
-    `functions`), which must stay in tail position, an argument of that call does."""
+    `functions`), which must stay in tail position, an argument of that call does.  A node
+    computed from that call's result (`steps` after `while ...: steps += 1`, read by an
+    unused `n = steps if steps else 43` before `return steps`) cannot be waited for by its
+    argument: the output waits for it."""
     g = node.graph
     out = g.output
     if evaluates(out, node):
         return
     if isinstance(out, Apply) and is_graph_constant(out.fn) and out.fn.value.parent is not None \
-            and out.fn.value not in functions:
+            and out.fn.value not in functions and not _reads(node, out):
         for k, arg in enumerate(out.args):
             if not evaluates(arg, node):
                 inputs = list(out.inputs)
@@ -1922,6 +1933,11 @@ def _keep(node: Apply, functions: set) -> None:
                 out.set_inputs(inputs)
                 return
     g.output = g.apply(P["depend"], out, node, location=node.location)
+
+
+def _reads(node: Apply, value: Node) -> bool:
+    """Whether computing node reads value, also in the branches and closures it uses."""
+    return any(n is value for n in _computed(node))
 
 
 def _use_counts(graph: Graph) -> dict[int, int]:

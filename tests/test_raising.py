@@ -120,6 +120,37 @@ def division_before_log(x):
     return math.log(x)
 
 
+def augmented_then_unused(x, k):
+    k %= 3                      # the optimizer rewrites the update as a new `k % 3`
+    unused = 2.5 // k
+    unused2 = math.log(x)
+    return k + x
+
+
+def loop_then_log(x, k):
+    n = 0
+    while n < 2:
+        n += 1                  # made into `n + 1` by the optimizer
+        z = 3 % (k + n)
+    return math.log(x) + z
+
+
+def unused_then_loop(x, k):
+    unused = math.sqrt(x)
+    n = 0
+    while n < 2:
+        n += 1
+        z = 3 % (k + n)
+    return x + z
+
+
+def unused_read_after_loop(x):
+    while x < 1.0:
+        x = x * 2.0 + 0.25
+    unused = 1.0 / (x - 1.25) if x > 0.0 else 43.0   # reads the loop's result, returned
+    return x
+
+
 def log_then_division(x):
     return math.log(x) + 1.0 / x
 
@@ -159,6 +190,10 @@ CASES = [
     (unused_int_of, [(math.nan,), (math.inf,), (2.5,)]),
     (unused_index, [((1.0, 2.0), 5), ((1.0, 2.0), 1), ((1.0, 2.0), -3)]),
     (division_before_log, [(0.0,), (-1.0,), (1.0,)]),
+    (augmented_then_unused, [(-1.0, 3), (-1.0, 4), (2.0, 3)]),
+    (loop_then_log, [(-1.0, -1), (-1.0, 1), (2.0, 1)]),
+    (unused_then_loop, [(-1.0, -1), (4.0, -1), (4.0, 1)]),
+    (unused_read_after_loop, [(0.5,), (0.1,), (2.0,), (1.25,)]),
 ]
 
 

@@ -251,6 +251,9 @@ def toposort(graph: Graph) -> list[Node]:
 
     Among the valid orders it picks the one closest to creation order, which for parsed code
     is source order: generated code then evaluates (and raises) in the order CPython does.
+    A constant other than a graph computes nothing and comes first: one made after the
+    operation that uses it (the frontend puts in `aug_mod` for `k %= 3` once the function is
+    parsed) does not hold that operation back behind the operations made in between.
     A graph constant counts as depending on the free variables it captures from `graph`, so
     a closure comes after the values it closes over."""
     _read(graph)
@@ -269,7 +272,7 @@ def toposort(graph: Graph) -> list[Node]:
     for key, d in deps.items():
         for dep in {id(x): x for x in d}.values():
             dependents.setdefault(id(dep), []).append(nodes[key])
-    ready = [(n.debug.id, key, n) for key, n in nodes.items() if waiting[key] == 0]
+    ready = [(_rank(n), key, n) for key, n in nodes.items() if waiting[key] == 0]
     heapq.heapify(ready)
     order = []
     while ready:
@@ -278,9 +281,13 @@ def toposort(graph: Graph) -> list[Node]:
         for user in dependents.get(key, ()):
             waiting[id(user)] -= 1
             if waiting[id(user)] == 0:
-                heapq.heappush(ready, (user.debug.id, id(user), user))
+                heapq.heappush(ready, (_rank(user), id(user), user))
     assert len(order) == len(nodes), f"cycle in {graph}"
     return order
+
+
+def _rank(node: Node) -> tuple[bool, float]:
+    return not (isinstance(node, Constant) and not isinstance(node.value, Graph)), node.debug.id
 
 
 def _dependencies(node: Node, graph: Graph) -> list[Node]:

@@ -24,6 +24,11 @@ _ids = itertools.count()
 _stamps = itertools.count(1)
 
 
+def id_mark() -> int:
+    """An id below every id made after this call: the nodes made since have larger ids."""
+    return next(_ids)
+
+
 @dataclass
 class Debug:
     """Where a node or graph came from: a name from the source, its location, and for derived
