@@ -778,7 +778,7 @@ class FunctionParser:
             d = self.read(block, s.target.value.id, s.target.value)
             key = self.index(s.target.slice, block)
             old = block.graph.apply(P["getitem"], d, key, location=self.loc(s.target))
-            value = self.binop(s.op, old, self.expr(s.value, block), s, block)
+            value = self.in_place(s.op, old, s, block)
             update = block.graph.apply(P["dict_setitem"], d, key, value, location=self.loc(s))
             self.assign(s.target.value, update, block, s)
             self.owned.add(s.target.value.id)
@@ -823,7 +823,7 @@ class FunctionParser:
         index = self.index(target.slice, block)
         if op is not None:
             old = block.graph.apply(P["getitem"], current, index, location=loc)
-            value = self.binop(op, old, self.expr(stmt.value, block), stmt, block)
+            value = self.in_place(op, old, stmt, block)
         node = block.graph.apply(P["setitem"], current, index, value, name=name, location=loc)
         self.root.updates.append((node, name, target))
         self.root.assigned.append((node, name))
@@ -1433,6 +1433,13 @@ class FunctionParser:
         if prim is None:
             self.error(e, f"the operator {type(op).__name__} is not supported")
         return block.graph.apply(P[prim], left, right, location=self.loc(e))
+
+    def in_place(self, op: ast.operator, old: Node, stmt: ast.AugAssign, block: Block) -> Node:
+        """`old op= v` on an element `y[k]` (`stmt.value` is v): Python's in-place operator
+        on the element, which numpy applies to an array in place (keeping its dtype)."""
+        value = self.binop(op, old, self.expr(stmt.value, block), stmt, block)
+        value.set_inputs([Constant(P["inplace_" + value.fn.value.name]), *value.args])
+        return value
 
     def expr_BinOp(self, e, block):
         left, right = self.expr(e.left, block), self.expr(e.right, block)

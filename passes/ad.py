@@ -60,7 +60,7 @@ from myir.ir.analysis import bump_version, free_variables, graph_uses, is_nested
     primitive_name, switch_call, toposort, users
 from myir.ir.edit import clone_program, replace
 from myir.ir.graph import Apply, Constant, Graph, Node, is_graph_constant
-from myir.ir.primitives import PRIMITIVES, Primitive
+from myir.ir.primitives import PRIMITIVES, Primitive, plain_operator
 from myir.ir.values import EMPTY_STACK, NEWENV, GradKey
 from passes import grad_rules
 from passes.opt import constant_fold
@@ -110,7 +110,7 @@ def constant_operand(node: Apply) -> tuple[int, object] | None:
     prim = node.fn.value if isinstance(node.fn, Constant) else None
     if not isinstance(prim, Primitive):
         return None
-    entry = CONSTANT_OPERAND_RULES.get(_aug_rule_name(prim.name))
+    entry = CONSTANT_OPERAND_RULES.get(plain_operator(prim.name))
     if entry is None or entry[0] >= len(node.args):
         return None
     arg = node.args[entry[0]]
@@ -134,20 +134,15 @@ def _specialised_rule(rule, position: int, kind: type, text: str) -> Graph:
     return g
 
 
-def _aug_rule_name(name: str) -> str:
-    """`x += y` differentiates like `x + y`."""
-    return name[4:] if name.startswith("aug_") else name
-
-
 def gradient_rule(name: str):
     """The parsed rule graph of a primitive, or None if it has none."""
-    fn = getattr(grad_rules, "bprop_" + _aug_rule_name(name), None)
+    fn = getattr(grad_rules, "bprop_" + plain_operator(name), None)
     return parse(fn) if fn is not None else None
 
 
 def has_gradient_rule(name: str) -> bool:
-    return (name in NON_DIFFERENTIABLE or name in VARIADIC_RULES
-            or hasattr(grad_rules, "bprop_" + _aug_rule_name(name)))
+    return (plain_operator(name) in NON_DIFFERENTIABLE or name in VARIADIC_RULES
+            or hasattr(grad_rules, "bprop_" + plain_operator(name)))
 
 
 _PRIMITIVE_J: dict[tuple[str, int], Graph] = {}
@@ -180,7 +175,7 @@ def primitive_j(prim: Primitive, arity: int, location=None, constant=None) -> Gr
 def _rule_gradients(prim: Primitive, bp: Graph, xs: list, out: Node, dout: Node,
                     constant=None) -> list:
     name = prim.name
-    if name in NON_DIFFERENTIABLE:
+    if plain_operator(name) in NON_DIFFERENTIABLE:
         return [bp.apply(P["grad_zeros"], x) for x in xs]
     if name in ("make_tuple", "make_list"):
         return [bp.apply(P["getitem"], dout, i) for i in range(len(xs))]
@@ -203,7 +198,7 @@ def _rule_gradients(prim: Primitive, bp: Graph, xs: list, out: Node, dout: Node,
             bp.apply(P["getitem"], res, i) for i in range(len(xs) - 1)]
     if constant is not None:
         position, value = constant
-        rule = _specialised_rule(CONSTANT_OPERAND_RULES[_aug_rule_name(name)][1], position,
+        rule = _specialised_rule(CONSTANT_OPERAND_RULES[plain_operator(name)][1], position,
                                  type(value), repr(value))
     else:
         rule = gradient_rule(name)
@@ -377,7 +372,7 @@ class JTransform:
                 continue
             if isinstance(node, Apply) and node.graph is g:
                 if isinstance(bprops[node], Primitive) \
-                        and bprops[node].name in NON_DIFFERENTIABLE:
+                        and plain_operator(bprops[node].name) in NON_DIFFERENTIABLE:
                     continue    # zeros add nothing; the operands need not be kept for them
                 res = self._adjoint_of(bg, node, bprops[node], sens[node])
                 # What `depend` waits for is only evaluated: no gradient flows into it (its

@@ -33,7 +33,7 @@ from myir.ir.analysis import bump_version, free_variables, graph_uses, is_nested
     primitive_name, reachable_graphs, recursive_graphs, scope, toposort, users
 from myir.ir.edit import Cloner, clone_program, inline, replace
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
-from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
+from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive, plain_operator
 from myir.ir.values import Env
 from myir.tree import is_namedtuple
 from passes.abstract import (ANY, BOTTOM, AArray, ADict, AList, AObject, ARecord, AScalar,
@@ -735,9 +735,10 @@ def checks_proved(node: Apply, ctx) -> Node | None:
     value checked, so the generated code does not test what inference already knows:
     check_bound(x) for an x that is never unbound, unpack(x, n) for a tuple of n items, and
     `x op= y` (aug_op, which refuses to update a shared array in place) -> `x op y` for an
-    x that is no array."""
+    x that is no array, and `y[i] op= v`'s operation (inplace_op, which keeps the indexed
+    part's dtype and shape) -> `x op v` where that gives x's dtype and shape anyway."""
     name = primitive_name(node)
-    if name not in ("check_bound", "unpack") and not (name or "").startswith("aug_"):
+    if name not in ("check_bound", "unpack") and plain_operator(name or "") == name:
         return None
     t = ctx.type_of(node.args[0])
     if t is None or t is ANY or t is BOTTOM:
@@ -752,9 +753,14 @@ def checks_proved(node: Apply, ctx) -> Node | None:
         if isinstance(t, ATuple) and _const(n, int) and len(t.items) == n.value:
             return node.args[0]
         return None
-    if all(isinstance(o, (AScalar, ATuple)) for o in options(t)):
-        return node.graph.apply(P[name[len("aug_"):]], *node.args, location=node.location)
-    return None
+    plain = plain_operator(name)
+    if name.startswith("inplace_"):
+        if any(isinstance(o, AArray) for o in options(t)) and not (
+                isinstance(t, AArray) and TYPE_RULES[plain](t, ctx.type_of(node.args[1])) == t):
+            return None
+    elif not all(isinstance(o, (AScalar, ATuple)) for o in options(t)):
+        return None
+    return node.graph.apply(P[plain], *node.args, location=node.location)
 
 
 def depend_on_what_raises(node: Apply, ctx) -> Node | None:
@@ -1250,7 +1256,7 @@ MATCHES = {
     getitem_grad_of_made: {"getitem_grad"}, gadd_of_made: {"gadd"},
     switch_on_constant: {"switch"}, switch_equal_branches: {"switch"}, neg_neg: {"neg"},
     constant_fold: set(_FOLDABLE), call_inline: CALLS, specialize_call: CALLS,
-    checks_proved: {"check_bound", "unpack"} | {n for n in P if n.startswith("aug_")},
+    checks_proved: {"check_bound", "unpack"} | {n for n in P if plain_operator(n) != n},
     grad_check_passes: {"grad_check_input"}, grad_seed_of_float: {"grad_seed"},
     shape_facts: {"ndim", "size", "shape"}, known_integer: ANY_PRIMITIVE, mul_one: {"mul"},
     add_zero: {"add", "sub"}, negation_absorbed: {"mul", "add", "sub"},

@@ -28,7 +28,7 @@ import numpy as np
 
 from myir.ir import einsum, tangents
 from myir.ir.ieee import ieee_pow, ieee_truediv
-from myir.ir.primitives import MATH_MORE, UNBOUND
+from myir.ir.primitives import IN_PLACE, MATH_MORE, UNBOUND
 from myir import tree
 from passes.abstract import (ANY, BOTTOM, AArray, ADict, AEnv, AFunction, ANone, AObject,
                              ARecord, AScalar, ASlice, AStack, ATuple, AUnion, _value_key,
@@ -469,6 +469,27 @@ def pow_rule(x, y):
 _pow = elementwise(operator.pow)
 _add = elementwise(operator.add)
 _mul = elementwise(operator.mul)
+
+
+def _in_place(name):
+    op = getattr(operator, IN_PLACE[name])
+
+    @rule
+    def apply(x, y):
+        """`y[index] op= v` on the indexed part x: an array keeps its dtype and shape (numpy
+        updates it in place); BOTTOM where numpy raises, for a result that does not fit x's
+        shape (ValueError) or cannot be cast to its dtype (UFuncTypeError: `same_kind`).
+        Anything else: the plain operator."""
+        result = TYPE_RULES[name](x, y)
+        if not isinstance(x, AArray) or result in (ANY, BOTTOM):
+            return result
+        shape = shape_of(result)
+        if shape is not None and (len(shape) != len(x.shape) or any(
+                r is not None and d is not None and r != d for r, d in zip(shape, x.shape))):
+            return BOTTOM
+        evaluate(op, [x, y])    # numpy's casting error for these dtypes: Fails
+        return x
+    return apply
 
 
 def _augmented(name, symbol):
@@ -2344,6 +2365,7 @@ TYPE_RULES = {
     "to_bool": _truth(False),
     "not_": _truth(True),
     **{"aug_" + name: _augmented(name, symbol) for name, symbol in _AUGMENTED.items()},
+    **{"inplace_" + name: _in_place(name) for name in IN_PLACE},
     **{name: _reduction(getattr(np, name)) for name in ("sum", "mean", "prod", "max", "min")},
     "argmax": _reduction(np.argmax, keepdims_param=False),
     "argmin": _reduction(np.argmin, keepdims_param=False),

@@ -55,6 +55,21 @@ def test_index_out_of_range_raises_cpythons_error(jit):
     check(jit, U.out_of_range, 3, raises=IndexError)
 
 
+@pytest.mark.parametrize("f, v, raises", [
+    (U.int_slice_in_place, 2.5, np._core._exceptions.UFuncTypeError),
+    (U.int_element_in_place, 2.5, None),
+    (U.int_slice_assigned, 2.5, None),
+    (U.int_slice_divided, 2, np._core._exceptions.UFuncTypeError),
+    (U.float32_slice_in_place, x4, None),
+    (U.bool_slice_in_place, 1, np._core._exceptions.UFuncTypeError),
+], ids=lambda v: getattr(v, "__name__", None))
+def test_in_place_update_of_an_indexed_part_keeps_its_dtype(jit, f, v, raises):
+    """numpy's own casting: `y[a:b] op= v` is numpy's in-place operator on the part
+    (its error, with its message, where the result does not fit the dtype), `y[i] op= v`
+    and `y[a:b] = v` cast on assignment."""
+    check(jit, f, v, raises=raises)
+
+
 @pytest.mark.parametrize("f, args", [
     (U.fill_loop, (5,)),
     (U.two_d, (3, 4)),
