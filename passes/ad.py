@@ -90,9 +90,6 @@ NO_RULE = {
     **{name: "einsum's and tensordot's gradients are einsums of numpy's, computed by numpy: "
              "a second derivative through a contraction is not supported"
        for name in ("einsum_grad", "tensordot_grad")},
-    **{name: "a gradient's helper for dicts: a second derivative through `d[k] = v`, a dict "
-             "comprehension or `.items()` is not supported" for name in ("dict_pick",
-                                                                         "dict_items_grad")},
 }
 
 

@@ -532,6 +532,8 @@ def gradient_of_container(node: Apply, ctx) -> Node | None:
     name = primitive_name(node)
     if name not in _CONTAINER_GRADIENT_OPS:
         return None
+    if name == "dict_pick":
+        return _picked(node, ctx)
     t = ctx.type_of(node.args[1] if name == "grad_cast" else node.args[0])   # the container
     if name == "iter_keys_grad" and t is not None and t is not ANY and not any(
             isinstance(o, (ADict, AObject)) for o in options(t)):
@@ -588,8 +590,34 @@ def gradient_of_container(node: Apply, ctx) -> Node | None:
     return None
 
 
+def _picked(node: Apply, ctx) -> Node | None:
+    """dict_pick(d, like) -> d where like is no dict (an array's setitem gradient) or d has
+    like's keys in like's order; of a make_dict, the make_dict of like's keys (zeros for
+    those d has not)."""
+    d, like = node.args
+    lt, dt = ctx.type_of(like), ctx.type_of(d)
+    if lt is None or lt is ANY:
+        return None
+    if not any(isinstance(o, ADict) for o in options(lt)):
+        return d
+    if not isinstance(lt, ADict):
+        return None
+    keys = tuple(map(_key, lt.keys))
+    if isinstance(dt, ADict) and tuple(map(_key, dt.keys)) == keys:
+        return d
+    fields = _fields(d)
+    if fields is None:
+        return None
+    held = dict(zip(map(_key, fields[0]), fields[1]))
+    values = [held[_key(k)] if _key(k) in held else _typed_apply(
+        ctx, node, TYPE_RULES["grad_zeros"](item), "grad_zeros",
+        _typed_apply(ctx, node, item, "getitem", like, k)) for k, item in zip(lt.keys, lt.items)]
+    return node.graph.apply(P["make_dict"], *(v for kv in zip(lt.keys, values) for v in kv),
+                            location=node.location)
+
+
 _CONTAINER_GRADIENT_OPS = frozenset({"iter_keys", "iter_keys_grad", "grad_check_input",
-                                     "rebuild", "getitem_grad", "grad_cast"})
+                                     "rebuild", "getitem_grad", "grad_cast", "dict_pick"})
 _VIEWS = {
     "dict_keys": lambda at, k, v: Constant(k),
     "dict_values": lambda at, k, v: v,
@@ -738,7 +766,7 @@ def checks_proved(node: Apply, ctx) -> Node | None:
     x that is no array, and `y[i] op= v`'s operation (inplace_op, which keeps the indexed
     part's dtype and shape) -> `x op v` where that gives x's dtype and shape anyway."""
     name = primitive_name(node)
-    if name not in ("check_bound", "unpack") and plain_operator(name or "") == name:
+    if name is None or name not in ("check_bound", "unpack") and plain_operator(name) == name:
         return None
     t = ctx.type_of(node.args[0])
     if t is None or t is ANY or t is BOTTOM:

@@ -32,7 +32,7 @@ from myir.ir.primitives import IN_PLACE, MATH_MORE, UNBOUND
 from myir import tree
 from passes.abstract import (ANY, BOTTOM, AArray, ADict, AEnv, AFunction, ANone, AObject,
                              ARecord, AScalar, ASlice, AStack, ATuple, AUnion, _value_key,
-                             abstract_of, containers, join, with_items)
+                             abstract_of, containers, join, options, with_items)
 from passes.abstract import kind as kind_of
 from passes.abstract import AList
 
@@ -1054,13 +1054,6 @@ def setitem_rule(x, index, value):
                                     else AArray(value.dtype, ())])
         return BOTTOM if item is BOTTOM else x
     if isinstance(x, ADict):
-        # `d[k] = v` on a dict that is not a literal, `dict(...)` or comprehension of this
-        # function (`d = p.copy()`): setitem's gradient keeps d's keys, so only a key d has
-        key = _constant_key(index, "the key")
-        if key not in x.keys:
-            raise RuleError(f"adding the key {key!r} to a dict copied with `.copy()` is not "
-                            "supported", "copy it with `dict(...)` instead, e.g. "
-                            f"`d = dict(p)`, or build it as `{{**p, {key!r}: value}}`")
         return dict_setitem_rule(x, index, value)
     if isinstance(x, (ATuple, AScalar, ANone, AFunction)) or \
             (isinstance(x, AObject) and x.pytype is str):
@@ -2304,7 +2297,10 @@ def comp_next_rule(i, n):
 
 def dict_pick_rule(d, like):
     if isinstance(d, ADict) and isinstance(like, ADict):
-        return ADict(like.keys, tuple(d.get(k, ANY) for k in like.keys))
+        return ADict(like.keys, tuple(d.get(k) if _known_key(d, k) else grad_zeros_rule(v)
+                                      for k, v in zip(like.keys, like.items)))
+    if like is not ANY and not any(isinstance(o, (ADict, AObject)) for o in options(like)):
+        return d
     return ANY
 
 

@@ -324,5 +324,13 @@ def update_a_copy(p, x):
 
 def add_a_key_to_a_copy(p, x):
     d = p.copy()
-    d["c"] = x
-    return d["c"]
+    d["c"] = x * d["W"]
+    return d["c"] * d["b"]
+
+
+def dict_second_order(x):
+    """`d[k] = v`, a dict comprehension and `.items()`, twice differentiable."""
+    d = {"a": x, "b": x * x}
+    d["a"] = d["a"] * d["b"]
+    e = {k: v * x for k, v in d.items()}
+    return e["a"] + e["b"] * e["a"]

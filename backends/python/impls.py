@@ -377,7 +377,8 @@ _DICT_IMPLS = {
     "iter_keys": _iter_keys,
     "comp_length": lambda n: n,
     "comp_next": lambda i, n: i + 1,
-    "dict_pick": lambda d, like: {k: d[k] for k in like},
+    "dict_pick": lambda d, like: {k: d[k] if k in d else grad_zeros(like[k]) for k in like}
+    if type(like) is dict else d,
     "children": lambda x: tuple(tree.children(x)),
     "rebuild": tree.rebuild,
     "dict_items_grad": lambda d, dout: dict(zip(d, (pair[1] for pair in dout))),

@@ -237,7 +237,8 @@ primitive("iter_keys", "x")                   # what `for v in x` walks: x, or a
 primitive("comp_length", "n")                 # n, a length that must be known when compiling
 primitive("comp_next", "i, n")                # i + 1, the next step of a comprehension of n
 # Their gradients' helpers.
-primitive("dict_pick", "d, like")             # d's entries at like's keys, in like's order
+primitive("dict_pick", "d, like")             # like's keys, in order: d's entries (zeros where
+                                              # d has no such key); d where like is no dict
 primitive("children", "x")                    # a dict's values or a record's fields, a tuple
 primitive("rebuild", "like, values")          # like's kind and keys (class, fields), with values
 primitive("dict_items_grad", "d, dout")       # d's keys with the second items of dout's pairs
