@@ -282,7 +282,9 @@ class JTransform:
             return self.segment(g)
         if getattr(g, "custom_grad", None) is not None:
             return self.custom(g)
-        region = loop_region(g)
+        # a loop inference follows step by step (its values' types change each step: a dict
+        # gaining keys) has no stack of one type: its J is that of the recursion it is
+        region = loop_region(g) if not g.unrolled else None
         if region is not None:
             return self.loop(g, region)
         parent = self.graphs.get(g.parent, g.parent)

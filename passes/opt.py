@@ -992,16 +992,17 @@ def side_of_number(node: Apply, ctx) -> Node | None:
     return node.graph.apply(P[name], *node.args[:2], location=node.location)
 
 
-def _typed_items(node: Node, ctx) -> tuple[str, list] | None:
+def _typed_items(node: Node, ctx, at: Apply) -> tuple[str, list] | None:
     """(the make primitive, node's items) for a container whose type lists its items: the
-    make node's operands, or getitems of node."""
+    make node's operands, or getitems of node (in the graph of `at`, which reads them:
+    node may be a constant)."""
     if _made(node):
         return primitive_name(node), list(node.args)
     t = ctx.type_of(node)
     make = next((m for m, kind in MADE_BY.items() if type(t) is kind), None)
     if make is None:
         return None
-    return make, [_apply_typed(ctx, node.graph, "getitem", node, Constant(j))
+    return make, [_apply_typed(ctx, at.graph, "getitem", node, Constant(j))
                   for j in range(len(t.items))]
 
 
@@ -1027,14 +1028,14 @@ def container_grads_by_type(node: Apply, ctx) -> Node | None:
         i = None if n is None else _position(args[1], n)
         if i is None:
             return None
-        make, items = _typed_items(args[0], ctx)
+        make, items = _typed_items(args[0], ctx, node)
         return _placed(ctx, node, make, items, args[2], range(i, i + 1))
     if name == "gadd":
         x, y = args
         if not (_made(x) or _made(y)) or _typed_length(x, ctx) != _typed_length(y, ctx) \
                 or _typed_length(x, ctx) is None:
             return None
-        (make, xs), (_, ys) = _typed_items(x, ctx), _typed_items(y, ctx)
+        (make, xs), (_, ys) = _typed_items(x, ctx, node), _typed_items(y, ctx, node)
         return node.graph.apply(P[make], *(
             _apply_typed(ctx, node.graph, "gadd", a, b, location=node.location)
             for a, b in zip(xs, ys)), location=node.location)
@@ -1047,10 +1048,10 @@ def container_grads_by_type(node: Apply, ctx) -> Node | None:
         return None
     side = range(total - n, total) if right else range(n)
     if name == "sum_to_side":
-        make, items = _typed_items(d, ctx)
+        make, items = _typed_items(d, ctx, node)
         return node.graph.apply(P[make], *(items[k] for k in side), location=node.location)
-    make, items = _typed_items(x, ctx)
-    _, parts = _typed_items(d, ctx)
+    make, items = _typed_items(x, ctx, node)
+    _, parts = _typed_items(d, ctx, node)
     return _placed(ctx, node, make, items, parts, side)
 
 

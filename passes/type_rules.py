@@ -2277,11 +2277,10 @@ def iter_keys_grad_rule(x, dout):
     return grad_zeros_rule(x) if isinstance(x, ADict) else dout
 
 
-def comp_length_rule(n):
+def comp_length_rule(n, what):
     if not (isinstance(n, AScalar) and n.known):
-        raise RuleError("a dict comprehension builds a dict whose keys must be known when "
-                        "compiling, but it goes over values whose number is not known until "
-                        "run time",
+        raise RuleError(f"{what.value}, but it goes over values whose number is not known "
+                        "until run time",
                         "go over a dict's keys or `.items()`, a tuple, or `range` of a "
                         "constant; or build a tuple or array of the values instead")
     return n

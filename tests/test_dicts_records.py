@@ -35,7 +35,7 @@ VALUE_CASES = [
     (P.dict_views, D),
     (P.dict_get, D),
     (P.dict_copy_update, D),
-    (P.dict_update_in_loop, D, 3),
+    (P.dict_update_in_loop, D),
     (P.dict_iterate, D),
     (P.dict_comprehension, D),
     (P.dict_comprehension_if, D),
@@ -135,6 +135,7 @@ GRAD_CASES = [
     (P.loss_built_inside, 0, _v(3, 2), _v(2), _v(4, 3)),
     (P.loss_comprehension, 0, {"W": _v(3, 2), "b": _v(2)}, _v(4, 3)),
     (P.loss_iterate, 0, {"W": _v(3, 2), "b": _v(2)}),
+    (P.loss_dict_grown_in_loop, 0, {"W": _v(3, 2), "b": _v(2), "c": _v(2)}, 0.7),
 ]
 
 
@@ -269,6 +270,12 @@ def test_updating_a_dict_another_container_holds_is_refused():
 def test_comprehension_of_unknown_length_is_refused():
     message = _error(P.comprehension_unknown_length, 1.0, 3)
     assert "known when compiling" in message and "range(n)" in message
+
+
+def test_dict_grown_in_a_loop_of_unknown_length_is_refused():
+    message = _error(P.dict_grown_in_unknown_loop, 1.0, 3)
+    assert "this loop adds keys to `e`" in message and "range(n)" in message
+    assert "`range` of a constant" in message
 
 
 def test_key_not_known_when_compiling_is_refused():

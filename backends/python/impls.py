@@ -375,7 +375,7 @@ _DICT_IMPLS = {
     "getattr_": getattr,
     "record_replace": _record_replace,
     "iter_keys": _iter_keys,
-    "comp_length": lambda n: n,
+    "comp_length": lambda n, what: n,
     "comp_next": lambda i, n: i + 1,
     "dict_pick": lambda d, like: {k: d[k] if k in d else grad_zeros(like[k]) for k in like}
     if type(like) is dict else d,
