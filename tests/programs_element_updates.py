@@ -117,6 +117,15 @@ def bool_slice_in_place(v):
     return y
 
 
+def append_loop(n):
+    xs = []
+    for i in range(n):
+        if i % 3:
+            xs.append(i * 0.5)
+        xs.extend([i, -i])
+    return xs
+
+
 def recurrence(x):
     y = np.zeros(len(x))
     y[0] = x[0]

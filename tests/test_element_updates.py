@@ -83,6 +83,14 @@ def test_updates_of_dead_arrays_are_written_in_place(f, args):
     assert "_setitem(" not in source and "] = " in source, source
 
 
+def test_appends_to_a_dead_list_are_made_in_place():
+    """`xs.append(v)` and `xs.extend(ys)` on a list nothing else sees write into it (O(n)
+    for a loop of n appends, not O(n^2)); values are CPython's."""
+    source = myir.compile(U.append_loop, backend="python").lower(7).source
+    assert ".append(" in source and ".extend(" in source and "+ [" not in source, source
+    assert myir.compile(U.append_loop, backend="python")(7) == U.append_loop(7)
+
+
 def test_update_of_a_value_read_later_copies():
     """`y` is read after `z = y.copy(); z[1] = 4.0`: that update is no write into y."""
     x = x4.copy()
