@@ -29,7 +29,7 @@ from collections import deque
 
 import numpy as np
 
-from myir.ir.analysis import bump_version, free_variables, graph_uses, is_nested_in, \
+from myir.ir.analysis import OUTPUT, bump_version, free_variables, graph_uses, is_nested_in, \
     primitive_name, reachable_graphs, recursive_graphs, scope, toposort, users
 from myir.ir.edit import Cloner, clone_program, inline, replace
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
@@ -1676,12 +1676,71 @@ def optimize(root: Graph) -> Graph:
     return _run(clone_program(root), REWRITES, None)
 
 
-def optimize_typed(root: Graph, types: dict) -> tuple[Graph, dict]:
+def optimize_typed(root: Graph, types: dict, entry: bool = False) -> tuple[Graph, dict]:
     """An optimized copy of the program rooted at `root`, with the types `passes.infer`
     found for it (node -> abstract value): the rewrites of `TYPED_REWRITES` as well as the
     others.  Returns the copy and its types: the nodes rewrites make have the type of the
-    node they replace, copies of inlined graphs that of their original."""
+    node they replace, copies of inlined graphs that of their original.  `entry`: root is
+    the program's entry, called by the caller with its arguments, whose dicts are taken
+    apart (`flatten_dict_parameters`)."""
     cloner = Cloner()
     cloner.scopes([g for g in reachable_graphs(root) if g.parent is None])
     copied = {cloner.mapping.get(n, n): t for n, t in types.items()}
+    if entry:
+        flatten_dict_parameters(cloner.mapping[root], copied)
     return _run(cloner.mapping[root], REWRITES + TYPED_REWRITES, copied), copied
+
+
+# How a program may use a dict argument that is taken apart on entry: uses that read it
+# (input position -> primitives), and those that pass it on (`grad`'s check of its input).
+_DICT_READS = {1: {"getitem", "getitem_grad", "grad_zeros", "dict_pick", "iter_keys",
+                   "iter_keys_grad", "dict_keys", "dict_values", "dict_items", "children",
+                   "rebuild", "len", "dict_get"},
+               2: {"grad_cast", "dict_pick", "contains"}}
+_DICT_PASSED_ON = {"grad_check_input"}
+
+
+def _only_read(node: Node, uses: dict) -> bool:
+    """Whether the program only reads node's dict (and what passes it on): no result, call,
+    container or closure holds the object itself, whose identity the caller could see."""
+    for user, i in uses.get(node, ()):
+        name = primitive_name(user) if i != OUTPUT else None
+        if name in _DICT_PASSED_ON and i == 1:
+            if not _only_read(user, uses):
+                return False
+        elif name not in _DICT_READS.get(i, ()):
+            return False
+    return True
+
+
+def flatten_dict_parameters(root: Graph, types: dict) -> None:
+    """Each parameter of the program that is a dict of known keys (a dict of parameters)
+    and is only read becomes one parameter per value, and the dict a make_dict of them, so
+    that reading `params['W']` is the parameter itself (`item_of_container`) and the
+    program is the positional one.  `root.entry_leaves` tells the backend to take the dict
+    apart on entry: the function keeps the caller's signature."""
+    specs, parameters = [], []
+    for p in root.parameters:
+        t = types.get(p)
+        name = p.debug.name
+        if not isinstance(t, ADict) or not t.keys or name in root.defaults \
+                or not _only_read(p, users(root)):
+            specs.append(None)
+            parameters.append(p)
+            continue
+        leaves = []
+        for k, item in zip(t.keys, t.items):
+            debug = p.debug.derive("value of")
+            debug.name = f"{name}_{k}" if isinstance(k, str) and k.isidentifier() else name
+            leaf = Parameter(root, debug)
+            types[leaf] = item
+            leaves.append(leaf)
+        made = root.apply(P["make_dict"], *(x for kv in zip(t.keys, leaves) for x in kv),
+                          location=p.location)
+        types[made] = t
+        replace(root, p, made)
+        specs.append((name, tuple(t.keys)))
+        parameters += leaves
+    if any(specs):
+        root.parameters = parameters
+        root.entry_leaves = tuple(specs)

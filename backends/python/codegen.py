@@ -473,8 +473,18 @@ class Emitter:
     def function(self, g: Graph, indent: int, captured: list[Node] = ()):
         # Parameters keep the user's defaults, so the function can be called like the
         # original, also when it is passed around as a value.
-        params = []
-        for p in g.parameters:
+        params, unpacked = [], []
+        given = iter(g.parameters)
+        for spec in g.entry_leaves or [None] * len(g.parameters):
+            if spec is not None:    # a dict taken apart on entry
+                name, keys = spec
+                leaves = [next(given) for _ in keys]
+                params.append(name)
+                unpacked.append(f"{', '.join(map(self.name, leaves))} = "
+                                f"{', '.join(f'{name}[{k!r}]' for k in keys)}")
+                self.defined.update(id(p) for p in leaves)
+                continue
+            p = next(given)
             default = g.defaults.get(p.debug.name)
             params.append(self.name(p) + (f"={self.ref(default)}" if default is not None else ""))
             self.defined.add(id(p))
@@ -485,6 +495,8 @@ class Emitter:
                                   else self.name(fv) for fv in captured)
             params += [f"{name}={name}" for name in names]
         self.line(indent, f"def {self.graph_name(g)}({', '.join(params)}):", g.location)
+        for line in unpacked:
+            self.line(indent + 1, line, g.location)
         outer_loops, self.loop_stack = self.loop_stack, []
         start = len(self.lines)
         self.block(g, RETURN, indent + 1)
