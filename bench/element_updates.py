@@ -5,7 +5,9 @@
 the old array is dead.  Written as copies, the loop would cost O(n^2); this bench shows it
 costs O(n), like CPython: the per-call time of the compiled function and of CPython for
 n = 10^3, 10^4, 10^5 (medians of interleaved samples, bench/timing.py), and the time per
-element.  The second workload updates a row of a 2-D array and a slice.
+element.  The second workload updates a row of a 2-D array and a slice; the third appends
+to a local list (`xs = xs + [v]` as a new value, `xs.append(v)` in place where the old
+list is dead).
 """
 
 from __future__ import annotations
@@ -34,7 +36,14 @@ def rows(n):
     return y
 
 
-WORKLOADS = (squares, rows)
+def appends(n):
+    xs = []
+    for i in range(n):
+        xs.append(i * 0.5 + 1.0)
+    return xs
+
+
+WORKLOADS = (squares, rows, appends)
 SIZES = (1_000, 10_000, 100_000)
 
 

@@ -77,6 +77,7 @@ class Loop:
     carried: list[str]
     counter: Node | None          # the iteration index parameter of a `for` loop
     has_return: bool
+    length: Node | None           # how many steps a `for` loop makes
 
 
 # ----------------------------------------------------------------------------- source
@@ -372,6 +373,26 @@ def _contains(nodes, kinds, into_loops: bool = True) -> bool:
             continue
         stack.extend(ast.iter_child_nodes(node))
     return False
+
+
+def _adds_keys(body: list, owned: set, changing: list) -> str | None:
+    """The name of a dict this function owns that a loop's body (not a nested loop's or
+    function's) assigns into at a key computed from names the loop assigns, `changing`
+    (`d[k] = v`, k the loop's target): a dict that may gain a key each step."""
+    stack = list(body)
+    while stack:
+        node = stack.pop()
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, ast.AugAssign) else []
+        for t in targets:
+            if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) \
+                    and t.value.id in owned and any(
+                        isinstance(n, ast.Name) and n.id in changing for n in ast.walk(t.slice)):
+                return t.value.id
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                                 ast.ClassDef, ast.While, ast.For)):
+            stack.extend(ast.iter_child_nodes(node))
+    return None
 
 
 class _ComprehensionScope(ast.Lambda):
@@ -778,7 +799,7 @@ class FunctionParser:
             d = self.read(block, s.target.value.id, s.target.value)
             key = self.index(s.target.slice, block)
             old = block.graph.apply(P["getitem"], d, key, location=self.loc(s.target))
-            value = self.binop(s.op, old, self.expr(s.value, block), s, block)
+            value = self.in_place(s.op, old, s, block)
             update = block.graph.apply(P["dict_setitem"], d, key, value, location=self.loc(s))
             self.assign(s.target.value, update, block, s)
             self.owned.add(s.target.value.id)
@@ -823,7 +844,7 @@ class FunctionParser:
         index = self.index(target.slice, block)
         if op is not None:
             old = block.graph.apply(P["getitem"], current, index, location=loc)
-            value = self.binop(op, old, self.expr(stmt.value, block), stmt, block)
+            value = self.in_place(op, old, stmt, block)
         node = block.graph.apply(P["setitem"], current, index, value, name=name, location=loc)
         self.root.updates.append((node, name, target))
         self.root.assigned.append((node, name))
@@ -1065,13 +1086,23 @@ class FunctionParser:
             seq = self.iteration(s.iter, block)
             counter = loop_graph.add_parameter("k", loc)
             init = [Constant(0)] + init
+            # A dict that gains a key each step: inference follows the loop step by step
+            # (the keys stay constants), as it does a dict comprehension, so its length
+            # must be known when compiling; counted by comp_next, which stops at the end.
+            grown = _adds_keys(s.body, self.owned, body_names)
+            if grown is not None:
+                loop_graph.unrolled = True
+                seq = (block.graph.apply(P["comp_length"], seq[0], f"this loop adds keys to "
+                                         f"`{grown}`, a dict whose keys must be known when "
+                                         "compiling", location=self.loc(s.iter)), seq[1])
         else:
             counter = None
         for n in carried:
             param = loop_graph.add_parameter(n, loc)
             header.env[n] = MaybeUnbound(param) if n in maybe else param
 
-        outer_loop, self.current_loop = self.current_loop, Loop(loop_graph, carried, counter, has_return)
+        outer_loop, self.current_loop = self.current_loop, Loop(
+            loop_graph, carried, counter, has_return, seq[0] if seq is not None else None)
         self.loop_stack = self.loop_stack + (s,)
         try:
             body = Block(Graph(f"{kind}_body", loop_graph, loc), header)
@@ -1091,6 +1122,9 @@ class FunctionParser:
         finally:
             self.current_loop = outer_loop
             self.loop_stack = self.loop_stack[:-1]
+        if loop_graph.unrolled:
+            for h in scope(loop_graph):    # the steps, on the recursion's cycle too
+                h.unrolled = True
 
         result = block.graph.apply(Constant(loop_graph), *init, location=loc)
         if has_return:
@@ -1121,7 +1155,10 @@ class FunctionParser:
     def continue_call(self, block: Block, s: ast.AST) -> Node:
         loop = self.current_loop
         args = [self.value(block, n) for n in loop.carried]
-        if loop.counter is not None:
+        if loop.graph.unrolled:
+            args = [block.graph.apply(P["comp_next"], loop.counter, loop.length,
+                                      location=self.loc(s))] + args
+        elif loop.counter is not None:
             args = [block.graph.apply(P["add"], loop.counter, 1, location=self.loc(s))] + args
         return block.graph.apply(Constant(loop.graph), *args, location=self.loc(s))
 
@@ -1271,7 +1308,9 @@ class FunctionParser:
                        "nest a comprehension in a `for` loop, or use a tuple of pairs")
         gen, loc = e.generators[0], self.loc(e)
         length, element = self.iteration(gen.iter, block)
-        n = block.graph.apply(P["comp_length"], length, location=self.loc(gen.iter))
+        n = block.graph.apply(P["comp_length"], length, "a dict comprehension builds a dict "
+                              "whose keys must be known when compiling",
+                              location=self.loc(gen.iter))
         g = Graph("dictcomp", block.graph, loc)
         g.unrolled = True
         names = _ComprehensionScope(args=ast.arguments(posonlyargs=[], args=[
@@ -1433,6 +1472,13 @@ class FunctionParser:
         if prim is None:
             self.error(e, f"the operator {type(op).__name__} is not supported")
         return block.graph.apply(P[prim], left, right, location=self.loc(e))
+
+    def in_place(self, op: ast.operator, old: Node, stmt: ast.AugAssign, block: Block) -> Node:
+        """`old op= v` on an element `y[k]` (`stmt.value` is v): Python's in-place operator
+        on the element, which numpy applies to an array in place (keeping its dtype)."""
+        value = self.binop(op, old, self.expr(stmt.value, block), stmt, block)
+        value.set_inputs([Constant(P["inplace_" + value.fn.value.name]), *value.args])
+        return value
 
     def expr_BinOp(self, e, block):
         left, right = self.expr(e.left, block), self.expr(e.right, block)

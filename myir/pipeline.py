@@ -71,7 +71,7 @@ def _run_pipeline(fn, args, backend: str, options: dict, transforms, report) -> 
     typed = step("infer", infer, final, args)
     graph, types = typed.graph, typed.types
     if optimizing:
-        graph, types = step("optimize_typed", optimize_typed, graph, types)
+        graph, types = step("optimize_typed", optimize_typed, graph, types, True)
         if options.get("fastmath"):
             graph, types = step("fastmath", optimize_fastmath, graph, types)
         _annotate(types)

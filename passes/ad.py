@@ -68,7 +68,7 @@ from myir.ir.analysis import bump_version, free_variables, graph_uses, is_nested
     primitive_name, switch_call, toposort, users
 from myir.ir.edit import clone_program, replace
 from myir.ir.graph import Apply, Constant, Graph, Node, is_graph_constant
-from myir.ir.primitives import PRIMITIVES, Primitive
+from myir.ir.primitives import PRIMITIVES, Primitive, plain_operator
 from myir.ir.values import EMPTY_STACK, NEWENV, GradKey
 from passes import grad_rules
 from passes.opt import constant_fold
@@ -95,9 +95,6 @@ NO_RULE = {
                       "the broadcast (passes/vectorize.py); the derivative of that rule (a "
                       "second derivative through vectorize) is not supported: differentiate "
                       "the scalar function twice inside it instead",
-    **{name: "a gradient's helper for dicts: a second derivative through `d[k] = v`, a dict "
-             "comprehension or `.items()` is not supported" for name in ("dict_pick",
-                                                                         "dict_items_grad")},
 }
 
 
@@ -115,7 +112,7 @@ def constant_operand(node: Apply) -> tuple[int, object] | None:
     prim = node.fn.value if isinstance(node.fn, Constant) else None
     if not isinstance(prim, Primitive):
         return None
-    entry = CONSTANT_OPERAND_RULES.get(_aug_rule_name(prim.name))
+    entry = CONSTANT_OPERAND_RULES.get(plain_operator(prim.name))
     if entry is None or entry[0] >= len(node.args):
         return None
     arg = node.args[entry[0]]
@@ -139,20 +136,15 @@ def _specialised_rule(rule, position: int, kind: type, text: str) -> Graph:
     return g
 
 
-def _aug_rule_name(name: str) -> str:
-    """`x += y` differentiates like `x + y`."""
-    return name[4:] if name.startswith("aug_") else name
-
-
 def gradient_rule(name: str):
     """The parsed rule graph of a primitive, or None if it has none."""
-    fn = getattr(grad_rules, "bprop_" + _aug_rule_name(name), None)
+    fn = getattr(grad_rules, "bprop_" + plain_operator(name), None)
     return parse(fn) if fn is not None else None
 
 
 def has_gradient_rule(name: str) -> bool:
-    return (name in NON_DIFFERENTIABLE or name in VARIADIC_RULES
-            or hasattr(grad_rules, "bprop_" + _aug_rule_name(name)))
+    return (plain_operator(name) in NON_DIFFERENTIABLE or name in VARIADIC_RULES
+            or hasattr(grad_rules, "bprop_" + plain_operator(name)))
 
 
 _PRIMITIVE_J: dict[tuple[str, int], Graph] = {}
@@ -185,7 +177,7 @@ def primitive_j(prim: Primitive, arity: int, location=None, constant=None) -> Gr
 def _rule_gradients(prim: Primitive, bp: Graph, xs: list, out: Node, dout: Node,
                     constant=None) -> list:
     name = prim.name
-    if name in NON_DIFFERENTIABLE:
+    if plain_operator(name) in NON_DIFFERENTIABLE:
         return [bp.apply(P["grad_zeros"], x) for x in xs]
     if name in ("make_tuple", "make_list"):
         return [bp.apply(P["getitem"], dout, i) for i in range(len(xs))]
@@ -210,7 +202,7 @@ def _rule_gradients(prim: Primitive, bp: Graph, xs: list, out: Node, dout: Node,
         return _einsum_grad_gradients(bp, xs, dout)
     if constant is not None:
         position, value = constant
-        rule = _specialised_rule(CONSTANT_OPERAND_RULES[_aug_rule_name(name)][1], position,
+        rule = _specialised_rule(CONSTANT_OPERAND_RULES[plain_operator(name)][1], position,
                                  type(value), repr(value))
     else:
         rule = gradient_rule(name)
@@ -330,7 +322,9 @@ class JTransform:
             return self.segment(g)
         if getattr(g, "custom_grad", None) is not None:
             return self.custom(g)
-        region = loop_region(g)
+        # a loop inference follows step by step (its values' types change each step: a dict
+        # gaining keys) has no stack of one type: its J is that of the recursion it is
+        region = loop_region(g) if not g.unrolled else None
         if region is not None:
             return self.loop(g, region)
         parent = self.graphs.get(g.parent, g.parent)
@@ -417,7 +411,7 @@ class JTransform:
                 continue
             if isinstance(node, Apply) and node.graph is g:
                 if isinstance(bprops[node], Primitive) \
-                        and bprops[node].name in NON_DIFFERENTIABLE:
+                        and plain_operator(bprops[node].name) in NON_DIFFERENTIABLE:
                     continue    # zeros add nothing; the operands need not be kept for them
                 res = self._adjoint_of(bg, node, bprops[node], sens[node])
                 # What `depend` waits for is only evaluated: no gradient flows into it (its

@@ -41,7 +41,7 @@ from myir.errors import MyirError
 from myir.ir.analysis import graph_uses, primitive_name, reachable_graphs, toposort, users
 from myir.ir.edit import clone_program
 from myir.ir.graph import Apply, Constant, Graph, Node
-from myir.ir.primitives import PRIMITIVES, Primitive
+from myir.ir.primitives import PRIMITIVES, Primitive, plain_operator
 from myir.ir.values import NEWENV, JacobianMacro, JvpMacro
 from passes import ad, jvp_rules
 
@@ -92,13 +92,8 @@ VALUES_AT: dict[str, slice] = {"make_dict": slice(1, None, 2), "make_record": sl
 NO_TANGENT_RULE: dict[str, str] = {}
 
 
-def _base(name: str) -> str:
-    """`x += y` has the tangent of `x + y` (computed without updating anything in place)."""
-    return name[4:] if name.startswith("aug_") else name
-
-
 def has_tangent_rule(name: str) -> bool:
-    name = _base(name)
+    name = plain_operator(name)
     return (name in ZERO or name in LINEAR or name in MULTILINEAR or name in ELEMENTWISE
             or name in VARIADIC or name in VALUES_AT or name == "vectorize_call"
             or hasattr(jvp_rules, "jvp_" + name))
@@ -276,7 +271,7 @@ class ForwardTransform:
              location) -> Node:
         """The tangent of `out = prim(*xs)` given the operands' tangents (`zero[i]` where
         dxs[i] is known to be zero)."""
-        name = _base(prim.name)
+        name = plain_operator(prim.name)
         base = P[name]
 
         def zeros() -> Node:
@@ -359,7 +354,7 @@ def constant_parameters(root: Graph) -> set:
     constant = {p for g in sites for p in g.parameters}
 
     def known(node: Node) -> bool:
-        name = _base(primitive_name(node) or "")
+        name = plain_operator(primitive_name(node) or "")
         return isinstance(node, Constant) or node in constant or name in ZERO or (
             name in LINEAR and all(known(node.args[i]) for i in LINEAR[name]
                                    if i < len(node.args)))

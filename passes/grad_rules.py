@@ -524,9 +524,11 @@ def bprop_getitem_grad(x, index, dout_, out, dout):
 
 
 def bprop_setitem(x, index, value, out, dout):
-    """x's gradient is dout but where value replaced x's elements; value's is dout there,
-    summed back to value's shape (it was broadcast into the indexed part)."""
-    return (setitem(dout, index, zeros(value)), zeros(index), sum_to(dout[index], value))
+    """x's gradient is dout but where value replaced x's elements (of a dict, at x's keys
+    only: a key the update added is not x's); value's is dout there, summed back to value's
+    shape (it was broadcast into the indexed part)."""
+    return (dict_pick(setitem(dout, index, zeros(value)), x), zeros(index),
+            sum_to(dout[index], value))
 
 
 # ---------------------------------------------------- dicts and records
@@ -598,6 +600,16 @@ def bprop_dict_cons(key, value, rest, out, dout):
     if key in rest:
         return (zeros(key), zeros(value), dict_pick(dout, rest))
     return (zeros(key), dout[key], dict_pick(dout, rest))
+
+
+def bprop_dict_pick(d, like, out, dout):
+    """Linear in d: d's gradient is dout at d's keys (zeros at those like has not)."""
+    return (dict_pick(dout, d), zeros(like))
+
+
+def bprop_dict_items_grad(d, pairs, out, dout):
+    """Linear in pairs: each pair's second item gets dout at its key."""
+    return (zeros(d), tuple((zeros(p[0]), v) for p, v in zip(pairs, children(dout))))
 
 
 def bprop_iter_keys(x, out, dout):

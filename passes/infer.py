@@ -81,9 +81,10 @@ from passes.type_rules import TYPE_RULES, RuleError, TypeFailure, strict_rule, t
 # A non-recursive graph gets one frame per argument values, up to this many per parent frame;
 # then one frame with the join of them all.
 FRAMES_PER_GRAPH = 8
-# A graph marked `unrolled` (a dict comprehension: frontend/parser.py) is recursive but gets
-# one frame per argument values, like a non-recursive one, so that its counter stays a
-# constant at each step (its length is a constant: `comp_length`), up to this many.
+# A graph marked `unrolled` (a dict comprehension, a `for` loop adding keys to a dict:
+# frontend/parser.py) is recursive but gets one frame per argument values, like a
+# non-recursive one, so that its counter stays a constant at each step (its length is a
+# constant: `comp_length`), up to this many.
 UNROLLED_FRAMES = 10_000
 # A recursive graph gets one frame per skeleton of its arguments, up to this many.
 SKELETONS_PER_GRAPH = 4

@@ -29,11 +29,11 @@ from collections import deque
 
 import numpy as np
 
-from myir.ir.analysis import bump_version, free_variables, graph_uses, is_nested_in, \
+from myir.ir.analysis import OUTPUT, bump_version, free_variables, graph_uses, is_nested_in, \
     primitive_name, reachable_graphs, recursive_graphs, scope, switch_call, toposort, users
 from myir.ir.edit import Cloner, clone_program, inline, replace
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, id_mark, is_graph_constant
-from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
+from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive, plain_operator
 from myir.ir.values import EMPTY_STACK, Env
 from myir.tree import is_namedtuple
 from passes.abstract import (ANY, BOTTOM, AArray, ADict, AList, AObject, ARecord, AScalar,
@@ -533,6 +533,8 @@ def gradient_of_container(node: Apply, ctx) -> Node | None:
     name = primitive_name(node)
     if name not in _CONTAINER_GRADIENT_OPS:
         return None
+    if name == "dict_pick":
+        return _picked(node, ctx)
     t = ctx.type_of(node.args[1] if name == "grad_cast" else node.args[0])   # the container
     if name == "iter_keys_grad" and t is not None and t is not ANY and not any(
             isinstance(o, (ADict, AObject)) for o in options(t)):
@@ -589,8 +591,34 @@ def gradient_of_container(node: Apply, ctx) -> Node | None:
     return None
 
 
+def _picked(node: Apply, ctx) -> Node | None:
+    """dict_pick(d, like) -> d where like is no dict (an array's setitem gradient) or d has
+    like's keys in like's order; of a make_dict, the make_dict of like's keys (zeros for
+    those d has not)."""
+    d, like = node.args
+    lt, dt = ctx.type_of(like), ctx.type_of(d)
+    if lt is None or lt is ANY:
+        return None
+    if not any(isinstance(o, ADict) for o in options(lt)):
+        return d
+    if not isinstance(lt, ADict):
+        return None
+    keys = tuple(map(_key, lt.keys))
+    if isinstance(dt, ADict) and tuple(map(_key, dt.keys)) == keys:
+        return d
+    fields = _fields(d)
+    if fields is None:
+        return None
+    held = dict(zip(map(_key, fields[0]), fields[1]))
+    values = [held[_key(k)] if _key(k) in held else _typed_apply(
+        ctx, node, TYPE_RULES["grad_zeros"](item), "grad_zeros",
+        _typed_apply(ctx, node, item, "getitem", like, k)) for k, item in zip(lt.keys, lt.items)]
+    return node.graph.apply(P["make_dict"], *(v for kv in zip(lt.keys, values) for v in kv),
+                            location=node.location)
+
+
 _CONTAINER_GRADIENT_OPS = frozenset({"iter_keys", "iter_keys_grad", "grad_check_input",
-                                     "rebuild", "getitem_grad", "grad_cast"})
+                                     "rebuild", "getitem_grad", "grad_cast", "dict_pick"})
 _VIEWS = {
     "dict_keys": lambda at, k, v: Constant(k),
     "dict_values": lambda at, k, v: v,
@@ -736,9 +764,10 @@ def checks_proved(node: Apply, ctx) -> Node | None:
     value checked, so the generated code does not test what inference already knows:
     check_bound(x) for an x that is never unbound, unpack(x, n) for a tuple of n items, and
     `x op= y` (aug_op, which refuses to update a shared array in place) -> `x op y` for an
-    x that is no array."""
+    x that is no array, and `y[i] op= v`'s operation (inplace_op, which keeps the indexed
+    part's dtype and shape) -> `x op v` where that gives x's dtype and shape anyway."""
     name = primitive_name(node)
-    if name not in ("check_bound", "unpack") and not (name or "").startswith("aug_"):
+    if name is None or name not in ("check_bound", "unpack") and plain_operator(name) == name:
         return None
     t = ctx.type_of(node.args[0])
     if t is None or t is ANY or t is BOTTOM:
@@ -753,9 +782,14 @@ def checks_proved(node: Apply, ctx) -> Node | None:
         if isinstance(t, ATuple) and _const(n, int) and len(t.items) == n.value:
             return node.args[0]
         return None
-    if all(isinstance(o, (AScalar, ATuple)) for o in options(t)):
-        return node.graph.apply(P[name[len("aug_"):]], *node.args, location=node.location)
-    return None
+    plain = plain_operator(name)
+    if name.startswith("inplace_"):
+        if any(isinstance(o, AArray) for o in options(t)) and not (
+                isinstance(t, AArray) and TYPE_RULES[plain](t, ctx.type_of(node.args[1])) == t):
+            return None
+    elif not all(isinstance(o, (AScalar, ATuple)) for o in options(t)):
+        return None
+    return node.graph.apply(P[plain], *node.args, location=node.location)
 
 
 def depend_on_what_raises(node: Apply, ctx) -> Node | None:
@@ -959,16 +993,17 @@ def side_of_number(node: Apply, ctx) -> Node | None:
     return node.graph.apply(P[name], *node.args[:2], location=node.location)
 
 
-def _typed_items(node: Node, ctx) -> tuple[str, list] | None:
+def _typed_items(node: Node, ctx, at: Apply) -> tuple[str, list] | None:
     """(the make primitive, node's items) for a container whose type lists its items: the
-    make node's operands, or getitems of node."""
+    make node's operands, or getitems of node (in the graph of `at`, which reads them:
+    node may be a constant)."""
     if _made(node):
         return primitive_name(node), list(node.args)
     t = ctx.type_of(node)
     make = next((m for m, kind in MADE_BY.items() if type(t) is kind), None)
     if make is None:
         return None
-    return make, [_apply_typed(ctx, node.graph, "getitem", node, Constant(j))
+    return make, [_apply_typed(ctx, at.graph, "getitem", node, Constant(j))
                   for j in range(len(t.items))]
 
 
@@ -994,14 +1029,14 @@ def container_grads_by_type(node: Apply, ctx) -> Node | None:
         i = None if n is None else _position(args[1], n)
         if i is None:
             return None
-        make, items = _typed_items(args[0], ctx)
+        make, items = _typed_items(args[0], ctx, node)
         return _placed(ctx, node, make, items, args[2], range(i, i + 1))
     if name == "gadd":
         x, y = args
         if not (_made(x) or _made(y)) or _typed_length(x, ctx) != _typed_length(y, ctx) \
                 or _typed_length(x, ctx) is None:
             return None
-        (make, xs), (_, ys) = _typed_items(x, ctx), _typed_items(y, ctx)
+        (make, xs), (_, ys) = _typed_items(x, ctx, node), _typed_items(y, ctx, node)
         return node.graph.apply(P[make], *(
             _apply_typed(ctx, node.graph, "gadd", a, b, location=node.location)
             for a, b in zip(xs, ys)), location=node.location)
@@ -1014,10 +1049,10 @@ def container_grads_by_type(node: Apply, ctx) -> Node | None:
         return None
     side = range(total - n, total) if right else range(n)
     if name == "sum_to_side":
-        make, items = _typed_items(d, ctx)
+        make, items = _typed_items(d, ctx, node)
         return node.graph.apply(P[make], *(items[k] for k in side), location=node.location)
-    make, items = _typed_items(x, ctx)
-    _, parts = _typed_items(d, ctx)
+    make, items = _typed_items(x, ctx, node)
+    _, parts = _typed_items(d, ctx, node)
     return _placed(ctx, node, make, items, parts, side)
 
 
@@ -1251,7 +1286,7 @@ MATCHES = {
     getitem_grad_of_made: {"getitem_grad"}, gadd_of_made: {"gadd"},
     switch_on_constant: {"switch"}, switch_equal_branches: {"switch"}, neg_neg: {"neg"},
     constant_fold: set(_FOLDABLE), call_inline: CALLS, specialize_call: CALLS,
-    checks_proved: {"check_bound", "unpack"} | {n for n in P if n.startswith("aug_")},
+    checks_proved: {"check_bound", "unpack"} | {n for n in P if plain_operator(n) != n},
     grad_check_passes: {"grad_check_input"}, grad_seed_of_float: {"grad_seed"},
     shape_facts: {"ndim", "size", "shape"}, known_integer: ANY_PRIMITIVE, mul_one: {"mul"},
     add_zero: {"add", "sub"}, negation_absorbed: {"mul", "add", "sub"},
@@ -1900,12 +1935,71 @@ def optimize(root: Graph) -> Graph:
     return _run(clone_program(root), REWRITES, None)
 
 
-def optimize_typed(root: Graph, types: dict) -> tuple[Graph, dict]:
+def optimize_typed(root: Graph, types: dict, entry: bool = False) -> tuple[Graph, dict]:
     """An optimized copy of the program rooted at `root`, with the types `passes.infer`
     found for it (node -> abstract value): the rewrites of `TYPED_REWRITES` as well as the
     others.  Returns the copy and its types: the nodes rewrites make have the type of the
-    node they replace, copies of inlined graphs that of their original."""
+    node they replace, copies of inlined graphs that of their original.  `entry`: root is
+    the program's entry, called by the caller with its arguments, whose dicts are taken
+    apart (`flatten_dict_parameters`)."""
     cloner = Cloner()
     cloner.scopes([g for g in reachable_graphs(root) if g.parent is None])
     copied = {cloner.mapping.get(n, n): t for n, t in types.items()}
+    if entry:
+        flatten_dict_parameters(cloner.mapping[root], copied)
     return _run(cloner.mapping[root], REWRITES + TYPED_REWRITES, copied), copied
+
+
+# How a program may use a dict argument that is taken apart on entry: uses that read it
+# (input position -> primitives), and those that pass it on (`grad`'s check of its input).
+_DICT_READS = {1: {"getitem", "getitem_grad", "grad_zeros", "dict_pick", "iter_keys",
+                   "iter_keys_grad", "dict_keys", "dict_values", "dict_items", "children",
+                   "rebuild", "len", "dict_get"},
+               2: {"grad_cast", "dict_pick", "contains"}}
+_DICT_PASSED_ON = {"grad_check_input"}
+
+
+def _only_read(node: Node, uses: dict) -> bool:
+    """Whether the program only reads node's dict (and what passes it on): no result, call,
+    container or closure holds the object itself, whose identity the caller could see."""
+    for user, i in uses.get(node, ()):
+        name = primitive_name(user) if i != OUTPUT else None
+        if name in _DICT_PASSED_ON and i == 1:
+            if not _only_read(user, uses):
+                return False
+        elif name not in _DICT_READS.get(i, ()):
+            return False
+    return True
+
+
+def flatten_dict_parameters(root: Graph, types: dict) -> None:
+    """Each parameter of the program that is a dict of known keys (a dict of parameters)
+    and is only read becomes one parameter per value, and the dict a make_dict of them, so
+    that reading `params['W']` is the parameter itself (`item_of_container`) and the
+    program is the positional one.  `root.entry_leaves` tells the backend to take the dict
+    apart on entry: the function keeps the caller's signature."""
+    specs, parameters = [], []
+    for p in root.parameters:
+        t = types.get(p)
+        name = p.debug.name
+        if not isinstance(t, ADict) or not t.keys or name in root.defaults \
+                or not _only_read(p, users(root)):
+            specs.append(None)
+            parameters.append(p)
+            continue
+        leaves = []
+        for k, item in zip(t.keys, t.items):
+            debug = p.debug.derive("value of")
+            debug.name = f"{name}_{k}" if isinstance(k, str) and k.isidentifier() else name
+            leaf = Parameter(root, debug)
+            types[leaf] = item
+            leaves.append(leaf)
+        made = root.apply(P["make_dict"], *(x for kv in zip(t.keys, leaves) for x in kv),
+                          location=p.location)
+        types[made] = t
+        replace(root, p, made)
+        specs.append((name, tuple(t.keys)))
+        parameters += leaves
+    if any(specs):
+        root.parameters = parameters
+        root.entry_leaves = tuple(specs)

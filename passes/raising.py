@@ -34,7 +34,8 @@ import numpy as np
 
 from myir.ir.analysis import primitive_name
 from myir.ir.graph import Apply, Node
-from passes.abstract import ANY, AArray, ADict, AList, ANone, AObject, ARecord, AScalar, ASlice, ATuple
+from myir.ir.primitives import IN_PLACE
+from passes.abstract import ANY, BOTTOM, AArray, ADict, AList, ANone, AObject, ARecord, AScalar, ASlice, ATuple
 
 _PY_NUMBERS = (bool, int, float, complex)
 
@@ -188,6 +189,14 @@ def _aug_power(args, out) -> bool:
     return _power(args, out) or _aug(args, out)
 
 
+def _in_place(name: str):
+    def raises(args, out) -> bool:
+        """`y[index] op= v` on the indexed part: numpy raises where the result does not
+        fit it (its type rule gives BOTTOM); otherwise it raises where the operator does."""
+        return out is BOTTOM or may_raise(name, args, out)
+    return raises
+
+
 def _list_pop(args, out) -> bool:
     """`xs.pop(i)` raises IndexError for an index out of range (an empty list)."""
     xs, index = args
@@ -258,6 +267,7 @@ RAISES = _table([
     ("setitem", _always),
     ("vectorize_call", _always),    # the scalar function may raise (or not broadcast)
     ("list_pop", _list_pop),
+    *(("inplace_" + name, _in_place(name)) for name in IN_PLACE),
     ("to_list to_tuple list_extend", _sequence),
 ])
 
@@ -352,7 +362,8 @@ def may_raise(name: str | None, args: list | None = None, out=None) -> bool:
 # Primitives whose exceptions are arithmetic (ZeroDivisionError, a math domain error,
 # OverflowError): what `fastmath=True` assumes never happens.
 ARITHMETIC_ERRORS = frozenset("""
-    truediv floordiv mod pow power aug_truediv aug_floordiv aug_mod aug_pow math_exp
+    truediv floordiv mod pow power aug_truediv aug_floordiv aug_mod aug_pow inplace_truediv
+    inplace_floordiv inplace_mod inplace_pow math_exp
     math_log math_log1p math_expm1 math_sqrt math_sin math_cos math_tan math_asin math_acos
     math_sinh math_cosh math_floor math_ceil math_pow
 """.split())

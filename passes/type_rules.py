@@ -28,11 +28,11 @@ import numpy as np
 
 from myir.ir import einsum, tangents
 from myir.ir.ieee import ieee_pow, ieee_truediv
-from myir.ir.primitives import MATH_MORE, UNBOUND
+from myir.ir.primitives import IN_PLACE, MATH_MORE, UNBOUND
 from myir import tree
 from passes.abstract import (ANY, BOTTOM, AArray, ADict, AEnv, AFunction, ANone, AObject,
                              ARecord, AScalar, ASlice, AStack, ATuple, AUnion, _value_key,
-                             abstract_of, containers, join, with_items)
+                             abstract_of, containers, join, options, with_items)
 from passes.abstract import kind as kind_of
 from passes.abstract import AList
 
@@ -469,6 +469,27 @@ def pow_rule(x, y):
 _pow = elementwise(operator.pow)
 _add = elementwise(operator.add)
 _mul = elementwise(operator.mul)
+
+
+def _in_place(name):
+    op = getattr(operator, IN_PLACE[name])
+
+    @rule
+    def apply(x, y):
+        """`y[index] op= v` on the indexed part x: an array keeps its dtype and shape (numpy
+        updates it in place); BOTTOM where numpy raises, for a result that does not fit x's
+        shape (ValueError) or cannot be cast to its dtype (UFuncTypeError: `same_kind`).
+        Anything else: the plain operator."""
+        result = TYPE_RULES[name](x, y)
+        if not isinstance(x, AArray) or result in (ANY, BOTTOM):
+            return result
+        shape = shape_of(result)
+        if shape is not None and (len(shape) != len(x.shape) or any(
+                r is not None and d is not None and r != d for r, d in zip(shape, x.shape))):
+            return BOTTOM
+        evaluate(op, [x, y])    # numpy's casting error for these dtypes: Fails
+        return x
+    return apply
 
 
 def _augmented(name, symbol):
@@ -1033,13 +1054,6 @@ def setitem_rule(x, index, value):
                                     else AArray(value.dtype, ())])
         return BOTTOM if item is BOTTOM else x
     if isinstance(x, ADict):
-        # `d[k] = v` on a dict that is not a literal, `dict(...)` or comprehension of this
-        # function (`d = p.copy()`): setitem's gradient keeps d's keys, so only a key d has
-        key = _constant_key(index, "the key")
-        if key not in x.keys:
-            raise RuleError(f"adding the key {key!r} to a dict copied with `.copy()` is not "
-                            "supported", "copy it with `dict(...)` instead, e.g. "
-                            f"`d = dict(p)`, or build it as `{{**p, {key!r}: value}}`")
         return dict_setitem_rule(x, index, value)
     if isinstance(x, (ATuple, AScalar, ANone, AFunction)) or \
             (isinstance(x, AObject) and x.pytype is str):
@@ -2341,11 +2355,10 @@ def iter_keys_grad_rule(x, dout):
     return grad_zeros_rule(x) if isinstance(x, ADict) else dout
 
 
-def comp_length_rule(n):
+def comp_length_rule(n, what):
     if not (isinstance(n, AScalar) and n.known):
-        raise RuleError("a dict comprehension builds a dict whose keys must be known when "
-                        "compiling, but it goes over values whose number is not known until "
-                        "run time",
+        raise RuleError(f"{what.value}, but it goes over values whose number is not known "
+                        "until run time",
                         "go over a dict's keys or `.items()`, a tuple, or `range` of a "
                         "constant; or build a tuple or array of the values instead")
     return n
@@ -2361,7 +2374,10 @@ def comp_next_rule(i, n):
 
 def dict_pick_rule(d, like):
     if isinstance(d, ADict) and isinstance(like, ADict):
-        return ADict(like.keys, tuple(d.get(k, ANY) for k in like.keys))
+        return ADict(like.keys, tuple(d.get(k) if _known_key(d, k) else grad_zeros_rule(v)
+                                      for k, v in zip(like.keys, like.items)))
+    if like is not ANY and not any(isinstance(o, (ADict, AObject)) for o in options(like)):
+        return d
     return ANY
 
 
@@ -2422,6 +2438,7 @@ TYPE_RULES = {
     "to_bool": _truth(False),
     "not_": _truth(True),
     **{"aug_" + name: _augmented(name, symbol) for name, symbol in _AUGMENTED.items()},
+    **{"inplace_" + name: _in_place(name) for name in IN_PLACE},
     **{name: _reduction(getattr(np, name)) for name in ("sum", "mean", "prod", "max", "min")},
     "argmax": _reduction(np.argmax, keepdims_param=False),
     "argmin": _reduction(np.argmin, keepdims_param=False),

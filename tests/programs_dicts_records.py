@@ -69,11 +69,18 @@ def dict_copy_update(d):
     return e, f
 
 
-def dict_update_in_loop(d, n):
+def dict_update_in_loop(d):
+    """A dict that gains a key each step of a loop of known length, then read."""
     e = {}
-    for i in range(n):
+    for i in range(3):
         e[i] = d["a"] * i
-    return e
+    for k in ("u", "v"):
+        if k != "v":
+            e[k] = e[1] + d["a"]
+        e[len(k)] += 1.0
+    for k, v in d.items():
+        e[k + "2"] = v * e[2]
+    return e, e[2] * e["u"]
 
 
 def dict_iterate(d):
@@ -299,6 +306,13 @@ def comprehension_unknown_length(x, n):
     return {i: x for i in range(n)}
 
 
+def dict_grown_in_unknown_loop(x, n):
+    e = {}
+    for i in range(n):
+        e[i] = x * i
+    return e
+
+
 def key_not_constant(x, name):
     return {name: x}
 
@@ -324,5 +338,25 @@ def update_a_copy(p, x):
 
 def add_a_key_to_a_copy(p, x):
     d = p.copy()
-    d["c"] = x
-    return d["c"]
+    d["c"] = x * d["W"]
+    return d["c"] * d["b"]
+
+
+def loss_dict_grown_in_loop(p, x):
+    """A dict built key by key in a loop over another dict's keys, differentiated."""
+    scaled = {}
+    for k in p:
+        if k != "b":
+            scaled[k] = p[k] * x
+    total = 0.0
+    for k, v in scaled.items():
+        total = total + np.sum(v * v)
+    return total + np.sum(p["b"]) * x
+
+
+def dict_second_order(x):
+    """`d[k] = v`, a dict comprehension and `.items()`, twice differentiable."""
+    d = {"a": x, "b": x * x}
+    d["a"] = d["a"] * d["b"]
+    e = {k: v * x for k, v in d.items()}
+    return e["a"] + e["b"] * e["a"]

@@ -70,6 +70,62 @@ def int_array(n):
     return y
 
 
+def int_slice_in_place(v):
+    """`y[a:b] op= v` updates the array `y[a:b]` in place: numpy keeps its dtype, and
+    refuses (UFuncTypeError) a float result in an int array."""
+    y = np.arange(5)
+    y[1:3] += v
+    y[3:] *= v
+    return y
+
+
+def int_element_in_place(v):
+    """`y[i] op= v` on a 1-d array: `y[i]` is a number, `y[i] + v` a float, which the
+    assignment truncates into the int array."""
+    y = np.arange(5)
+    y[1] += v
+    y[2, ...] -= 1
+    return y
+
+
+def int_slice_assigned(v):
+    """`y[a:b] = v` casts v to y's dtype (truncating a float)."""
+    y = np.arange(5)
+    y[1:3] = v
+    y[3:] = np.ones(2) * v
+    return y
+
+
+def int_slice_divided(n):
+    y = np.arange(5)
+    y[1:] //= n
+    y[:2] /= n
+    return y
+
+
+def float32_slice_in_place(x):
+    """float64 into float32 casts (`same_kind`): the result is float32."""
+    y = np.zeros(4, dtype=np.float32)
+    y[1:] += x[1:] * 0.1
+    y[:2] **= 2
+    return y
+
+
+def bool_slice_in_place(v):
+    y = np.zeros(4, dtype=np.bool_)
+    y[:2] |= v
+    return y
+
+
+def append_loop(n):
+    xs = []
+    for i in range(n):
+        if i % 3:
+            xs.append(i * 0.5)
+        xs.extend([i, -i])
+    return xs
+
+
 def recurrence(x):
     y = np.zeros(len(x))
     y[0] = x[0]

@@ -55,6 +55,21 @@ def test_index_out_of_range_raises_cpythons_error(jit):
     check(jit, U.out_of_range, 3, raises=IndexError)
 
 
+@pytest.mark.parametrize("f, v, raises", [
+    (U.int_slice_in_place, 2.5, np._core._exceptions.UFuncTypeError),
+    (U.int_element_in_place, 2.5, None),
+    (U.int_slice_assigned, 2.5, None),
+    (U.int_slice_divided, 2, np._core._exceptions.UFuncTypeError),
+    (U.float32_slice_in_place, x4, None),
+    (U.bool_slice_in_place, 1, np._core._exceptions.UFuncTypeError),
+], ids=lambda v: getattr(v, "__name__", None))
+def test_in_place_update_of_an_indexed_part_keeps_its_dtype(jit, f, v, raises):
+    """numpy's own casting: `y[a:b] op= v` is numpy's in-place operator on the part
+    (its error, with its message, where the result does not fit the dtype), `y[i] op= v`
+    and `y[a:b] = v` cast on assignment."""
+    check(jit, f, v, raises=raises)
+
+
 @pytest.mark.parametrize("f, args", [
     (U.fill_loop, (5,)),
     (U.two_d, (3, 4)),
@@ -66,6 +81,14 @@ def test_updates_of_dead_arrays_are_written_in_place(f, args):
     under an `if`, in nested loops (no copy per iteration: O(n), not O(n^2))."""
     source = myir.compile(f).lower(*args).source
     assert "_setitem(" not in source and "] = " in source, source
+
+
+def test_appends_to_a_dead_list_are_made_in_place():
+    """`xs.append(v)` and `xs.extend(ys)` on a list nothing else sees write into it (O(n)
+    for a loop of n appends, not O(n^2)); values are CPython's."""
+    source = myir.compile(U.append_loop, backend="python").lower(7).source
+    assert ".append(" in source and ".extend(" in source and "+ [" not in source, source
+    assert myir.compile(U.append_loop, backend="python")(7) == U.append_loop(7)
 
 
 def test_update_of_a_value_read_later_copies():

@@ -495,8 +495,18 @@ class Emitter:
     def function(self, g: Graph, indent: int, captured: list[Node] = ()):
         # Parameters keep the user's defaults, so the function can be called like the
         # original, also when it is passed around as a value.
-        params = []
-        for p in g.parameters:
+        params, unpacked = [], []
+        given = iter(g.parameters)
+        for spec in g.entry_leaves or [None] * len(g.parameters):
+            if spec is not None:    # a dict taken apart on entry
+                name, keys = spec
+                leaves = [next(given) for _ in keys]
+                params.append(name)
+                unpacked.append(f"{', '.join(map(self.name, leaves))} = "
+                                f"{', '.join(f'{name}[{k!r}]' for k in keys)}")
+                self.defined.update(id(p) for p in leaves)
+                continue
+            p = next(given)
             default = g.defaults.get(p.debug.name)
             params.append(self.name(p) + (f"={self.ref(default)}" if default is not None else ""))
             self.defined.add(id(p))
@@ -507,6 +517,8 @@ class Emitter:
                                   else self.name(fv) for fv in captured)
             params += [f"{name}={name}" for name in names]
         self.line(indent, f"def {self.graph_name(g)}({', '.join(params)}):", g.location)
+        for line in unpacked:
+            self.line(indent + 1, line, g.location)
         outer_loops, self.loop_stack = self.loop_stack, []
         start = len(self.lines)
         self.block(g, RETURN, indent + 1)
@@ -665,14 +677,22 @@ class Emitter:
             guard, expr = self.guard(node), self.render(node).text
             self.line(indent, f"if not ({guard}): {expr}" if guard else expr, node.location)
             return
-        if primitive_name(node) == "setitem" and self.in_place.writable(node):
-            x, index, value = node.args     # Python evaluates the value, then the index
-            if not pending.takes(node, [value, index]):
-                self.flush(pending, indent)
-            value_text, index_text = self.operand(value, pending).text, \
-                self.operand(index, pending).index
+        if primitive_name(node) in IN_PLACE_UPDATES and self.in_place.writable(node):
+            x, *operands = node.args
+            if primitive_name(node) == "setitem":  # Python evaluates the value, then the index
+                index, value = operands
+                if not pending.takes(node, [value, index]):
+                    self.flush(pending, indent)
+                value_text, index_text = self.operand(value, pending).text, \
+                    self.operand(index, pending).index
+                text = f"{self.ref(x)}[{index_text}] = {value_text}"
+            else:
+                if not pending.takes(node, operands):
+                    self.flush(pending, indent)
+                text = IN_PLACE_UPDATES[primitive_name(node)].format(
+                    self.ref(x), self.operand(operands[0], pending).text)
             self.flush(pending, indent)
-            self.line(indent, f"{self.ref(x)}[{index_text}] = {value_text}", node.location)
+            self.line(indent, text, node.location)
             self.line(indent, f"{var} = {self.ref(x)}", node.location)
         elif primitive_name(node) == "getitem" and self._same_object(node) is not None:
             pass    # a pop's top or rest: the pop's variable or its stack's
@@ -806,7 +826,7 @@ class Emitter:
                     return True
                 if kind in ("block", "loop"):
                     return self.inline_call(out, tail, indent, pending)
-            if primitive_name(out) == "setitem" and self.in_place.writable(out):
+            if primitive_name(out) in IN_PLACE_UPDATES and self.in_place.writable(out):
                 self.statement(out, indent, pending)
                 value = self.ref(out)
             else:
@@ -829,18 +849,27 @@ class Emitter:
         return True
 
 
+# The updates that write into their first operand's object where `InPlace` proves nothing
+# else sees it (elsewhere a copy: `_setitem(x, i, v)`, `xs + [v]`), as the statement that
+# does (setitem's, `x[i] = v`, is written in `statement`).
+IN_PLACE_UPDATES = {"setitem": None, "list_append": "{}.append({})",
+                    "list_extend": "{}.extend({})"}
+
+
 class InPlace:
-    """Which updates `setitem(x, index, value)` may write into x's object instead of a copy:
-    those after which nothing sees that object.  `_owned(x, s)` proves it: every other use
-    of x is consumed before s (reads s depends on, and nothing they make survives s: a view
-    or tuple of x is itself consumed before) or runs on another path (the other branch of an
-    `if` around s); and x's object is new (`FRESH`: np.zeros, arithmetic, an earlier
-    update), or handed down the same way: an `if`'s result whose branches' results are
+    """Which updates (`setitem(x, index, value)`, `list_append(x, v)`, `list_extend(x, ys)`:
+    `IN_PLACE_UPDATES`) may write into x's object instead of a copy: those after which
+    nothing sees that object.  `_owned(x, s)` proves it: every other use of x is consumed
+    before s (reads s depends on, and nothing they make survives s: a view or tuple of x is
+    itself consumed before) or runs on another path (the other branch of an `if` around s);
+    and x's object is new (`FRESH`: np.zeros, arithmetic, an earlier update; a list
+    literal), or handed down the same way: an `if`'s result whose branches' results are
     owned, a loop's carried value each of whose incoming values (the initial one, the one
     each iteration passes on) is owned by the loop's call (the parameter of code after an
     `if`, or of a block, likewise), a loop's result owned at its exits.  So a loop
-    `y[i] = f(i)` over n elements costs O(n), not O(n^2), with the update under an `if` or
-    in an inner loop too."""
+    `y[i] = f(i)` (or `xs.append(f(i))`) over n elements costs O(n), not O(n^2), with the
+    update under an `if` or in an inner loop too.  An update whose value is x itself
+    (`xs.append(xs)`) copies: in place, the list would hold itself."""
 
     def __init__(self, root: Graph, users: dict, layout: "Layout"):
         self.users = users
@@ -848,7 +877,7 @@ class InPlace:
         self.layout = layout
 
     def writable(self, s: Apply) -> bool:
-        return self._owned(s.args[0], s, set())
+        return s.args[0] not in s.args[1:] and self._owned(s.args[0], s, set())
 
     def stacks_in_place(self, root: Graph) -> bool:
         """Whether the program's residual stacks (passes/ad.py) may be Python lists that
@@ -908,7 +937,7 @@ class InPlace:
             return all(self._owned(call.args[k], call, assumed) for call, _ in calls)
         if not isinstance(node, Apply):
             return False
-        if primitive_name(node) in FRESH:
+        if primitive_name(node) in FRESH or primitive_name(node) == "make_list":
             return True
         if primitive_name(node) == "stack_push":    # s itself, appended to
             return self._owned(node.args[0], node, assumed)
@@ -1016,8 +1045,8 @@ class InPlace:
         """Whether every use of node is in `before`, and what those uses make (unless it is
         a new object) is consumed there too."""
         for user, index in self.users.get(node, ()):
-            if user is keeper and primitive_name(keeper) == "setitem" and index in (2, 3):
-                continue    # the update's index or value, copied into the array
+            if user is keeper and primitive_name(keeper) in IN_PLACE_UPDATES and index >= 2:
+                continue    # the update's index or value, copied into the array or list
             if index == OUTPUT or id(user) not in before or self._reruns(user.graph) \
                     or user is keeper:
                 return False

@@ -19,7 +19,7 @@ from myir import tree
 from myir.errors import Location, MyirTypeError
 from myir.ir import einsum, tangents
 from myir.ir.ieee import ieee_pow, ieee_truediv
-from myir.ir.primitives import MATH_MORE, UNBOUND
+from myir.ir.primitives import IN_PLACE, MATH_MORE, UNBOUND
 from myir.ir.values import EMPTY_STACK, NEWENV, Env, is_stack, stack_push
 
 SYNTAX = {
@@ -121,6 +121,18 @@ def _augmented(op, symbol):
         return op(x, y)
     aug.__name__ = f"aug_{op.__name__}"
     return aug
+
+
+def _in_place(name):
+    """`y[index] op= v`'s operation on the indexed part `x`: Python's `x op= v`, on a copy
+    of an array or list (which Python would update in place, seen through `y` only after
+    the setitem that follows), so numpy casts, broadcasts and raises as in CPython."""
+    op = getattr(operator, IN_PLACE[name])
+
+    def update(x, y):
+        return op(x.copy() if isinstance(x, (np.ndarray, list)) else x, y)
+    update.__name__ = f"inplace_{name}"
+    return update
 
 
 def grad_zeros(x):
@@ -428,9 +440,10 @@ _DICT_IMPLS = {
     "getattr_": getattr,
     "record_replace": _record_replace,
     "iter_keys": _iter_keys,
-    "comp_length": lambda n: n,
+    "comp_length": lambda n, what: n,
     "comp_next": lambda i, n: i + 1,
-    "dict_pick": lambda d, like: {k: d[k] for k in like},
+    "dict_pick": lambda d, like: {k: d[k] if k in d else grad_zeros(like[k]) for k in like}
+    if type(like) is dict else d,
     "children": lambda x: tuple(tree.children(x)),
     "rebuild": tree.rebuild,
     "dict_items_grad": lambda d, dout: dict(zip(d, (pair[1] for pair in dout))),
@@ -634,6 +647,7 @@ IMPLS = {
     **{"aug_" + name: _augmented(getattr(operator, name), symbol) for name, symbol in (
         ("add", "+"), ("sub", "-"), ("mul", "*"), ("truediv", "/"), ("floordiv", "//"),
         ("mod", "%"), ("pow", "**"), ("matmul", "@"))},
+    **{"inplace_" + name: _in_place(name) for name in IN_PLACE},
     "make_exception": _make_exception,
     "grad_zeros": grad_zeros,
     "gadd": gadd,

@@ -22,7 +22,7 @@ from typing import Callable
 import numpy as np
 
 from backends.tvm.program import Op, Program, Ref, Spec
-from myir.ir.primitives import MATH_MORE
+from myir.ir.primitives import IN_PLACE, MATH_MORE
 
 
 @dataclass(frozen=True)
@@ -561,6 +561,9 @@ KEPT_IN_NUMPY: dict[str, str] = {
     **{"aug_" + p: "`x op= y` on an array raises (it would mutate a shared array), on "
                    "scalars it is Python's operator" for p in (
         "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul")},
+    **{"inplace_" + p: "`y[i] op= v`'s operation where numpy's in-place update casts to the "
+                       "indexed part's dtype or raises (elsewhere it becomes the plain "
+                       "operator)" for p in IN_PLACE},
     **{p: "TVM 0.27's LLVM code generator has no intrinsic for it (exp-based formulas lose "
           "numpy's accuracy near 0)" for p in ("sinh", "cosh")},
     **{p: "a float classification with a bool result, cheap in numpy; TVM's casts of "

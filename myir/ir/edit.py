@@ -62,6 +62,7 @@ class Cloner:
             new = Graph(g.name, None, g.location)
             new.debug = g.debug.derive(self.relation)
             new.unrolled = g.unrolled
+            new.entry_leaves = g.entry_leaves
             self.mapping[g] = new
             for p in g.parameters:
                 q = Parameter(new, p.debug.derive(self.relation))

@@ -120,6 +120,10 @@ class Graph:
     by its gradient's J."""
 
     unrolled = False
+    # The program's entry whose dict parameters were taken apart (passes.opt.
+    # flatten_dict_parameters): per parameter of the caller's signature, None, or the
+    # (name, keys) of a dict whose values are the next len(keys) parameters.
+    entry_leaves = None
 
     def __init__(self, name: str = "g", parent: "Graph | None" = None,
                  location: Location | None = None):

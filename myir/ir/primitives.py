@@ -95,6 +95,24 @@ _family("neg pos invert not_ truth", "x")
 # `x op= y` where the old x may be shared: like `op`, but refuses to act on an array (where
 # Python would update the shared array in place).
 _family("aug_add aug_sub aug_mul aug_truediv aug_floordiv aug_mod aug_pow aug_matmul", "x, y")
+# `y[index] op= v`: Python applies `op=` to the indexed part, `y[index]`.  Where that is an
+# array (a view, or a copy for an index array) numpy updates it in place: the result keeps its
+# dtype and shape, and numpy raises (UFuncTypeError) where the result cannot be cast to its
+# dtype by the `same_kind` rule (`y[1:3] += 0.5` on an int array).  A number (`y[1]` of a
+# 1-d array) or a list's element gets the plain operator.
+# Operator -> the name of its in-place function in the `operator` module.
+IN_PLACE = {**{name: "i" + name for name in "add sub mul truediv floordiv mod pow matmul "
+               "lshift rshift".split()}, "bitand": "iand", "bitor": "ior", "bitxor": "ixor"}
+_family(" ".join("inplace_" + name for name in IN_PLACE), "x, y")
+
+
+def plain_operator(name: str) -> str:
+    """The operator `aug_op` and `inplace_op` compute where neither updates an array in
+    place: the name of the primitive whose gradient and tangent rules they share."""
+    for prefix in ("aug_", "inplace_"):
+        if name.startswith(prefix):
+            return name[len(prefix):]
+    return name
 
 # Elementwise math on scalars and arrays, with numpy semantics (np.sin(2.0) -> np.float64).
 _family("exp log log1p expm1 sqrt sin cos tan arcsin arccos arctan sinh cosh tanh abs sign "
@@ -216,10 +234,13 @@ primitive("dict_items", "d")                  # tuple(d.items())
 primitive("dict_cons", "key, value, rest")    # {key: value, **rest}: a dict comprehension's step
 primitive("contains", "item, x")              # item in x
 primitive("iter_keys", "x")                   # what `for v in x` walks: x, or a dict's keys
-primitive("comp_length", "n")                 # n, a length that must be known when compiling
-primitive("comp_next", "i, n")                # i + 1, the next step of a comprehension of n
+primitive("comp_length", "n, what")           # n, a length that must be known when compiling
+                                              # (`what` says why, for the error)
+primitive("comp_next", "i, n")                # i + 1, the next step of a comprehension (or a
+                                              # loop adding keys to a dict) of n steps
 # Their gradients' helpers.
-primitive("dict_pick", "d, like")             # d's entries at like's keys, in like's order
+primitive("dict_pick", "d, like")             # like's keys, in order: d's entries (zeros where
+                                              # d has no such key); d where like is no dict
 primitive("children", "x")                    # a dict's values or a record's fields, a tuple
 primitive("rebuild", "like, values")          # like's kind and keys (class, fields), with values
 primitive("dict_items_grad", "d, dout")       # d's keys with the second items of dout's pairs
@@ -301,7 +322,8 @@ FRESH = frozenset((
     "stack astype zeros ones empty full zeros_like ones_like array arange eye cumsum cumprod "
     "sort setitem copy getitem_grad reduce_grad builtin_abs sum mean prod max min argmax argmin "
     "argsort tensordot convolve take take_along_axis linalg_solve linalg_inv linalg_det "
-    "linalg_cholesky ieee_truediv ieee_pow to_list seq_repeat list_append list_extend").split())
+    "linalg_cholesky ieee_truediv ieee_pow to_list seq_repeat list_append list_extend").split()
+                   + ["inplace_" + name for name in IN_PLACE])
 # ... and primitives whose result may be their first operand or share its memory.
 VIEWS = frozenset("getitem reshape transpose swapaxes squeeze expand_dims broadcast_to asarray "
                   "unpack check_bound depend not_a_view".split())
