@@ -30,7 +30,7 @@ from collections import deque
 import numpy as np
 
 from myir.ir.analysis import bump_version, free_variables, graph_uses, is_nested_in, \
-    primitive_name, reachable_graphs, recursive_graphs, scope, switch_call, toposort, users
+    primitive_name, reachable_graphs, recursive_graphs, scope_size, switch_call, toposort, users
 from myir.ir.edit import Cloner, clone_program, inline, replace
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
@@ -1597,8 +1597,7 @@ class Context:
 
     def size(self, g: Graph) -> int:
         if g not in self._sizes:
-            self._sizes[g] = sum(1 for h in scope(g) for n in toposort(h)
-                                 if isinstance(n, Apply) and n.graph is h)
+            self._sizes[g] = scope_size(g)
         return self._sizes[g]
 
     def type_of(self, node: Node):

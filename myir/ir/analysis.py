@@ -5,8 +5,8 @@ Each analysis is a small function of a root graph, cached, and never kept up to 
 
 * analyses of a whole program (`users`, `call_graph`, ...) are cached per *IR version*,
   which every edit through `myir.ir.edit` bumps;
-* analyses that walk graphs (`toposort`, `free_variables`, `reachable_graphs`, `children`)
-  are cached with the `stamp` of each graph they read (see `Graph.stamp`), and stay valid
+* analyses that walk graphs (`toposort`, `free_variables`, `reachable_graphs`, `children`,
+  `scope`, `scope_size`, `callees`) are cached with the `stamp` of each graph they read (see `Graph.stamp`), and stay valid
   while those graphs are unchanged.  The optimizer edits one graph at a time, inlining
   copies of others into it: the others' node orders and nested graphs then need not be
   found again after every edit, which cost time in proportion to the program per edit.
@@ -71,6 +71,12 @@ def clear_caches() -> None:
         cache.clear()
 
 
+# Entries a cache holds before it is emptied.  The entries keep their graphs alive until
+# `clear_caches`; a bound far above the graphs one compilation makes, as inlining copies a
+# chain of calls (about 11,000 for a gradient of 800 calls), so they are not sorted again.
+_MAX_ENTRIES = 1 << 16
+
+
 def cached(fn):
     """Cache `fn(graph)` until the IR is next edited."""
     cache: dict = {}
@@ -83,7 +89,7 @@ def cached(fn):
         if hit is not None and hit[0] == _version[0] and hit[1] is graph:
             return hit[2]
         result = fn(graph)
-        if len(cache) > 4096:
+        if len(cache) > _MAX_ENTRIES:
             cache.clear()
         cache[key] = (_version[0], graph, result)
         return result
@@ -119,7 +125,7 @@ def cached_by_stamps(fn):
                 result = fn(graph)
             finally:
                 reads = tuple(_reading.pop().items())
-            if len(cache) > 4096:
+            if len(cache) > _MAX_ENTRIES:
                 cache.clear()
             cache[id(graph)] = (graph, result, reads)
         if _reading:  # the analysis calling this one depends on what it read
@@ -170,29 +176,40 @@ def children(root: Graph) -> dict[Graph, list[Graph]]:
     return result
 
 
-@cached
+@cached_by_stamps
 def scope(graph: Graph) -> list[Graph]:
     """`graph` and every graph nested in it (transitively), among those reachable from it;
     parents before children.  Found without leaving the scope: its cost is the scope's
     size, not that of everything `graph` calls (cloning or inlining each function of a
-    chain of calls would otherwise walk the rest of the chain)."""
+    chain of calls would otherwise walk the rest of the chain).  Cached with the stamps of
+    the scope's graphs: edits elsewhere leave it valid."""
     result = [graph]
     found = {id(graph)}
     seen: set[int] = set()
     stack = [graph.output]
+    _read(graph)
     while stack:
         node = stack.pop()
         if id(node) in seen:
             continue
         seen.add(id(node))
         if isinstance(node, Apply) and is_nested_in(node.graph, graph):
+            _read(node.graph)
             stack.extend(reversed(node.inputs))
         elif is_graph_constant(node) and id(node.value) not in found \
                 and is_nested_in(node.value, graph):
             found.add(id(node.value))
             result.append(node.value)
+            _read(node.value)
             stack.append(node.value.output)
     return result
+
+
+@cached_by_stamps
+def scope_size(graph: Graph) -> int:
+    """The number of applies in `graph`'s scope: what inlining it would copy."""
+    return sum(1 for h in scope(graph) for n in toposort(h)
+               if isinstance(n, Apply) and n.graph is h)
 
 
 def is_nested_in(g: Graph | None, outer: Graph) -> bool:
@@ -324,11 +341,20 @@ def graph_uses(root: Graph) -> dict[Graph, list[tuple[Apply, int]]]:
 
 def _callees(root: Graph) -> dict[Graph, set[Graph]]:
     """Graph -> the graphs it (or a graph nested in it) refers to."""
-    edges = {}
-    for g in reachable_graphs(root):
-        edges[g] = {inp.value for node in toposort(g) if isinstance(node, Apply)
-                    for inp in node.inputs if is_graph_constant(inp)}
-    return edges
+    return {g: callees(g) for g in reachable_graphs(root)}
+
+
+@cached_by_stamps
+def callees(graph: Graph) -> set[Graph]:
+    """The graphs that constants among the inputs of `graph`'s sorted nodes hold (cached by
+    stamps: the optimizer asks for the call graph at every sweep, and most graphs are
+    unchanged since the last)."""
+    result = set()
+    for node in toposort(graph):
+        if isinstance(node, Apply):
+            _read(node.graph)  # a free variable's inputs belong to its own graph
+            result.update(inp.value for inp in node.inputs if is_graph_constant(inp))
+    return result
 
 
 @cached
