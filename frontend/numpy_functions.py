@@ -389,10 +389,6 @@ def vdot(a, b):
 # ------------------------------------------------------------------ shapes and layout
 
 
-def copy(a):
-    return np.asarray(a).copy()
-
-
 def ravel(a):
     return np.reshape(a, (-1,))
 

@@ -38,7 +38,7 @@ from frontend.fingerprint import fingerprints, text_positions
 from myir import tree
 from myir.errors import Location, MyirSyntaxError
 from myir.ir.analysis import primitive_name, scope
-from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
+from myir.ir.graph import Apply, Constant, Graph, Node, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
 from myir.ir.values import GradMacro, JacobianMacro, JvpMacro, VectorizeMacro
 from passes.raising import evaluates, raising_node

@@ -29,7 +29,7 @@ import sysconfig
 import networkx as nx
 
 from myir.errors import MyirError
-from myir.ir.analysis import ancestors, free_variables, reachable_graphs, scope, toposort
+from myir.ir.analysis import ancestors, free_variables, reachable_graphs, scope_size, toposort
 from myir.ir.graph import Apply, Constant, Graph, Node, is_graph_constant
 from myir.ir.printer import Namer, constant_text, node_label
 
@@ -239,8 +239,7 @@ def to_dot(root: Graph, *, nested: bool = True, callees: bool = True, graph=None
         params = ", ".join(p.debug.name or "_" for p in x.parameters)
         title = f"{name}({params})"
         if id(x) in boxed:
-            size = sum(1 for y in scope(x) for n in toposort(y)
-                       if isinstance(n, Apply) and n.graph is y)
+            size = scope_size(x)
             lines.append(f'{indent}{box_ids[name]} [label="{_esc(title)}\\n{size} applies '
                          f'(collapsed)" {_STYLE["collapsed"]}];')
             return

@@ -778,7 +778,6 @@ def loop_region(g: Graph) -> list[Graph] | None:
         i += 1
     if not calls_itself:
         return None   # not a loop
-    members = set(region)
     tails = {h.output for h in region}
     switches = {h.output.fn for h in region if switch_call(h.output) is not None}
     uses = graph_uses(g)

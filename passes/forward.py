@@ -218,8 +218,8 @@ class ForwardTransform:
                 prim = node.fn.value
                 out = fg.apply(prim, *xs, name=node.debug.name, location=node.location)
                 self.values[node] = out
-                self.tangents[node] = t = self.rule(fg, prim, xs, out, dxs,
-                                                    [d in self.zero for d in dxs], node.location)
+                self.tangents[node] = self.rule(fg, prim, xs, out, dxs,
+                                        [d in self.zero for d in dxs], node.location)
                 continue
             call = fg.apply(self.value(node.fn, fg), *xs, *dxs, location=node.location)
             if node is g.output:     # a tail call stays one: F(g) returns the callee's pair

@@ -300,9 +300,6 @@ def bprop_asarray(x, dtype, out, dout):
     return (array_grad(x, dout), zeros(dtype))
 
 
-bprop_array = bprop_asarray
-
-
 def bprop_array(x, dtype, out, dout):
     """np.array copies its operand: the identity, like np.asarray (of a tuple of numbers,
     the tuple's gradient is taken apart by make_tuple's rule)."""

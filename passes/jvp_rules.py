@@ -9,8 +9,6 @@ Conventions at kinks are those of passes/grad_rules.py, so that J·v here equals
 gradient there: ties of maximum/minimum share half, max/min reductions share equally.
 """
 
-import math
-
 import numpy as np
 
 from myir.ir.primitives import PRIMITIVES as _P

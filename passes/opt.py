@@ -30,7 +30,8 @@ from collections import deque
 import numpy as np
 
 from myir.ir.analysis import OUTPUT, bump_version, free_variables, graph_uses, is_nested_in, \
-    primitive_name, reachable_graphs, recursive_graphs, scope, switch_call, toposort, users
+    primitive_name, reachable_graphs, recursive_graphs, scope_size, switch_call, \
+    toposort, users
 from myir.ir.edit import Cloner, clone_program, inline, replace
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, id_mark, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive, plain_operator
@@ -1296,7 +1297,6 @@ MATCHES = {
     shape_from_input: set(SHAPE_ONLY), implicit_broadcast: BROADCASTING,
     spread_late: ELEMENTWISE, spread_out: ROUNDED_ONCE, spread_of_spread: {"reduce_grad"},
     grad_cast_by_type: {"grad_cast"}, ieee_on_numpy: {"ieee_truediv", "ieee_pow"},
-    depend_on_what_raises: {"depend"},
     item_of_container: {"getitem", "getattr_", "children"},
     update_of_container: {"gadd", "dict_cons", "dict_setitem", "record_replace"},
     gradient_of_container: _CONTAINER_GRADIENT_OPS,
@@ -1666,8 +1666,7 @@ class Context:
 
     def size(self, g: Graph) -> int:
         if g not in self._sizes:
-            self._sizes[g] = sum(1 for h in scope(g) for n in toposort(h)
-                                 if isinstance(n, Apply) and n.graph is h)
+            self._sizes[g] = scope_size(g)
         return self._sizes[g]
 
     def type_of(self, node: Node):

@@ -5,8 +5,8 @@ Each analysis is a small function of a root graph, cached, and never kept up to 
 
 * analyses of a whole program (`users`, `call_graph`, ...) are cached per *IR version*,
   which every edit through `myir.ir.edit` bumps;
-* analyses that walk graphs (`toposort`, `free_variables`, `reachable_graphs`, `children`)
-  are cached with the `stamp` of each graph they read (see `Graph.stamp`), and stay valid
+* analyses that walk graphs (`toposort`, `free_variables`, `reachable_graphs`, `children`,
+  `scope`, `scope_size`, `callees`) are cached with the `stamp` of each graph they read (see `Graph.stamp`), and stay valid
   while those graphs are unchanged.  The optimizer edits one graph at a time, inlining
   copies of others into it: the others' node orders and nested graphs then need not be
   found again after every edit, which cost time in proportion to the program per edit.
@@ -71,6 +71,12 @@ def clear_caches() -> None:
         cache.clear()
 
 
+# Entries a cache holds before it is emptied.  The entries keep their graphs alive until
+# `clear_caches`; a bound far above the graphs one compilation makes, as inlining copies a
+# chain of calls (about 11,000 for a gradient of 800 calls), so they are not sorted again.
+_MAX_ENTRIES = 1 << 16
+
+
 def cached(fn):
     """Cache `fn(graph)` until the IR is next edited."""
     cache: dict = {}
@@ -83,7 +89,7 @@ def cached(fn):
         if hit is not None and hit[0] == _version[0] and hit[1] is graph:
             return hit[2]
         result = fn(graph)
-        if len(cache) > 4096:
+        if len(cache) > _MAX_ENTRIES:
             cache.clear()
         cache[key] = (_version[0], graph, result)
         return result
@@ -119,7 +125,7 @@ def cached_by_stamps(fn):
                 result = fn(graph)
             finally:
                 reads = tuple(_reading.pop().items())
-            if len(cache) > 4096:
+            if len(cache) > _MAX_ENTRIES:
                 cache.clear()
             cache[id(graph)] = (graph, result, reads)
         if _reading:  # the analysis calling this one depends on what it read
@@ -170,29 +176,48 @@ def children(root: Graph) -> dict[Graph, list[Graph]]:
     return result
 
 
-@cached
+@cached_by_stamps
 def scope(graph: Graph) -> list[Graph]:
     """`graph` and every graph nested in it (transitively), among those reachable from it;
     parents before children.  Found without leaving the scope: its cost is the scope's
     size, not that of everything `graph` calls (cloning or inlining each function of a
-    chain of calls would otherwise walk the rest of the chain)."""
+    chain of calls would otherwise walk the rest of the chain).  Cached with the stamps of
+    the scope's graphs: edits elsewhere leave it valid."""
     result = [graph]
     found = {id(graph)}
     seen: set[int] = set()
+    inside: dict[int, bool] = {id(graph): True}  # graph -> whether nested in `graph`
+    walked = {graph}
     stack = [graph.output]
     while stack:
         node = stack.pop()
         if id(node) in seen:
             continue
         seen.add(id(node))
-        if isinstance(node, Apply) and is_nested_in(node.graph, graph):
-            stack.extend(reversed(node.inputs))
-        elif is_graph_constant(node) and id(node.value) not in found \
-                and is_nested_in(node.value, graph):
+        if type(node) is Apply:
+            owner = node.graph
+            nested = inside.get(id(owner))
+            if nested is None:
+                nested = inside[id(owner)] = is_nested_in(owner, graph)
+            if nested:
+                walked.add(owner)
+                stack.extend(reversed(node.inputs))
+        elif type(node) is Constant and isinstance(node.value, Graph) \
+                and id(node.value) not in found and is_nested_in(node.value, graph):
             found.add(id(node.value))
             result.append(node.value)
+            walked.add(node.value)
             stack.append(node.value.output)
+    for g in walked:
+        _read(g)
     return result
+
+
+@cached_by_stamps
+def scope_size(graph: Graph) -> int:
+    """The number of applies in `graph`'s scope: what inlining it would copy."""
+    return sum(1 for h in scope(graph) for n in toposort(h)
+               if isinstance(n, Apply) and n.graph is h)
 
 
 def is_nested_in(g: Graph | None, outer: Graph) -> bool:
@@ -217,31 +242,36 @@ def ancestors(graph: Graph) -> list[Graph]:
 @cached_by_stamps
 def free_variables(graph: Graph) -> list[Node]:
     """Nodes of enclosing graphs that `graph` needs: those used in its scope, and those that
-    closures it refers to capture.  In order of discovery."""
+    closures it refers to capture.  In order of discovery.  (Written for speed: every graph
+    that inlining copies is walked once, and the graphs walked are noted at the end.)"""
     enclosing = set(map(id, ancestors(graph)))
     result: dict[int, Node] = {}
     seen: set[int] = set()
+    walked = {graph}
     stack: list[Node] = [graph.output]
-    _read(graph)
     while stack:
         node = stack.pop()
-        if id(node) in seen:
+        key = id(node)
+        if key in seen:
             continue
-        seen.add(id(node))
-        if node.graph is not None and id(node.graph) in enclosing:
-            result.setdefault(id(node), node)
-        elif isinstance(node, Apply):
-            _read(node.graph)
+        seen.add(key)
+        owner = node.graph
+        if owner is not None and id(owner) in enclosing:
+            result.setdefault(key, node)
+        elif type(node) is Apply:
+            walked.add(owner)
             stack.extend(reversed(node.inputs))
-        elif is_graph_constant(node):
+        elif type(node) is Constant and isinstance(node.value, Graph):
             h = node.value
             if h is graph or h.parent is None:
                 continue  # itself, or a top-level graph: captures nothing
             if id(h) in enclosing:
                 stack.extend(fv for fv in free_variables(h))
             else:
-                _read(h)
+                walked.add(h)
                 stack.append(h.output)
+    for g in walked:
+        _read(g)
     return list(result.values())
 
 
@@ -257,45 +287,45 @@ def toposort(graph: Graph) -> list[Node]:
     A graph constant counts as depending on the free variables it captures from `graph`, so
     a closure comes after the values it closes over."""
     _read(graph)
-    deps: dict[int, list[Node]] = {}
     nodes: dict[int, Node] = {}
+    waiting: dict[int, int] = {}  # node -> how many of its distinct inputs are not placed
+    dependents: dict[int, list[Node]] = {}
+    ready = []
     stack = [graph.output]
     while stack:
         node = stack.pop()
-        if id(node) in nodes:
+        key = id(node)
+        if key in nodes:
             continue
-        nodes[id(node)] = node
-        deps[id(node)] = d = _dependencies(node, graph)
-        stack.extend(d)
-    waiting = {key: len(set(map(id, d))) for key, d in deps.items()}
-    dependents: dict[int, list[Node]] = {}
-    for key, d in deps.items():
-        for dep in {id(x): x for x in d}.values():
-            dependents.setdefault(id(dep), []).append(nodes[key])
-    ready = [(_rank(n), key, n) for key, n in nodes.items() if waiting[key] == 0]
+        nodes[key] = node
+        if type(node) is Apply:
+            deps = node.inputs if node.graph is graph else ()
+        elif type(node) is Constant and isinstance(node.value, Graph) \
+                and node.value is not graph:
+            deps = [fv for fv in free_variables(node.value) if fv.graph is graph]
+        else:
+            deps = ()
+        if deps:
+            distinct = set(map(id, deps))
+            waiting[key] = len(distinct)
+            for dep in distinct:
+                dependents.setdefault(dep, []).append(node)
+            stack.extend(deps)
+        else:
+            computes = type(node) is not Constant or isinstance(node.value, Graph)
+            ready.append(((computes, node.debug.id), key, node))
     heapq.heapify(ready)
     order = []
     while ready:
         _, key, node = heapq.heappop(ready)
         order.append(node)
         for user in dependents.get(key, ()):
-            waiting[id(user)] -= 1
-            if waiting[id(user)] == 0:
-                heapq.heappush(ready, (_rank(user), id(user), user))
+            k = id(user)
+            waiting[k] -= 1
+            if waiting[k] == 0:
+                heapq.heappush(ready, ((True, user.debug.id), k, user))
     assert len(order) == len(nodes), f"cycle in {graph}"
     return order
-
-
-def _rank(node: Node) -> tuple[bool, float]:
-    return not (isinstance(node, Constant) and not isinstance(node.value, Graph)), node.debug.id
-
-
-def _dependencies(node: Node, graph: Graph) -> list[Node]:
-    if isinstance(node, Apply):
-        return node.inputs if node.graph is graph else []
-    if is_graph_constant(node) and node.value is not graph:
-        return [fv for fv in free_variables(node.value) if fv.graph is graph]
-    return []
 
 
 def is_closure(graph: Graph) -> bool:
@@ -331,11 +361,23 @@ def graph_uses(root: Graph) -> dict[Graph, list[tuple[Apply, int]]]:
 
 def _callees(root: Graph) -> dict[Graph, set[Graph]]:
     """Graph -> the graphs it (or a graph nested in it) refers to."""
-    edges = {}
-    for g in reachable_graphs(root):
-        edges[g] = {inp.value for node in toposort(g) if isinstance(node, Apply)
-                    for inp in node.inputs if is_graph_constant(inp)}
-    return edges
+    return {g: callees(g) for g in reachable_graphs(root)}
+
+
+@cached_by_stamps
+def callees(graph: Graph) -> set[Graph]:
+    """The graphs that constants among the inputs of `graph`'s sorted nodes hold (cached by
+    stamps: the optimizer asks for the call graph at every sweep, and most graphs are
+    unchanged since the last)."""
+    result = set()
+    owners = set()  # a free variable's inputs belong to its own graph
+    for node in toposort(graph):
+        if type(node) is Apply:
+            owners.add(node.graph)
+            result.update(inp.value for inp in node.inputs if is_graph_constant(inp))
+    for g in owners:
+        _read(g)
+    return result
 
 
 @cached
