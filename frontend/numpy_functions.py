@@ -945,17 +945,30 @@ def _reduced_operand(a, dtype, where, identity):
 
 
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
-    r = _sum(_reduced_operand(a, dtype, where, 0), axis=axis, keepdims=keepdims)
-    if initial is not None:
-        r = r + np.asarray(initial, dtype=np.asarray(r).dtype)
+    x = _with_initial(_reduced_operand(a, dtype, where, 0), axis, initial)
+    r = _sum(x, axis=axis, keepdims=keepdims)
+    if initial is not None and axis is None:
+        return r + np.asarray(initial, dtype=x.dtype)
     return r
 
 
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
-    r = _prod(_reduced_operand(a, dtype, where, 1), axis=axis, keepdims=keepdims)
-    if initial is not None:
-        r = r * np.asarray(initial, dtype=np.asarray(r).dtype)
+    x = _with_initial(_reduced_operand(a, dtype, where, 1), axis, initial)
+    r = _prod(x, axis=axis, keepdims=keepdims)
+    if initial is not None and axis is None:
+        return r * np.asarray(initial, dtype=x.dtype)
     return r
+
+
+def _with_initial(x, axis, initial):
+    """x with `initial` first along an int axis: numpy's reduction starts from it there (and
+    adds it to the whole array's reduction, along axis None)."""
+    if initial is None or axis is None:
+        return x
+    shape = np.shape(x)
+    k = axis % len(shape)
+    first = np.full(shape[:k] + (1,) + shape[k + 1:], initial, dtype=x.dtype)
+    return np.concatenate((first, x), axis=k)
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=True):
@@ -1005,7 +1018,7 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
     """numpy's 'linear' method (numpy/lib/_function_base_impl.py, _quantile and _lerp): the
     values sorted along the axis, the two around the virtual index (n - 1) * q, and numpy's
     interpolation between them, so the values are numpy's to the last bit; nan where the
-    values hold a nan.  Gradients flow through the sort to the two values used (a tie shares
+    values hold a nan; q a number or a vector.  Gradients flow through the sort to the two values used (a tie shares
     nothing: the sorted order's element gets it, as in JAX)."""
     if method != "linear":
         raise NotImplementedError("np.quantile in compiled code supports method='linear' only")
@@ -1025,29 +1038,31 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
 
 
 def _quantile(a, q, axis, keepdims):
+    """Sorted and gathered along the axis itself (no axis moved: smaller graphs); a q of
+    one dimension gives its axis at the reduced axis's place, moved first as numpy has it."""
     x = np.asarray(a)
-    rows = _sort(np.reshape(x, (-1,)) if axis is None else np.moveaxis(x, axis, -1), -1)
-    n = np.shape(rows)[-1]
+    k = 0 if axis is None else axis % np.ndim(x)
+    rows = _sort(np.reshape(x, (-1,)) if axis is None else x, k)
+    n = np.shape(rows)[k]
     virtual = (n - 1) * np.asarray(q, dtype=np.float64)
     below = np.floor(virtual)
     gamma = virtual - below
     if np.ndim(q) == 0:
         gamma = float(gamma)     # numpy's weak promotion: float32 values stay float32
+    else:
+        gamma = np.reshape(gamma, np.shape(gamma) + (1,) * (np.ndim(rows) - k - 1))
     i = np.clip(below.astype(np.int64), 0, n - 1)
-    lo = _take(rows, i, -1)
-    hi = _take(rows, np.clip(i + 1, 0, n - 1), -1)
+    lo = _take(rows, i, k)
+    hi = _take(rows, np.clip(i + 1, 0, n - 1), k)
     d = hi - lo
     r = np.where(gamma >= 0.5, hi - d * (1 - gamma), lo + d * gamma)
-    has_nan = np.isnan(rows[..., -1])
-    for _ in range(np.ndim(q)):
-        has_nan = np.expand_dims(has_nan, -1)
-    r = np.where(has_nan, np.nan, r)
-    for _ in range(np.ndim(q)):        # numpy puts q's axes first
-        r = np.moveaxis(r, -1, 0)
+    r = np.where(np.isnan(_take(rows, i * 0 + (n - 1), k)), np.nan, r)
+    if np.ndim(q) == 1:
+        r = np.moveaxis(r, k, 0)
     if keepdims:
         if axis is None:
             return np.reshape(r, np.shape(q) + (1,) * np.ndim(a))
-        return np.expand_dims(r, np.ndim(q) + axis % np.ndim(a))
+        return np.expand_dims(r, np.ndim(q) + k)
     return r[()]
 
 
@@ -1077,7 +1092,8 @@ def corrcoef(x, y=None, rowvar=True, dtype=None):
     c = cov(x, y, rowvar, dtype=dtype)
     if np.ndim(c) == 0:
         return (c / c)[()]
-    stddev = np.sqrt(np.diagonal(c))
+    i = np.arange(np.shape(c)[0])
+    stddev = np.sqrt(c[i, i])
     c = c / np.expand_dims(stddev, 1)
     c = c / np.expand_dims(stddev, 0)
     return np.clip(c, -1, 1)
