@@ -1159,9 +1159,15 @@ def pinv(a, rcond=None, hermitian=False):
     if rcond is None:
         rcond = 1e-15
     u, s, vt = np.linalg.svd(a, full_matrices=False)
-    large = s > rcond * np.max(s, axis=-1, keepdims=True)
-    s = np.where(large, np.divide(1, np.where(large, s, 1)), np.zeros_like(s))
+    s = _reciprocal_above(s, rcond * np.max(s, axis=-1, keepdims=True))
     return np.matmul(np.swapaxes(vt, -1, -2), np.multiply(s[..., None], np.swapaxes(u, -1, -2)))
+
+
+def _reciprocal_above(s, cutoff):
+    """1 / s where s > cutoff, 0 elsewhere (the inverse of the singular values that count);
+    the inner where keeps the discarded ones' gradient finite."""
+    large = s > cutoff
+    return np.where(large, np.divide(1, np.where(large, s, 1)), np.zeros_like(s))
 
 
 def matrix_rank(A, tol=None, hermitian=False, rtol=None):
@@ -1192,9 +1198,8 @@ def lstsq(a, b, rcond=None):
     if rcond is None:
         rcond = _eps(np.asarray(a).dtype) * max(m, n)
     u, s, vt = np.linalg.svd(a, full_matrices=False)
-    large = s > rcond * np.max(s)
-    rank = np.sum(large)
-    s_inv = np.where(large, np.divide(1, np.where(large, s, 1)), np.zeros_like(s))
+    rank = np.sum(s > rcond * np.max(s))
+    s_inv = _reciprocal_above(s, rcond * np.max(s))
     vector = np.ndim(b) == 1
     bb = np.reshape(b, (-1, 1)) if vector else b
     x = np.matmul(np.transpose(vt), s_inv[:, None] * np.matmul(np.transpose(u), bb))

@@ -200,13 +200,6 @@ def is_numpy_function(value) -> bool:
 # Unsupported numpy functions with a supported form close to them, for the error's hint.
 NEAREST = {
     "numpy.linalg.eig": "np.linalg.eigh(a) for a symmetric a",
-    "numpy.nanmean": "np.sum(np.where(np.isnan(x), 0.0, x)) / np.count_nonzero(~np.isnan(x))",
-    "numpy.nansum": "np.sum(np.nan_to_num(x))",
-    "numpy.nanmax": "np.max(np.where(np.isnan(x), -np.inf, x))",
-    "numpy.nanmin": "np.min(np.where(np.isnan(x), np.inf, x))",
-    "numpy.column_stack": "np.hstack of the columns reshaped to (-1, 1)",
-    "numpy.dstack": "np.stack(arrays, axis=2)",
-    "numpy.array_split": "np.split with explicit indices",
     "numpy.rot90": "np.flip(np.swapaxes(m, 0, 1), 0)",
     "numpy.mgrid": "np.reshape(np.arange(n), (-1, 1)) and np.reshape(np.arange(m), (1, -1))",
     "numpy.logspace": "10.0 ** np.linspace(start, stop, num)",

@@ -101,7 +101,7 @@ def fft_of(a):
     return np.fft.fft(a)
 
 
-def imported_eig(a):
+def imported_eigen(a):
     return eig(a)
 
 

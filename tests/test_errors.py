@@ -65,7 +65,7 @@ CASES = [
     Case("linalg_eig", E.linalg_eig, (np.eye(2),), ("np.linalg.eig",), ast.Attribute,
          ("numpy.linalg.eig",)),
     Case("fft_of", E.fft_of, (np.ones(2),), ("np.fft.fft",), ast.Attribute, ("numpy.fft.fft",)),
-    Case("imported_eig", E.imported_eig, (np.eye(2),), ("eig(a)",), ast.Name,
+    Case("imported_eigen", E.imported_eigen, (np.eye(2),), ("eig(a)",), ast.Name,
          ("numpy.linalg.eig",)),
     Case("print_flush", E.print_flush, (1.0,), ("print(x, flush=True)",), ast.Call,
          ("print", "flush")),
