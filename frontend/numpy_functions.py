@@ -1015,48 +1015,65 @@ def multiply_accumulate(array, axis=0, dtype=None):
 
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
              keepdims=False):
-    """numpy's 'linear' method (numpy/lib/_function_base_impl.py, _quantile and _lerp): the
-    values sorted along the axis, the two around the virtual index (n - 1) * q, and numpy's
-    interpolation between them, so the values are numpy's to the last bit; nan where the
-    values hold a nan; q a number or a vector.  Gradients flow through the sort to the two values used (a tie shares
-    nothing: the sorted order's element gets it, as in JAX)."""
-    if method != "linear":
-        raise NotImplementedError("np.quantile in compiled code supports method='linear' only")
+    """numpy's methods 'linear' (the default), 'lower', 'higher', 'nearest' and 'midpoint'
+    (numpy/lib/_function_base_impl.py, _quantile and _lerp): the values sorted along the
+    axis, the two around the virtual index (n - 1) * q, and numpy's interpolation between
+    them, so the values are numpy's to the last bit; nan where the values hold a nan; q a
+    number or a vector.  Gradients flow through the sort to the values used (of tied values,
+    the one the sort puts there gets it)."""
     if np.any(np.asarray(q) < 0) or np.any(np.asarray(q) > 1):
         raise ValueError("Quantiles must be in the range [0, 1]")
-    return _quantile(a, q, axis, keepdims)
+    return _quantile(a, q, axis, keepdims, method)
 
 
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                keepdims=False):
-    if method != "linear":
-        raise NotImplementedError("np.percentile in compiled code supports method='linear' only")
     q = np.true_divide(q, 100)
     if np.any(q < 0) or np.any(q > 1):
         raise ValueError("Percentiles must be in the range [0, 100]")
-    return _quantile(a, q, axis, keepdims)
+    return _quantile(a, q, axis, keepdims, method)
 
 
-def _quantile(a, q, axis, keepdims):
+def _quantile(a, q, axis, keepdims, method):
     """Sorted and gathered along the axis itself (no axis moved: smaller graphs); a q of
     one dimension gives its axis at the reduced axis's place, moved first as numpy has it."""
+    if method not in ("linear", "lower", "higher", "nearest", "midpoint"):
+        raise NotImplementedError("np.quantile and np.percentile in compiled code support the "
+                                  "methods 'linear', 'lower', 'higher', 'nearest' and "
+                                  "'midpoint'")
     x = np.asarray(a)
     k = 0 if axis is None else axis % np.ndim(x)
     rows = _sort(np.reshape(x, (-1,)) if axis is None else x, k)
     n = np.shape(rows)[k]
     virtual = (n - 1) * np.asarray(q, dtype=np.float64)
-    below = np.floor(virtual)
-    gamma = virtual - below
-    if np.ndim(q) == 0:
-        gamma = float(gamma)     # numpy's weak promotion: float32 values stay float32
+    if method == "lower" or method == "higher" or method == "nearest":
+        if method == "lower":
+            index = np.floor(virtual)
+        elif method == "higher":
+            index = np.ceil(virtual)
+        else:
+            index = np.round(virtual)
+        i = index.astype(np.int64)
+        r = _take(rows, i, k)
     else:
-        gamma = np.reshape(gamma, np.shape(gamma) + (1,) * (np.ndim(rows) - k - 1))
-    i = np.clip(below.astype(np.int64), 0, n - 1)
-    lo = _take(rows, i, k)
-    hi = _take(rows, np.clip(i + 1, 0, n - 1), k)
-    d = hi - lo
-    r = np.where(gamma >= 0.5, hi - d * (1 - gamma), lo + d * gamma)
-    r = np.where(np.isnan(_take(rows, i * 0 + (n - 1), k)), np.nan, r)
+        if method == "midpoint":
+            virtual = 0.5 * (np.floor(virtual) + np.ceil(virtual))
+        below = np.floor(virtual)
+        if method == "midpoint":
+            gamma = np.where(virtual % 1 == 0, 0.0, 0.5)
+        else:
+            gamma = virtual - below
+        if np.ndim(q) == 0:
+            gamma = float(gamma)     # numpy's weak promotion: float32 values stay float32
+        else:
+            gamma = np.reshape(gamma, np.shape(gamma) + (1,) * (np.ndim(rows) - k - 1))
+        i = np.clip(below.astype(np.int64), 0, n - 1)
+        lo = _take(rows, i, k)
+        hi = _take(rows, np.clip(i + 1, 0, n - 1), k)
+        d = hi - lo
+        r = np.where(gamma >= 0.5, hi - d * (1 - gamma), lo + d * gamma)
+    if _is_float(x.dtype):
+        r = np.where(np.isnan(_take(rows, i * 0 + (n - 1), k)), np.nan, r)
     if np.ndim(q) == 1:
         r = np.moveaxis(r, k, 0)
     if keepdims:

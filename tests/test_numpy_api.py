@@ -369,8 +369,9 @@ def stacks_and_nan_extrema(x):
 def statistics(x):
     """Quantiles, covariances and correlations, NaN-aware spread (two numbers a column)."""
     y = np.concatenate((x[:1], np.where(x > 0.5, np.nan, x), x[-1:]))
-    return np.percentile(x, 30, axis=0) * np.quantile(x, [0.1, 0.5, 1.0], axis=-1, keepdims=True) \
-        + np.percentile(x, (10, 75))[0] + np.sum(np.cov(x) @ np.corrcoef(x)) \
+    return np.percentile(x, 30, axis=0, method="midpoint") \
+        * np.quantile(x, [0.1, 0.5, 1.0], axis=-1, keepdims=True) \
+        + np.percentile(x, (10, 75), method="nearest")[0] + np.sum(np.cov(x) @ np.corrcoef(x)) \
         + np.sum(np.cov(x, rowvar=False, ddof=0) * np.corrcoef(x, rowvar=False)) \
         + np.cov(x[0], x[-1], bias=True)[0, 1] + np.nanvar(y, axis=0) \
         + np.nanstd(y, ddof=1, keepdims=True)
