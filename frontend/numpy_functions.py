@@ -916,3 +916,311 @@ def heaviside(x1, x2):
     x2 float64, as numpy's float-only loops do)."""
     at_zero = np.where(x1 == 0, x2, x1)
     return np.where(x1 < 0, 0.0, np.where(x1 > 0, 1.0, at_zero))[()]
+
+
+# ------------------------------------------------ numpy's reduction keywords and ufunc methods
+# np.sum / np.mean / np.prod are primitives of (x, axis, keepdims); a call that passes numpy's
+# other keywords (dtype, where, initial) is the composition below instead (frontend/parser.py
+# routes it).  `dtype` casts the operand, as numpy accumulates in that type; `where` leaves
+# the masked-out elements as the reduction's identity, so the sums agree with numpy's to
+# rounding (numpy's masked loop adds in an order of its own).
+
+# The primitives are called with keywords: three positional arguments are numpy's signature.
+_sum = PRIMITIVES["sum"]
+_mean = PRIMITIVES["mean"]
+_prod = PRIMITIVES["prod"]
+
+
+def _reduced_operand(a, dtype, where, identity):
+    x = np.asarray(a)
+    if dtype is not None:
+        x = x.astype(dtype)
+    if where is not True:
+        x = np.where(where, x, np.full_like(x, identity))
+    return x
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
+    x = _with_initial(_reduced_operand(a, dtype, where, 0), axis, initial)
+    r = _sum(x, axis=axis, keepdims=keepdims)
+    if initial is not None and axis is None:
+        return r + np.asarray(initial, dtype=x.dtype)
+    return r
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
+    x = _with_initial(_reduced_operand(a, dtype, where, 1), axis, initial)
+    r = _prod(x, axis=axis, keepdims=keepdims)
+    if initial is not None and axis is None:
+        return r * np.asarray(initial, dtype=x.dtype)
+    return r
+
+
+def _with_initial(x, axis, initial):
+    """x with `initial` first along an int axis: numpy's reduction starts from it there (and
+    adds it to the whole array's reduction, along axis None)."""
+    if initial is None or axis is None:
+        return x
+    shape = np.shape(x)
+    k = axis % len(shape)
+    first = np.full(shape[:k] + (1,) + shape[k + 1:], initial, dtype=x.dtype)
+    return np.concatenate((first, x), axis=k)
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=True):
+    """numpy's steps with `where`: the sum of the elements kept over their count."""
+    if where is True:
+        return _mean(_reduced_operand(a, dtype, True, 0), axis=axis, keepdims=keepdims)
+    x = _reduced_operand(a, dtype, where, 0)
+    if not _is_float(x.dtype):
+        x = x.astype(np.float64)
+    count = _sum(np.broadcast_to(where, np.shape(x)), axis=axis, keepdims=keepdims)
+    return np.divide(_sum(x, axis=axis, keepdims=keepdims), count).astype(x.dtype)[()]
+
+
+# `np.UFUNC.reduce` / `np.UFUNC.accumulate` (resolve.UFUNC_METHODS): the reductions and
+# scans of the ufunc, whose axis defaults to 0 rather than None.
+
+def add_reduce(array, axis=0, dtype=None, out=None, keepdims=False, initial=None, where=True):
+    return sum(array, axis, dtype, None, keepdims, initial, where)
+
+
+def multiply_reduce(array, axis=0, dtype=None, out=None, keepdims=False, initial=None,
+                    where=True):
+    return prod(array, axis, dtype, None, keepdims, initial, where)
+
+
+def maximum_reduce(array, axis=0, dtype=None, out=None, keepdims=False):
+    return np.max(_reduced_operand(array, dtype, True, 0), axis=axis, keepdims=keepdims)
+
+
+def minimum_reduce(array, axis=0, dtype=None, out=None, keepdims=False):
+    return np.min(_reduced_operand(array, dtype, True, 0), axis=axis, keepdims=keepdims)
+
+
+def add_accumulate(array, axis=0, dtype=None):
+    return cumsum(array, axis, dtype)
+
+
+def multiply_accumulate(array, axis=0, dtype=None):
+    return cumprod(array, axis, dtype)
+
+
+# ------------------------------------------------ quantiles, covariance, NaN-aware spread
+
+
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+             keepdims=False):
+    """numpy's methods 'linear' (the default), 'lower', 'higher', 'nearest' and 'midpoint'
+    (numpy/lib/_function_base_impl.py, _quantile and _lerp): the values sorted along the
+    axis, the two around the virtual index (n - 1) * q, and numpy's interpolation between
+    them, so the values are numpy's to the last bit; nan where the values hold a nan; q a
+    number or a vector.  Gradients flow through the sort to the values used (of tied values,
+    the one the sort puts there gets it)."""
+    if np.any(np.asarray(q) < 0) or np.any(np.asarray(q) > 1):
+        raise ValueError("Quantiles must be in the range [0, 1]")
+    return _quantile(a, q, axis, keepdims, method)
+
+
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+               keepdims=False):
+    q = np.true_divide(q, 100)
+    if np.any(q < 0) or np.any(q > 1):
+        raise ValueError("Percentiles must be in the range [0, 100]")
+    return _quantile(a, q, axis, keepdims, method)
+
+
+def _quantile(a, q, axis, keepdims, method):
+    """Sorted and gathered along the axis itself (no axis moved: smaller graphs); a q of
+    one dimension gives its axis at the reduced axis's place, moved first as numpy has it."""
+    if method not in ("linear", "lower", "higher", "nearest", "midpoint"):
+        raise NotImplementedError("np.quantile and np.percentile in compiled code support the "
+                                  "methods 'linear', 'lower', 'higher', 'nearest' and "
+                                  "'midpoint'")
+    x = np.asarray(a)
+    k = 0 if axis is None else axis % np.ndim(x)
+    rows = _sort(np.reshape(x, (-1,)) if axis is None else x, k)
+    n = np.shape(rows)[k]
+    virtual = (n - 1) * np.asarray(q, dtype=np.float64)
+    if method == "lower" or method == "higher" or method == "nearest":
+        if method == "lower":
+            index = np.floor(virtual)
+        elif method == "higher":
+            index = np.ceil(virtual)
+        else:
+            index = np.round(virtual)
+        i = index.astype(np.int64)
+        r = _take(rows, i, k)
+    else:
+        if method == "midpoint":
+            virtual = 0.5 * (np.floor(virtual) + np.ceil(virtual))
+        below = np.floor(virtual)
+        if method == "midpoint":
+            gamma = np.where(virtual % 1 == 0, 0.0, 0.5)
+        else:
+            gamma = virtual - below
+        if np.ndim(q) == 0:
+            gamma = float(gamma)     # numpy's weak promotion: float32 values stay float32
+        else:
+            gamma = np.reshape(gamma, np.shape(gamma) + (1,) * (np.ndim(rows) - k - 1))
+        i = np.clip(below.astype(np.int64), 0, n - 1)
+        lo = _take(rows, i, k)
+        hi = _take(rows, np.clip(i + 1, 0, n - 1), k)
+        d = hi - lo
+        r = np.where(gamma >= 0.5, hi - d * (1 - gamma), lo + d * gamma)
+    if _is_float(x.dtype):
+        r = np.where(np.isnan(_take(rows, i * 0 + (n - 1), k)), np.nan, r)
+    if np.ndim(q) == 1:
+        r = np.moveaxis(r, k, 0)
+    if keepdims:
+        if axis is None:
+            return np.reshape(r, np.shape(q) + (1,) * np.ndim(a))
+        return np.expand_dims(r, np.ndim(q) + k)
+    return r[()]
+
+
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None,
+        dtype=None):
+    """numpy's steps (numpy/lib/_function_base_impl.py): rows as variables, the mean
+    subtracted, X @ X.T times 1 / (N - ddof), squeezed; float64 at least."""
+    if fweights is not None or aweights is not None:
+        raise NotImplementedError("np.cov in compiled code takes no fweights or aweights")
+    X = atleast_2d(np.asarray(m, dtype=np.float64 if dtype is None else dtype))
+    if not rowvar and np.shape(X)[0] != 1:
+        X = np.transpose(X)
+    if y is not None:
+        Y = atleast_2d(np.asarray(y, dtype=X.dtype))
+        if not rowvar and np.shape(Y)[0] != 1:
+            Y = np.transpose(Y)
+        X = np.concatenate((X, Y), axis=0)
+    if ddof is None:
+        ddof = 0 if bias else 1
+    fact = max(np.shape(X)[1] - ddof, 0)
+    X = X - np.expand_dims(np.mean(X, axis=1), 1)
+    c = np.dot(X, np.transpose(X)) * np.true_divide(1, fact)
+    return np.squeeze(c)
+
+
+def corrcoef(x, y=None, rowvar=True, dtype=None):
+    c = cov(x, y, rowvar, dtype=dtype)
+    if np.ndim(c) == 0:
+        return (c / c)[()]
+    i = np.arange(np.shape(c)[0])
+    stddev = np.sqrt(c[i, i])
+    c = c / np.expand_dims(stddev, 1)
+    c = c / np.expand_dims(stddev, 0)
+    return np.clip(c, -1, 1)
+
+
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    """numpy's steps (numpy/lib/_nanfunctions_impl.py): the NaNs as zeros, the mean of the
+    numbers, their squared deviations summed over their count less ddof; nan where that
+    is not positive."""
+    x = np.asarray(a)
+    if not _is_float(x.dtype):
+        return var(x, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+    nan = np.isnan(x)
+    arr = np.where(nan, np.zeros_like(x), x)
+    if dtype is not None:
+        arr = arr.astype(dtype)
+    cnt = np.sum(np.logical_not(nan), axis=axis, keepdims=True)
+    avg = np.divide(np.sum(arr, axis=axis, keepdims=True), cnt).astype(arr.dtype)
+    dev = np.where(nan, np.zeros_like(arr), arr - avg)
+    v = np.sum(dev * dev, axis=axis, keepdims=keepdims)
+    dof = np.sum(np.logical_not(nan), axis=axis, keepdims=keepdims) - ddof
+    v = np.divide(v, dof).astype(arr.dtype)
+    return np.where(dof <= 0, np.nan, v).astype(arr.dtype)[()]
+
+
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    return np.sqrt(nanvar(a, axis, dtype, None, ddof, keepdims))
+
+
+# ------------------------------------------------ grids, pseudo-inverse, least squares
+
+
+def meshgrid(x1, x2=None, x3=None, copy=True, sparse=False, indexing="xy"):
+    """One to three coordinate vectors (compiled code has no *args), numpy's grids as a
+    tuple; sparse grids are the vectors reshaped."""
+    if indexing != "xy" and indexing != "ij":
+        raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
+    xs = (x1,) if x2 is None else ((x1, x2) if x3 is None else (x1, x2, x3))
+    nd = len(xs)
+    shape = ()
+    vectors = ()
+    for k in range(nd):
+        v = np.reshape(xs[k], (-1,))
+        shape = shape + np.shape(v)
+        vectors = vectors + (v,)
+    if indexing == "xy" and nd > 1:
+        shape = (shape[1], shape[0]) + shape[2:]
+    grids = ()
+    for k in range(nd):
+        axis = k
+        if indexing == "xy" and nd > 1 and k < 2:
+            axis = 1 - k
+        spread = (1,) * axis + (-1,) + (1,) * (nd - axis - 1)
+        g = np.reshape(vectors[k], spread)
+        grids = grids + ((g if sparse else np.broadcast_to(g, shape)),)
+    return grids
+
+
+def pinv(a, rcond=None, hermitian=False):
+    """numpy's steps (numpy/linalg/_linalg.py): the SVD, the reciprocals of the singular
+    values above rcond times the largest (the others 0), V diag(1/s) U^T.  The gradient is
+    the SVD's: distinct singular values, a rank that does not change nearby."""
+    if rcond is None:
+        rcond = 1e-15
+    u, s, vt = np.linalg.svd(a, full_matrices=False)
+    s = _reciprocal_above(s, rcond * np.max(s, axis=-1, keepdims=True))
+    return np.matmul(np.swapaxes(vt, -1, -2), np.multiply(s[..., None], np.swapaxes(u, -1, -2)))
+
+
+def _reciprocal_above(s, cutoff):
+    """1 / s where s > cutoff, 0 elsewhere (the inverse of the singular values that count);
+    the inner where keeps the discarded ones' gradient finite."""
+    large = s > cutoff
+    return np.where(large, np.divide(1, np.where(large, s, 1)), np.zeros_like(s))
+
+
+def matrix_rank(A, tol=None, hermitian=False, rtol=None):
+    x = np.asarray(A)
+    if np.ndim(x) < 2:
+        return int(not np.all(x == 0))
+    S = np.linalg.svd(x, compute_uv=False)
+    if tol is None:
+        if rtol is None:
+            rtol = max(np.shape(x)[-2:]) * _eps(S.dtype)
+        tol = np.max(S, axis=-1, keepdims=True) * rtol
+    else:
+        tol = np.expand_dims(np.asarray(tol), -1)
+    return np.sum(S > tol, axis=-1)
+
+
+def _eps(dtype):
+    if dtype == np.float32:
+        return 1.1920929e-07
+    return 2.220446049250313e-16
+
+
+def lstsq(a, b, rcond=None):
+    """numpy's four results, by the SVD rather than LAPACK's gelsd (so equal to rounding):
+    the minimum-norm solution, the squared residuals (empty unless a has full column rank
+    and more rows than columns), the rank and the singular values."""
+    m, n = np.shape(a)[-2], np.shape(a)[-1]
+    if rcond is None:
+        rcond = _eps(np.asarray(a).dtype) * max(m, n)
+    u, s, vt = np.linalg.svd(a, full_matrices=False)
+    rank = np.sum(s > rcond * np.max(s))
+    s_inv = _reciprocal_above(s, rcond * np.max(s))
+    vector = np.ndim(b) == 1
+    bb = np.reshape(b, (-1, 1)) if vector else b
+    x = np.matmul(np.transpose(vt), s_inv[:, None] * np.matmul(np.transpose(u), bb))
+    if rank == n and m > n:
+        r = bb - np.matmul(a, x)
+        residuals = np.sum(r * r, axis=0)
+    else:
+        residuals = np.zeros((0,), dtype=x.dtype)
+    if vector:
+        x = np.reshape(x, (-1,))
+    return x, residuals, np.int32(rank), s

@@ -1615,6 +1615,12 @@ class FunctionParser:
         if any(isinstance(a, ast.Starred) for a in e.args) or any(k.arg is None for k in e.keywords):
             self.error(e, "`*args` / `**kwargs` in calls are not supported",
                        "pass the arguments one by one")
+        ufunc_method = self.ufunc_method(e.func, block)
+        if ufunc_method is not None:    # np.add.reduce(x, axis=1)
+            args = [self.expr(a, block) for a in e.args]
+            kwargs = {k.arg: self.expr(k.value, block) for k in e.keywords}
+            return block.graph.apply(ufunc_method, *self.bind_graph(
+                ufunc_method.value, args, kwargs, e), location=loc)
         # Methods of arrays: x.sum(axis=0) -> sum(x, axis=0)
         if isinstance(e.func, ast.Attribute) and self.static_value(e.func.value, block) is None:
             attr = e.func.attr
@@ -1632,6 +1638,8 @@ class FunctionParser:
                                "`p._replace(W=w)`")
                 return self.replace_fields(self.expr(e.func.value, block), e, block)
             prim = resolve.METHODS.get(attr)
+            if isinstance(prim, Primitive) and self.numpy_keywords(prim, e.args, e.keywords, 1):
+                prim = resolve.REDUCTION_KEYWORDS[prim.name]
             if prim is None:
                 self.error(e.func, f"unknown method `.{attr}()`",
                            f"supported methods: {', '.join(sorted(resolve.METHODS))}; methods "
@@ -1674,6 +1682,11 @@ class FunctionParser:
                 if value.name in ("to_list", "to_tuple") and not args and not kwargs:
                     kind = "make_list" if value.name == "to_list" else "make_tuple"
                     return block.graph.apply(P[kind], location=loc)    # list(), tuple()
+                if self.numpy_keywords(value, args, kwargs, 0):   # np.sum(x, where=m)
+                    fn = self.global_value(resolve.REDUCTION_KEYWORDS[value.name],
+                                           f"numpy.{value.name}", e.func)
+                    return block.graph.apply(fn, *self.bind_graph(fn.value, args, kwargs, e),
+                                             location=loc)
                 if value.name in resolve.ITERABLE_EXTREMA and len(args) == 1 and not kwargs:
                     fn = self.global_value(resolve.ITERABLE_EXTREMA[value.name],
                                            value.name, e.func)
@@ -1703,6 +1716,32 @@ class FunctionParser:
                        "pass the arguments positionally when calling a function held in a "
                        "variable")
         return block.graph.apply(fn, *args, location=loc)
+
+    @staticmethod
+    def numpy_keywords(prim: Primitive, args, kwargs, bound: int) -> bool:
+        """Whether a call of a reduction primitive passes numpy's arguments beyond the
+        primitive's (x, axis, keepdims): a third positional one (numpy's dtype) or another
+        keyword; `bound` counts the object of a method call."""
+        return prim.name in resolve.REDUCTION_KEYWORDS and (
+            len(args) + bound > 2 or any((k.arg if isinstance(k, ast.keyword) else k)
+                                         not in prim.params for k in kwargs))
+
+    def ufunc_method(self, func: ast.expr, block: Block):
+        """The composition of `np.UFUNC.METHOD` (np.add.reduce), or None for any other
+        callee; a method of a numpy function outside resolve.UFUNC_METHODS is refused by
+        its full name."""
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute)):
+            return None
+        base = self.static_value(func.value.value, block)
+        if not (isinstance(base, resolve.Namespace) and base.name == "numpy"
+                and func.value.attr in base.functions):
+            return None
+        target = resolve.UFUNC_METHODS.get((func.value.attr, func.attr))
+        if target is None:
+            self.error(func, f"numpy.{func.value.attr}.{func.attr} is not supported in compiled "
+                       "code", "the supported ufunc methods: " + ", ".join(
+                           f"np.{u}.{m}" for u, m in resolve.UFUNC_METHODS))
+        return self.global_value(target, f"numpy.{func.value.attr}.{func.attr}", func)
 
     def macro_call(self, macro: "Macro", e: ast.Call, block: Block) -> Node:
         """`grad(f, 'x', ...)`: the function, then parameter names or positions (constants)."""

@@ -56,9 +56,22 @@ NUMPY.update({name: P[name] for name in (
 NUMPY.update({name: getattr(numpy_functions, name) for name in (
     "kron cross interp cumsum cumprod sort argsort take array_split hsplit vsplit "
     "column_stack dstack nanmax nanmin").split()})
+NUMPY.update({name: getattr(numpy_functions, name) for name in (
+    "quantile percentile cov corrcoef nanvar nanstd meshgrid").split()})
 LINALG = {name: P["linalg_" + name] for name in (
     "solve inv det slogdet cholesky eigh qr svd").split()}
-LINALG.update({name: getattr(numpy_functions, name) for name in ("norm", "matrix_power")})
+LINALG.update({name: getattr(numpy_functions, name) for name in (
+    "norm matrix_power pinv matrix_rank lstsq").split()})
+
+# Reductions that are primitives of (x, axis, keepdims): a call with numpy's other
+# arguments (dtype, out, where, initial) is numpy's signature, a composition.
+REDUCTION_KEYWORDS = {name: getattr(numpy_functions, name) for name in ("sum", "mean", "prod")}
+
+# `np.UFUNC.METHOD(...)`: the reductions and scans of ufuncs.
+UFUNC_METHODS = {(ufunc, method): getattr(numpy_functions, f"{ufunc}_{method}")
+                 for ufunc, method in (("add", "reduce"), ("multiply", "reduce"),
+                                       ("maximum", "reduce"), ("minimum", "reduce"),
+                                       ("add", "accumulate"), ("multiply", "accumulate"))}
 
 # numpy values reached as `np.NAME`: dtypes and constants.
 NUMPY_VALUES = {name: getattr(np, name) for name in (
@@ -186,18 +199,9 @@ def is_numpy_function(value) -> bool:
 
 # Unsupported numpy functions with a supported form close to them, for the error's hint.
 NEAREST = {
-    "numpy.linalg.lstsq": "np.linalg.solve(a.T @ a, a.T @ b) (the normal equations)",
-    "numpy.linalg.pinv": "np.linalg.solve(a.T @ a, a.T) for a of full column rank",
-    "numpy.nanmean": "np.sum(np.where(np.isnan(x), 0.0, x)) / np.count_nonzero(~np.isnan(x))",
-    "numpy.nansum": "np.sum(np.nan_to_num(x))",
-    "numpy.nanmax": "np.max(np.where(np.isnan(x), -np.inf, x))",
-    "numpy.nanmin": "np.min(np.where(np.isnan(x), np.inf, x))",
-    "numpy.column_stack": "np.hstack of the columns reshaped to (-1, 1)",
-    "numpy.dstack": "np.stack(arrays, axis=2)",
-    "numpy.array_split": "np.split with explicit indices",
+    "numpy.linalg.eig": "np.linalg.eigh(a) for a symmetric a",
     "numpy.rot90": "np.flip(np.swapaxes(m, 0, 1), 0)",
     "numpy.mgrid": "np.reshape(np.arange(n), (-1, 1)) and np.reshape(np.arange(m), (1, -1))",
-    "numpy.meshgrid": "np.broadcast_to of the vectors reshaped to (1, -1) and (-1, 1)",
     "numpy.logspace": "10.0 ** np.linspace(start, stop, num)",
     "numpy.geomspace": "np.exp(np.linspace(np.log(start), np.log(stop), num))",
 }

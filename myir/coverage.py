@@ -70,6 +70,14 @@ def page() -> str:
                   "|---|---|---|---|"]
         lines += [_row(f"{ns.name}.{name}", ns.functions[name]) for name in sorted(ns.functions)]
         lines.append("")
+    lines += ["## ufunc methods", "",
+              "| function | implemented as | gradient | TVM backend |", "|---|---|---|---|"]
+    lines += [_row(f"numpy.{ufunc}.{method}", fn)
+              for (ufunc, method), fn in sorted(resolve.UFUNC_METHODS.items())]
+    keywords = ", ".join(f"`numpy.{name}`" for name in sorted(resolve.REDUCTION_KEYWORDS))
+    lines += ["", f"{keywords} (and the methods of those names) are primitives of the operand, "
+              "`axis` and `keepdims`; a call with numpy's other arguments (`dtype`, `where`, "
+              "`initial`) is a composition.", ""]
     return "\n".join(lines)
 
 

@@ -366,18 +366,39 @@ def stacks_and_nan_extrema(x):
     y = np.where(x > 0.5, np.nan, x)
     return np.column_stack((x[0], x[1:].T, x[2])), np.dstack((x, 2.0 * x)), np.nanmax(y), \
         np.nanmin(y, axis=0, keepdims=True), np.nanmax(np.where(x > -5, np.nan, x), axis=1)
+def statistics(x):
+    """Quantiles, covariances and correlations, NaN-aware spread (two numbers a column)."""
+    y = np.concatenate((x[:1], np.where(x > 0.5, np.nan, x), x[-1:]))
+    return np.percentile(x, 30, axis=0, method="midpoint") \
+        * np.quantile(x, [0.1, 0.5, 1.0], axis=-1, keepdims=True) \
+        + np.percentile(x, (10, 75), method="nearest")[0] + np.sum(np.cov(x) @ np.corrcoef(x)) \
+        + np.sum(np.cov(x, rowvar=False, ddof=0) * np.corrcoef(x, rowvar=False)) \
+        + np.cov(x[0], x[-1], bias=True)[0, 1] + np.nanvar(y, axis=0) \
+        + np.nanstd(y, ddof=1, keepdims=True)
+def reduction_keywords(x):
+    kept = np.reshape(np.arange(np.size(x)), np.shape(x)) % 2 == 0
+    a, b = np.meshgrid(x[0], x[1, :2])
+    return np.sum(x, axis=0, where=kept) + np.mean(x, where=kept) + np.add.reduce(x) + \
+        np.maximum.reduce(x, axis=-1, keepdims=True) * np.multiply.reduce(x, axis=None) + \
+        x.mean(axis=0, dtype=np.float64) + np.sum(x, 0, None, initial=1.0), \
+        np.sum(a * b) + np.meshgrid(x[0], x[1], x[2], indexing="ij")[2]
 def splits(x): return np.array_split(x, 3), np.split(x, 4, axis=1), np.hsplit(x, (1,)), \
     np.vsplit(x, (2,))
 
 
 KEYWORD_SUBJECTS = [(cross_2d, MAT), (stacks_and_nan_extrema, MAT), (cumsum_dtype, MAT), (cumsum_of_bools, MAT), (sort_kinds, VEC),
                     (argsort_stable, VEC), (take_modes, VEC), (take_axis_mode, MAT),
-                    (interp_period, VEC), (splits, MAT)]
+                    (interp_period, VEC), (splits, MAT), (statistics, MAT),
+                    (reduction_keywords, MAT)]
 
 def loss_sort_kinds(x): return weighted(np.sin(sort_kinds(x)))
 def loss_take_modes(x): return weighted(np.sin(take_modes(x)))
 def loss_take_axis_mode(x): return weighted(np.sin(take_axis_mode(x)))
 def loss_interp_period(x): return weighted(np.sin(interp_period(x)))
+def loss_statistics(x): return weighted(np.sin(statistics(x)))
+def loss_reduction_keywords(x):
+    reductions, grid = reduction_keywords(x)
+    return weighted(np.sin(reductions)) + weighted(np.cos(grid))
 def loss_cross_2d(x):
     three, one, two = cross_2d(x)
     return weighted(np.sin(three)) + one * np.sum(two * two)
@@ -393,7 +414,8 @@ def loss_splits(x):
 KEYWORD_LOSSES = {sort_kinds: loss_sort_kinds, take_modes: loss_take_modes,
                   take_axis_mode: loss_take_axis_mode, interp_period: loss_interp_period,
                   splits: loss_splits, cross_2d: loss_cross_2d,
-                  stacks_and_nan_extrema: loss_stacks_and_nan_extrema}
+                  stacks_and_nan_extrema: loss_stacks_and_nan_extrema,
+                  statistics: loss_statistics, reduction_keywords: loss_reduction_keywords}
 
 
 @pytest.mark.parametrize("f, x", KEYWORD_SUBJECTS, ids=lambda v: getattr(v, "__name__", ""))
