@@ -28,7 +28,7 @@ import numpy as np
 
 from myir.ir import einsum, tangents
 from myir.ir.ieee import ieee_pow, ieee_truediv
-from myir.ir.primitives import IN_PLACE, MATH_MORE, UNBOUND
+from myir.ir.primitives import CONVERSION_TYPES, IN_PLACE, MATH_MORE, UNBOUND
 from myir import tree
 from passes.abstract import (ANY, BOTTOM, AArray, ADict, AEnv, AFunction, ANone, AObject,
                              ARecord, AScalar, ASlice, AStack, ATuple, AUnion, _value_key,
@@ -366,6 +366,10 @@ def as_dtype(a):
     """A known dtype argument as np.dtype, None for `dtype=None`, ANY if unknown."""
     if isinstance(a, ANone):
         return None
+    if isinstance(a, AFunction) and len(a.options) == 1:   # `dtype=bool`: the conversion
+        option, = a.options
+        if getattr(option, "name", None) in CONVERSION_TYPES:
+            return np.dtype(CONVERSION_TYPES[option.name])
     if isinstance(a, AObject) and a.value is not ANY:
         try:
             return np.dtype(a.value)

@@ -170,6 +170,11 @@ def np_ones():
     return np.ones(3)
 
 
+def python_types_as_dtypes(n, x):
+    """`bool`, `int` and `float` as values are Python's types, so numpy takes them as dtypes."""
+    return np.zeros(n, dtype=bool), np.ones((n, 2), int), np.full(n, 2, float), x.astype(int)
+
+
 def np_ones_shape(x):
     return np.ones(x.shape) * 2.0
 

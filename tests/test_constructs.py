@@ -837,6 +837,10 @@ def test_numpy_ones(jit):
     check(jit, N.np_ones)
 
 
+def test_python_types_as_dtypes(jit):
+    check(jit, N.python_types_as_dtypes, 3, np.array([1.5, -2.5]))
+
+
 @pytest.mark.parametrize("f", [N.np_ones_shape, N.np_zeros_like, N.np_ones_like, N.np_transpose], ids=name)
 @given(x=matrices())
 def test_numpy_shape_constructors(jit, f, x):

@@ -19,7 +19,7 @@ from myir import tree
 from myir.errors import Location, MyirTypeError
 from myir.ir import einsum, tangents
 from myir.ir.ieee import ieee_pow, ieee_truediv
-from myir.ir.primitives import IN_PLACE, MATH_MORE, UNBOUND
+from myir.ir.primitives import CONVERSION_TYPES, IN_PLACE, MATH_MORE, UNBOUND
 from myir.ir.values import EMPTY_STACK, NEWENV, Env, is_stack, stack_push
 
 SYNTAX = {
@@ -698,6 +698,8 @@ def callable_of(name: str):
     (needed when a primitive is passed around as a value, e.g. `apply(len, x)`)."""
     if name in IMPLS:
         return IMPLS[name]
+    if name in CONVERSION_TYPES:    # `float` as a value is the type: also a dtype
+        return CONVERSION_TYPES[name]
     if name in VARIADIC_SYNTAX:
         open_, close = VARIADIC_SYNTAX[name]
         if name == "make_tuple":

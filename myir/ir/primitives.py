@@ -206,6 +206,8 @@ primitive("builtin_max", varargs=True)
 primitive("to_float", "x")
 primitive("to_int", "x")
 primitive("to_bool", "x")
+# The type each conversion is, passed as a value: `np.zeros(n, dtype=bool)` names the type.
+CONVERSION_TYPES = {"to_float": float, "to_int": int, "to_bool": bool}
 
 # Structure: tuples, indexing, slices.
 primitive("make_tuple", varargs=True)
