@@ -12,7 +12,8 @@ but in a computation of `main` whose result is never read (``unused = math.log(x
 ``ignored = 7 // n``), which CPython runs all the same:
 
 * Types are static.  Every expression is generated for a type (int, float, bool, a tuple of
-  those, or a function type) and a variable keeps its type for its whole life, so branches,
+  those, a list or a dict of ints or of floats, or a function type) and a variable keeps its
+  type for its whole life, so branches,
   loops and calls never mix int with float (``x or y`` and ternaries have operands of one
   type; only conditions mix types, where only truthiness matters).
 * Division and modulo have a divisor that cannot be zero: a non-zero literal,
@@ -43,6 +44,16 @@ but in a computation of `main` whose result is never read (``unused = math.log(x
 * Module-level lambdas come two or three to a line (``blend, twist = (lambda t: ...,
   lambda u: ...)``), all of one function type, so that compiling one in place of another
   still type-checks but gives another value; `main` calls any that nothing else calls.
+* Lists and dicts are only changed by the function that built them (a literal or a
+  comprehension), never through a parameter: updating an argument is an error in myir by
+  design.  Nothing else holds them (no closure captures them, no tuple contains them, no
+  second name refers to them), so updating in place and myir's values agree.  A list is only
+  appended to; ``xs[i] = v`` / ``xs[i] += v`` index it with a literal below the length it
+  certainly has, or with ``i % len(xs)`` on a list that is never empty.  Dicts have constant
+  string keys (``{'a': x, 'b': y}``) and keep them: reads and updates (``d['a'] += v``) name
+  a key the dict has, and ``for k in d`` reads ``d[k]`` of that dict only.  A helper may take
+  a dict its caller made (or a literal) and read it.  ``*=`` on an element multiplies by a
+  small literal.
 * A local may shadow a module constant (``SCALE = x * 2``) only in a function that has not
   read the constant before: the name is local to the whole function.
 
@@ -340,6 +351,8 @@ class Gen:
         self.called: set[str] = set()
         self.globals_read: set[str] = set()
         self.shadowed: set[str] = set()
+        self.updated: set[str] = set()  # dicts updated somewhere so far
+        self.passed: set[str] = set()  # dicts passed to a function
 
     # -- drawing helpers -----------------------------------------------------------------
 
@@ -557,9 +570,18 @@ class Gen:
                         [self.expr(cx, scope, ty.item, 1) for _ in ty.keys])
 
     def dict_expr(self, cx, scope, ty):
-        vs = self.readable(cx, scope, lambda t: t == ty)
+        """A dict argument: a literal, or a dict variable never updated so far, which then
+        stays as it is (myir refuses to update a dict after passing it to a function whose
+        result is still read: it cannot tell that the result is not the dict)."""
+        vs = [v for v in self.readable(cx, scope, lambda t: t == ty)
+              if v.name not in self.updated]
         return self.pick([(1, lambda: self.dict_literal(cx, scope, ty)),
-                          (3 if vs else 0, lambda: self.use(cx, self.choice(vs)))])()
+                          (3 if vs else 0, lambda: self.pass_dict(cx, self.choice(vs)))])()
+
+    def pass_dict(self, cx, v):
+        v.made = False
+        self.passed.add(v.name)
+        return self.use(cx, v)
 
     def dict_read(self, cx, v):
         return ast.Subscript(self.use(cx, v), lit(self.choice(v.ty.keys)), ast.Load())
@@ -581,6 +603,7 @@ class Gen:
     def dict_update(self, cx, scope, dicts):
         """`d['a'] = v` / `d['a'] += v` on a dict this function made, at a key it has."""
         v = self.choice(dicts)
+        self.updated.add(v.name)
         target = ast.Subscript(load(v.name), lit(self.choice(v.ty.keys)), ast.Store())
         return [self.item_update(cx, scope, target, v.ty.item)]
 
@@ -600,7 +623,17 @@ class Gen:
             loop_vars = [key, value]
             target = ast.Tuple([store(key.name), store(value.name)], ast.Store())
             it = call(ast.Attribute(self.use(cx, d), "items", ast.Load()), [])
-        body = self.loop_body(cx, scope, loop_vars)
+        # CPython's loop over d.items() / d.values() sees an update of d in its body,
+        # myir's does not: it refuses the update (and so never updates d there)
+        made, d.made = d.made, d.made and form == "keys"
+        first = []
+        if form == "keys" and self.flip(50):  # `elem = d[k]` first thing in the body
+            elem = Var(self.fresh("item"), d.ty.item, cx, capturable=False)
+            first.append(ast.Assign([store(elem.name)],
+                                    ast.Subscript(load(d.name), load(key.name), ast.Load())))
+            loop_vars.append(elem)
+        body = self.loop_body(cx, scope, loop_vars, first)
+        d.made = made and d.name not in self.passed
         return [ast.For(target, it, body, [])]
 
     def list_append(self, cx, scope, lists):
