@@ -32,7 +32,7 @@ is the updated object); an alias is followed on (made in the other branch of an 
 be carried round a loop to the update's next run).  Returning the variable itself is no
 alias: nothing runs after a `return`.  A variable bound to an element `v = y[i]` and read
 after the update is a number (a copy) or, where y has more dimensions than the index, a
-view: the parser makes inference tell (`not_a_view`).
+view: the parser makes inference tell (`not_a_view`); so is `min(y)` / `max(y)`, an item.
 
 The analysis is conservative: where it cannot prove that no alias is read after the update,
 the update is an error naming the variable and what it is shared with (for `y += v`, the
@@ -43,7 +43,7 @@ through the same primitive and the same analysis: an update of a local name is
 
 from __future__ import annotations
 
-from frontend import numpy_functions
+from frontend import builtin_functions, numpy_functions
 from myir.ir.analysis import is_nested_in, primitive_name
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
 from myir.ir.primitives import FRESH, VIEWS
@@ -286,8 +286,8 @@ class Update:
             if name is not None and name not in NUMPY_VIEWS:
                 return self._read(user, alias)
             what = f"np.{name}()" if name else f"`{callee.name}()`" if callee else "a call"
-            self._forward(user, (), alias or (f"the result of {what}{_line(user)}", None),
-                          seen)
+            self._forward(user, (), alias or (f"the result of {what}{_line(user)}",
+                                              user if _extremum(callee) else None), seen)
             return
         if prim == "getitem" and k == 1 and path:
             index = user.args[1]
@@ -348,13 +348,22 @@ def _stored(prim: str | None, k: int, user: Apply) -> bool:
 
 def _element(node: Node | None) -> bool:
     """Whether node is `y[index]` with an index written without slices: a number, unless
-    y has more dimensions than the index."""
+    y has more dimensions than the index; or `min(xs)` / `max(xs)`, an item of xs."""
+    if isinstance(node, Apply) and is_graph_constant(node.fn) and _extremum(node.fn.value):
+        return True
     if primitive_name(node) != "getitem":
         return False
     index = node.args[1]
     parts = index.args if primitive_name(index) == "make_tuple" else [index]
     return not any(primitive_name(p) == "make_slice" or isinstance(p, Constant)
                    and (p.value is None or p.value is Ellipsis) for p in parts)
+
+
+def _extremum(g: Graph | None) -> bool:
+    """Whether g is the graph of `min(xs)` / `max(xs)` (frontend/builtin_functions.py): its
+    result is an item of xs, which is no alias where it is a number, like `y[i]`."""
+    loc = g.location if g is not None else None
+    return loc is not None and loc.filename == builtin_functions.__file__
 
 
 def _numpy_function(g: Graph | None) -> str | None:

@@ -795,6 +795,8 @@ class FunctionParser:
         return self.expr(e, block)
 
     def stmt_AugAssign(self, s, block):
+        if isinstance(s.target, ast.Subscript):
+            self.refuse_update_under_view(s.target)
         if isinstance(s.target, ast.Subscript) and self.owns(s.target.value):
             d = self.read(block, s.target.value.id, s.target.value)
             key = self.index(s.target.slice, block)
@@ -944,11 +946,13 @@ class FunctionParser:
             for i, elt in enumerate(target.elts):
                 item = block.graph.apply(P["getitem"], checked, i, location=self.loc(elt))
                 self.assign(elt, item, block, stmt)
-        elif isinstance(target, ast.Subscript) and self.owns(target.value):
-            self.assign(target.value, self.dict_update(target, value, block), block, stmt)
-            self.owned.add(target.value.id)
         elif isinstance(target, ast.Subscript):
-            self.update_item(target, block, stmt, value=value)
+            self.refuse_update_under_view(target)
+            if self.owns(target.value):
+                self.assign(target.value, self.dict_update(target, value, block), block, stmt)
+                self.owned.add(target.value.id)
+            else:
+                self.update_item(target, block, stmt, value=value)
         elif isinstance(target, ast.Attribute):
             self.error(target, "assignment to an attribute is not supported",
                        "compiled functions cannot mutate objects; return a new value")
@@ -1057,6 +1061,22 @@ class FunctionParser:
         reads = _dict_reads(self.node)
         return not any(isinstance(n, ast.Name) and n.id == e.id and isinstance(n.ctx, ast.Load)
                        and id(n) not in reads for loop in self.loop_stack for n in ast.walk(loop))
+
+    def refuse_update_under_view(self, target: ast.Subscript):
+        """`d[k] = v` inside `for ... in d.items():` (or `d.values()`): CPython's loop reads
+        the live view, so the iterations after the update see the new value; compiled code
+        iterates over the values `d` had when the loop began.  Refused."""
+        d = target.value
+        for loop in self.loop_stack:
+            it = loop.iter if isinstance(loop, ast.For) else None
+            if isinstance(d, ast.Name) and isinstance(it, ast.Call) \
+                    and isinstance(it.func, ast.Attribute) and it.func.attr in ("items", "values") \
+                    and isinstance(it.func.value, ast.Name) and it.func.value.id == d.id:
+                self.error(target, f"assignment into `{d.id}` inside a loop over "
+                           f"`{d.id}.{it.func.attr}()` (line {loop.lineno}): Python's loop "
+                           "would see the new value in later iterations, compiled code would "
+                           "not", f"loop over a copy, `for ... in {d.id}.copy()."
+                           f"{it.func.attr}()`, or over `{d.id}` and read `{d.id}[k]`")
 
     def dict_update(self, target: ast.Subscript, value: Node, block: Block) -> Node:
         d = self.read(block, target.value.id, target.value)

@@ -12,7 +12,8 @@ but in a computation of `main` whose result is never read (``unused = math.log(x
 ``ignored = 7 // n``), which CPython runs all the same:
 
 * Types are static.  Every expression is generated for a type (int, float, bool, a tuple of
-  those, or a function type) and a variable keeps its type for its whole life, so branches,
+  those, a list or a dict of ints or of floats, or a function type) and a variable keeps its
+  type for its whole life, so branches,
   loops and calls never mix int with float (``x or y`` and ternaries have operands of one
   type; only conditions mix types, where only truthiness matters).
 * Division and modulo have a divisor that cannot be zero: a non-zero literal,
@@ -43,6 +44,16 @@ but in a computation of `main` whose result is never read (``unused = math.log(x
 * Module-level lambdas come two or three to a line (``blend, twist = (lambda t: ...,
   lambda u: ...)``), all of one function type, so that compiling one in place of another
   still type-checks but gives another value; `main` calls any that nothing else calls.
+* Lists and dicts are only changed by the function that built them (a literal or a
+  comprehension), never through a parameter: updating an argument is an error in myir by
+  design.  Nothing else holds them (no closure captures them, no tuple contains them, no
+  second name refers to them), so updating in place and myir's values agree.  A list is only
+  appended to; ``xs[i] = v`` / ``xs[i] += v`` index it with a literal below the length it
+  certainly has, or with ``i % len(xs)`` on a list that is never empty.  Dicts have constant
+  string keys (``{'a': x, 'b': y}``) and keep them: reads and updates (``d['a'] += v``) name
+  a key the dict has, and ``for k in d`` reads ``d[k]`` of that dict only.  A helper may take
+  a dict its caller made (or a literal) and read it.  ``*=`` on an element multiplies by a
+  small literal.
 * A local may shadow a module constant (``SCALE = x * 2``) only in a function that has not
   read the constant before: the name is local to the whole function.
 
@@ -105,6 +116,22 @@ class ListT:
 
 
 @dataclass(frozen=True)
+class DictT:
+    """A dict with the constant string `keys` (in insertion order), every value an `item`:
+    its keys never change, so any key read or updated is there."""
+
+    keys: tuple
+    item: object
+
+
+@dataclass(frozen=True)
+class KeyT:
+    """A key of the dict `owner` (a loop variable of ``for k in d``): only indexes `owner`."""
+
+    owner: str
+
+
+@dataclass(frozen=True)
 class FuncT:
     params: tuple
     ret: object
@@ -154,17 +181,23 @@ class Var:
     `assignable`: may be the target of a later assignment (false for loop variables,
     counters, `depth`, function values, and variables a closure has captured).
     `capturable`: assigned exactly once so far, at the top level of its function, so a
-    closure may capture it (doing so clears `assignable`)."""
+    closure may capture it (doing so clears `assignable`).
+    `made`: a list or dict its function built itself, so it may update it in place (never
+    a parameter: updating an argument is an error in myir).
+    `length`: for a list, how many items it certainly has (appends only add)."""
 
-    __slots__ = ("name", "ty", "owner", "assignable", "capturable", "bound")
+    __slots__ = ("name", "ty", "owner", "assignable", "capturable", "bound", "made", "length")
 
-    def __init__(self, name, ty, owner, *, assignable=True, capturable=True, bound=None):
+    def __init__(self, name, ty, owner, *, assignable=True, capturable=True, bound=None,
+                 made=False, length=0):
         self.name = name
         self.ty = ty
         self.owner = owner
         self.assignable = assignable
         self.capturable = capturable
         self.bound = bound  # for ints known to lie in a small range: (lo, hi)
+        self.made = made
+        self.length = length
 
 
 @dataclass
@@ -238,7 +271,7 @@ def store(name):
 
 def lit(value):
     """A literal; negative numbers as unary minus so that precedence stays right."""
-    if isinstance(value, bool) or value is None:
+    if isinstance(value, (bool, str)) or value is None:
         return ast.Constant(value)
     if isinstance(value, tuple):
         return ast.Tuple([lit(v) for v in value], ast.Load())
@@ -276,6 +309,8 @@ NAME_POOLS = {
     BOOL: ["flag", "ready", "found", "done", "valid", "active"],
     "tuple": ["pair", "point", "coords", "span", "triple", "extent"],
     "list": ["values", "history", "terms", "samples", "parts"],
+    "dict": ["table", "stats", "config", "record", "params"],
+    "key": ["key", "name", "field"],
     "func": ["scaler", "shift", "combine", "transform", "adjust", "warp"],
     "param_func": ["fn", "op", "f", "g"],
     "loop": ["i", "j", "m", "idx", "pos"],
@@ -296,6 +331,8 @@ FLOAT_LITERALS = [1.0, 0.5, 2.0, -1.5, 0.25, 3.0, -0.5, 2.5, 10.0, 0.0, 0.1, -4.
 NONZERO_INTS = [2, 3, -2, 5, 1, -3, 7, -1]
 NONZERO_FLOATS = [2.0, 0.5, -1.5, 3.0, 4.0, -0.25]
 
+DICT_KEYS = ["a", "b", "w", "bias", "rate"]
+
 CMP_OPS = [ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq]
 
 
@@ -314,6 +351,8 @@ class Gen:
         self.called: set[str] = set()
         self.globals_read: set[str] = set()
         self.shadowed: set[str] = set()
+        self.updated: set[str] = set()  # dicts updated somewhere so far
+        self.passed: set[str] = set()  # dicts passed to a function
 
     # -- drawing helpers -----------------------------------------------------------------
 
@@ -358,6 +397,8 @@ class Gen:
             return self.fresh("func")
         if isinstance(ty, ListT):
             return self.fresh("list")
+        if isinstance(ty, DictT):
+            return self.fresh("dict")
         return self.fresh(ty)
 
     def draw_scalar(self, allow_bool=True):
@@ -411,6 +452,8 @@ class Gen:
             return self.tuple_expr(cx, scope, ty, depth)
         if isinstance(ty, FuncT):
             return self.func_expr(cx, scope, ty, depth)
+        if isinstance(ty, DictT):
+            return self.dict_expr(cx, scope, ty)
         raise AssertionError(ty)
 
     def leaf_options(self, cx, scope, ty):
@@ -433,6 +476,15 @@ class Gen:
                                                      [self.use(cx, self.choice(nonempty))])),
                  (1 if lists and ty is INT else 0,
                   lambda: call("len", [self.use(cx, self.choice(lists))]))]
+        dicts = self.readable(cx, scope, lambda t: isinstance(t, DictT))
+        of_ty = [v for v in dicts if v.ty.item == ty]
+        keyed = [(k, d) for k in self.readable(cx, scope, lambda t: isinstance(t, KeyT))
+                 for d in of_ty if d.name == k.ty.owner]
+        opts += [(3 if of_ty else 0, lambda: self.dict_read(cx, self.choice(of_ty))),
+                 (6 if keyed else 0, lambda: ast.Subscript(
+                     *[self.use(cx, v) for v in reversed(self.choice(keyed))], ast.Load())),
+                 (1 if dicts and ty is INT else 0,
+                  lambda: call("len", [self.use(cx, self.choice(dicts))]))]
         return opts
 
     # -- lists -----------------------------------------------------------------------------
@@ -453,25 +505,136 @@ class Gen:
             n = self.pick([(2, 2), (1, 1), (1, 3)])
             value = ast.List([self.expr(cx, scope, item, 1) for _ in range(n)], ast.Load())
             ty = ListT(item, True)
+            length = n
         else:
             source = self.choice(lists) if kind == "list" else None
             v = self.fresh("item")
             inner = dict(scope)
             if source is None:
-                count = self.draw(_ints(1, 4))
+                count = length = self.draw(_ints(1, 4))
                 inner[v] = Var(v, INT, cx, assignable=False, capturable=False,
                                bound=(0, count - 1))
                 iterable = call("range", [lit(count)])
             else:
                 inner[v] = Var(v, source.ty.item, cx, assignable=False, capturable=False)
                 iterable = self.use(cx, source)
+                length = source.length
             elt = self.expr(cx, inner, item, 1)
             ifs = [self.condition(cx, inner, 1)] if self.flip(40) else []
             value = ast.ListComp(elt, [ast.comprehension(store(v), iterable, ifs, 0)])
             ty = ListT(item, not ifs and (source is None or source.ty.nonempty))
+            length = 0 if ifs else length
         name = self.fresh_var(ty)
-        self.define(cx, scope, name, ty, assignable=False, capturable=False)
-        return [ast.Assign([store(name)], value)]
+        self.define(cx, scope, name, ty, assignable=False, capturable=False, made=True,
+                    length=length)
+        made = [ast.Assign([store(name)], value)]
+        if length > 0 and self.flip(30):  # updated at once (updates later are rarer)
+            made += self.element_update(cx, scope, [scope[name]])
+        return made
+
+    def element_update(self, cx, scope, lists):
+        """`xs[i] = v` / `xs[i] += v` on a list this function made, at an index that is in
+        range: a literal below the length it certainly has, or `i % len(xs)`."""
+        v = self.choice(lists)
+        index = self.pick([
+            (2, lambda: lit(self.draw(_ints(-v.length, v.length - 1)))),
+            (1, lambda: binop(self.numeric(cx, scope, INT, 1), ast.Mod(),
+                              call("len", [load(v.name)]))),
+        ])()
+        return [self.item_update(cx, scope, ast.Subscript(load(v.name), index, ast.Store()),
+                                 v.ty.item)]
+
+    def item_update(self, cx, scope, target, item):
+        """`target = v`, or `target += v` (or -=, or *= a small literal, so that values stay
+        bounded in loops)."""
+        kind = self.pick([(2, "assign"), (2, "add"), (1, "sub"), (1, "mul")])
+        if kind == "assign":
+            return ast.Assign([target], self.expr(cx, scope, item, 2))
+        if kind == "mul":
+            return ast.AugAssign(target, ast.Mult(),
+                                 lit(self.choice([2, -1] if item is INT else [0.5, -1.0, 1.5])))
+        op = ast.Add() if kind == "add" else ast.Sub()
+        rhs = self.pick([(2, item), (1 if item is FLOAT else 0, INT)])
+        return ast.AugAssign(target, op, self.numeric(cx, scope, rhs, 1))
+
+    # -- dicts -----------------------------------------------------------------------------
+
+    def draw_dict_type(self):
+        n = self.pick([(3, 2), (2, 1), (2, 3)])
+        start = self.draw(_ints(0, len(DICT_KEYS) - 1))
+        keys = tuple(DICT_KEYS[(start + i) % len(DICT_KEYS)] for i in range(n))
+        return DictT(keys, self.pick([(3, FLOAT), (1, INT)]))
+
+    def dict_literal(self, cx, scope, ty):
+        return ast.Dict([lit(k) for k in ty.keys],
+                        [self.expr(cx, scope, ty.item, 1) for _ in ty.keys])
+
+    def dict_expr(self, cx, scope, ty):
+        """A dict argument: a literal, or a dict variable never updated so far, which then
+        stays as it is (myir refuses to update a dict after passing it to a function whose
+        result is still read: it cannot tell that the result is not the dict)."""
+        vs = [v for v in self.readable(cx, scope, lambda t: t == ty)
+              if v.name not in self.updated]
+        return self.pick([(1, lambda: self.dict_literal(cx, scope, ty)),
+                          (3 if vs else 0, lambda: self.pass_dict(cx, self.choice(vs)))])()
+
+    def pass_dict(self, cx, v):
+        v.made = False
+        self.passed.add(v.name)
+        return self.use(cx, v)
+
+    def dict_read(self, cx, v):
+        return ast.Subscript(self.use(cx, v), lit(self.choice(v.ty.keys)), ast.Load())
+
+    def new_dict_var(self, cx, scope):
+        """`name = {'a': x, 'b': y}`, of a type a callable function takes if there is one."""
+        useful = [t for s in self.callable_sigs(cx) for _, t, _ in s.params
+                  if isinstance(t, DictT)]
+        ty = self.choice(useful) if useful and self.flip(70) else self.draw_dict_type()
+        value = self.dict_literal(cx, scope, ty)
+        name = self.fresh_var(ty)
+        self.define(cx, scope, name, ty, assignable=False, capturable=False, made=True)
+        made = [ast.Assign([store(name)], value)]
+        then = self.pick([(3, None), (2, self.dict_update),
+                          (2 if cx.control < MAX_CONTROL and cx.loops < MAX_LOOPS else 0,
+                           self.for_dict)])
+        return made + then(cx, scope, [scope[name]]) if then else made
+
+    def dict_update(self, cx, scope, dicts):
+        """`d['a'] = v` / `d['a'] += v` on a dict this function made, at a key it has."""
+        v = self.choice(dicts)
+        self.updated.add(v.name)
+        target = ast.Subscript(load(v.name), lit(self.choice(v.ty.keys)), ast.Store())
+        return [self.item_update(cx, scope, target, v.ty.item)]
+
+    def for_dict(self, cx, scope, dicts):
+        """`for k in d:` (the body may read `d[k]`), `for k, v in d.items():` or
+        `for v in d.values():`."""
+        d = self.choice(dicts)
+        form = self.pick([(1, "values"), (1, "items"), (2, "keys")])
+        key = self.loop_var(cx, "key", KeyT(d.name))
+        value = self.loop_var(cx, "item", d.ty.item)
+        if form == "keys":
+            loop_vars, target, it = [key], store(key.name), self.use(cx, d)
+        elif form == "values":
+            loop_vars, target = [value], store(value.name)
+            it = call(ast.Attribute(self.use(cx, d), "values", ast.Load()), [])
+        else:
+            loop_vars = [key, value]
+            target = ast.Tuple([store(key.name), store(value.name)], ast.Store())
+            it = call(ast.Attribute(self.use(cx, d), "items", ast.Load()), [])
+        # CPython's loop over d.items() / d.values() sees an update of d in its body,
+        # myir's does not: it refuses the update (and so never updates d there)
+        made, d.made = d.made, d.made and form == "keys"
+        first = []
+        if form == "keys" and self.flip(50):  # `elem = d[k]` first thing in the body
+            elem = Var(self.fresh("item"), d.ty.item, cx, capturable=False)
+            first.append(ast.Assign([store(elem.name)],
+                                    ast.Subscript(load(d.name), load(key.name), ast.Load())))
+            loop_vars.append(elem)
+        body = self.loop_body(cx, scope, loop_vars, first)
+        d.made = made and d.name not in self.passed
+        return [ast.For(target, it, body, [])]
 
     def list_append(self, cx, scope, lists):
         v = self.choice(lists)
@@ -858,6 +1021,9 @@ class Gen:
         numeric = self.assignable(cx, scope, lambda t: t in NUMERIC)
         tuples = self.assignable(cx, scope, lambda t: isinstance(t, TupleT))
         lists = [v for v in scope.values() if isinstance(v.ty, ListT) and v.owner is cx]
+        updatable = [v for v in lists if v.made and v.length > 0]
+        dicts = self.readable(cx, scope, lambda t: isinstance(t, DictT))
+        made_dicts = [v for v in dicts if v.owner is cx and v.made]
         can_nest = cx.control < MAX_CONTROL
         can_loop = can_nest and cx.loops < MAX_LOOPS
         in_loop = cx.loops > 0
@@ -883,6 +1049,10 @@ class Gen:
             (1 if cx.nested < 2 else 0, lambda: self.new_func_var(cx, scope)),
             (2, lambda: self.new_list_var(cx, scope)),
             (4 if lists else 0, lambda: self.list_append(cx, scope, lists)),
+            (4 if updatable else 0, lambda: self.element_update(cx, scope, updatable)),
+            (1, lambda: self.new_dict_var(cx, scope)),
+            (5 if made_dicts else 0, lambda: self.dict_update(cx, scope, made_dicts)),
+            (3 if dicts and can_loop else 0, lambda: self.for_dict(cx, scope, dicts)),
         ])()
 
     def define(self, cx, scope, name, ty, **flags):
@@ -1259,9 +1429,11 @@ class Gen:
                 ret = self.pick([(3, FLOAT), (2, INT), (1, BOOL), (1, "tuple")])
                 if ret == "tuple":
                     ret = self.draw_tuple_type()
-                self.sigs.append(Sig(self.fresh("module_fn"),
-                                     self.draw_params(1, 3, defaults=True, tuples=True),
-                                     ret, index, kind=kind))
+                params = self.draw_params(1, 3, defaults=True, tuples=True)
+                if self.flip(30):  # a helper that reads a dict its caller passes
+                    ty = self.draw_dict_type()
+                    params.insert(0, (self.fresh_var(ty), ty, None))
+                self.sigs.append(Sig(self.fresh("module_fn"), params, ret, index, kind=kind))
         self.sigs.append(Sig("main", self.draw_params(1, 3, defaults=False, tuples=True),
                              self.pick([(3, FLOAT), (3, INT), (1, BOOL), (1, "tuple")]),
                              len(self.sigs), kind="main"))
@@ -1507,6 +1679,10 @@ def _divides_by_name(node):
                and isinstance(n.right, ast.Name) for n in ast.walk(node))
 
 
+def _is_dict(node):
+    return isinstance(node, ast.Name) and node.id.startswith(tuple(NAME_POOLS["dict"]))
+
+
 def _in_function(stmts):
     """The nodes of `stmts`, not those of functions defined in them."""
     stack = list(stmts)
@@ -1571,7 +1747,12 @@ def features(source: str) -> set[str]:
                     found.add("while True")
             elif isinstance(node, ast.For):
                 it = node.iter
-                if _calls_named(it, "range"):
+                if _is_dict(it):
+                    found.add("for over dict")
+                elif isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) \
+                        and it.func.attr in ("items", "values"):
+                    found.add(f"for over dict.{it.func.attr}()")
+                elif _calls_named(it, "range"):
                     found.add("for range")
                     if len(it.args) == 3 and isinstance(it.args[2], ast.UnaryOp):
                         found.add("range negative step")
@@ -1591,6 +1772,13 @@ def features(source: str) -> set[str]:
                 found.add("break")
             elif isinstance(node, ast.Continue):
                 found.add("continue")
+            elif isinstance(node, (ast.Assign, ast.AugAssign)) \
+                    and isinstance(getattr(node, "target", None) or node.targets[0],
+                                   ast.Subscript):
+                target = getattr(node, "target", None) or node.targets[0]
+                kind = "dict" if _is_dict(target.value) else "list element"
+                aug = " augmented" if isinstance(node, ast.AugAssign) else ""
+                found.add(f"{kind}{aug} update")
             elif isinstance(node, ast.AugAssign):
                 found.add("augmented assignment")
             elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple):
@@ -1600,10 +1788,16 @@ def features(source: str) -> set[str]:
                     found.add("local shadows module constant")
                 if node.targets[0].id.startswith(tuple(NAME_POOLS["unused"])):
                     found.add("unused computation that can raise")
-            elif isinstance(node, ast.Subscript):
+            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
                 lists = isinstance(node.value, ast.Name) and node.value.id.startswith(
                     tuple(NAME_POOLS["list"]))
-                found.add("list index" if lists else "tuple index")
+                if _is_dict(node.value):
+                    found.add("dict read by loop key" if isinstance(node.slice, ast.Name)
+                              else "dict read")
+                else:
+                    found.add("list index" if lists else "tuple index")
+            elif isinstance(node, ast.Dict):
+                found.add("dict literal")
             elif isinstance(node, ast.List) and isinstance(node.ctx, ast.Load):
                 found.add("list literal")
             elif isinstance(node, ast.ListComp):
@@ -1626,6 +1820,8 @@ def features(source: str) -> set[str]:
                     found.add("append")
                 if _calls_named(node, "sum"):
                     found.add("sum of list")
+                if _calls_named(node, "len") and _is_dict(node.args[0]):
+                    found.add("len of dict")
                 if isinstance(node.func, ast.Name):
                     callee = node.func.id
                     if callee in ("abs", "min", "max", "float"):
@@ -1636,6 +1832,8 @@ def features(source: str) -> set[str]:
                         if order.index(callee) > order.index(fn.name):
                             found.add("call to function defined later")
                         found.add("call to module function")
+                        if any(_is_dict(a) or isinstance(a, ast.Dict) for a in node.args):
+                            found.add("dict passed to function")
                         if any(isinstance(a, ast.Lambda) or (isinstance(a, ast.Name)
                                                              and a.id in module_fns)
                                for a in node.args):
@@ -1686,5 +1884,8 @@ FEATURES = frozenset([
     "nested for target", "local shadows module constant", "lambdas sharing a line",
     "unused computation that can raise",
     "list literal", "list comprehension", "comprehension with if", "append", "list index",
-    "sum of list",
+    "sum of list", "list element update", "list element augmented update",
+    "dict literal", "dict read", "dict read by loop key", "dict update",
+    "dict augmented update", "len of dict", "for over dict", "for over dict.items()",
+    "for over dict.values()", "dict passed to function",
 ])

@@ -360,3 +360,18 @@ def dict_second_order(x):
     d["a"] = d["a"] * d["b"]
     e = {k: v * x for k, v in d.items()}
     return e["a"] + e["b"] * e["a"]
+
+
+def update_in_loop_over_items(x):
+    """CPython's `d.items()` is a live view: the second iteration sees the update."""
+    d = {"a": x, "b": 2.0 * x}
+    for k, v in d.items():
+        d["b"] = d["b"] - v
+    return d["b"]
+
+
+def update_in_loop_over_values(x):
+    d = {"a": x, "b": 2.0 * x}
+    for v in d.values():
+        d["b"] += v
+    return d["b"]

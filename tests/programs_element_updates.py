@@ -392,6 +392,20 @@ def function_result_read_after(x):
     return z
 
 
+def extremum_read_after(x):
+    """`min(xs)` / `max(xs)` of a list of numbers is a number (no alias), read after an
+    update of the list, in a loop too."""
+    values = [x, 2.0 * x]
+    m = min(values)
+    values[0] = 5.0
+    for i in range(3):
+        values = [x * i, -x]
+        if i == 1:
+            values[1] = 0.5
+        m += max(values)
+    return m + values[0]
+
+
 def nested_element(x):
     y = np.zeros((2, 2))
     y[0][1] = 1.0  # error

@@ -267,6 +267,16 @@ def test_updating_a_dict_another_container_holds_is_refused():
     assert "`e`" in message and "e = e.copy()" in message
 
 
+@pytest.mark.parametrize("f, view", [(P.update_in_loop_over_items, "items"),
+                                     (P.update_in_loop_over_values, "values")])
+def test_updating_a_dict_inside_a_loop_over_its_view_is_refused(f, view):
+    """CPython's later iterations see the update through the live view; compiled code
+    would iterate over the old values (a silent wrong answer), so it is an error."""
+    message = _error(f, 1.5)
+    assert f"inside a loop over `d.{view}()`" in message and f"d.copy().{view}()" in message
+    assert 'd["b"]' in message and "programs_dicts_records.py" in message
+
+
 def test_comprehension_of_unknown_length_is_refused():
     message = _error(P.comprehension_unknown_length, 1.0, 3)
     assert "known when compiling" in message and "range(n)" in message

@@ -46,6 +46,7 @@ x4 = np.array([0.5, -1.25, 2.0, 3.5])
     (U.local_of_closure, (x4,)),
     (U.swap_in_loop, (x4[::-1].copy(),)),
     (U.rows_swap, (np.arange(6.0).reshape(2, 3),)),
+    (U.extremum_read_after, (1.5,)),
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_values_match_cpython(jit, f, args):
     check(jit, f, *args)

@@ -91,8 +91,11 @@ def _check_value(value):
     elif isinstance(value, float):
         if abs(value) > FLOAT_BOUND:  # includes inf; NaN compares False and passes
             raise OutOfRange(f"float {value}")
-    elif isinstance(value, tuple):
+    elif isinstance(value, (tuple, list)):
         for item in value:
+            _check_value(item)
+    elif isinstance(value, dict):
+        for item in value.values():
             _check_value(item)
 
 
