@@ -129,6 +129,10 @@ class Flow:
         """Whether g is the parser's control flow (a branch, loop or join), not a function."""
         return g.parent is not None and g not in self.functions
 
+    def loop(self, g: Graph) -> bool:
+        """Whether g is a loop: control flow that calls itself from within."""
+        return any(is_nested_in(call.graph, g) for call in self.callers.get(id(g), ()))
+
     def owner(self, g: Graph) -> Graph:
         while self.control(g):
             g = g.parent
@@ -322,8 +326,26 @@ class Update:
         self._read(user, alias)
 
     def _read(self, user: Apply, alias):
-        if alias is not None and id(user) not in self.before:
+        if alias is None:
+            return
+        if id(user) not in self.before:
             self._after(alias, f"read{_line(user)} after the update")
+        elif self._again(user, alias):
+            self._after(alias, f"read{_line(user)} in the loop, whose next iteration comes "
+                               "after the update")
+
+    def _again(self, user: Apply, alias) -> bool:
+        """Whether `user`, which runs before the update, runs again after it: in the next
+        iteration of a loop the update is in, reading an alias made before the loop (one
+        made in the loop's body is made again, from the updated value)."""
+        made = alias[1]
+        g = user.graph
+        while g is not None and self.flow.control(g):
+            if id(g) in self.enclosing and self.flow.loop(g) and not (
+                    isinstance(made, Apply) and is_nested_in(made.graph, g)):
+                return True
+            g = g.parent
+        return False
 
     def _after(self, alias: tuple, how: str):
         """The alias is seen after the update: an error, unless it may be a number."""

@@ -38,7 +38,7 @@ from .progen import FEATURES, NAME_POOLS, Program, features, grad_programs, prog
 # run, a regression suite); as many as a bigger profile asks for (`thorough` explores).
 N_PROGRAMS = max(200, settings.default.max_examples)
 # The generator's own test runs programs in CPython only, cheaply: enough to see every construct.
-N_GENERATED = max(600, settings.default.max_examples)
+N_GENERATED = max(1000, settings.default.max_examples)
 
 MAX_LINES = 200_000  # lines one program may run in CPython (the generator bounds loops)
 INT_BOUND = 2**53
