@@ -360,6 +360,14 @@ def view_read_after(x):
     return z.sum()
 
 
+def view_read_in_the_next_iteration(x):
+    y = x * 1.0
+    z = y[0:3]
+    for i in range(3):
+        y[i] = z[0] + 1.0  # error
+    return y
+
+
 def other_name_read_after(x):
     y = x * 1.0
     z = y

@@ -148,6 +148,7 @@ def _located_error(f, args, words):
     (U.into_argument, (x4,), ["argument `x`", "caller's data is never changed"]),
     (U.into_alias_of_argument, (x4,), ["argument `x`"]),
     (U.view_read_after, (x4,), ["`y`", "`z` (line"]),
+    (U.view_read_in_the_next_iteration, (x4,), ["`y`", "`z` (line", "next iteration"]),
     (U.other_name_read_after, (x4,), ["`y`", "`z` (line"]),
     (U.transpose_read_after, (np.ones((2, 2)),), ["`y`", "`z` (line"]),
     (U.tuple_read_after, (x4,), ["`y`", "the tuple `t`"]),
