@@ -183,3 +183,19 @@ def early_return_inlined_in_a_loop(x, signs):
     for a, b in signs:   # `y` of an earlier iteration must not leak into a later one
         total = total + early_return(x, a, b) * 0.5
     return total
+
+
+def unused_comprehension_in_a_loop_branch(k):
+    """The unused list is kept for what it may raise, so the `elif`'s call of the code after
+    the `if` is not in tail position: that code must not be written as a fall-through."""
+    scale = 2.5
+    rest = 2.5
+    while rest > 1.0:
+        rest = rest * 0.5
+        if k > 5:
+            scale += 1.0
+        elif k > 0:
+            values = [rest for elem in range(4)]
+        else:
+            continue
+    return scale

@@ -208,3 +208,8 @@ def test_early_return_in_a_loop_and_its_gradient(jit):
         fd = (B.early_return_inlined_in_a_loop(0.7 + h, signs)
               - B.early_return_inlined_in_a_loop(0.7 - h, signs)) / (2 * h)
         assert grad(0.7, signs) == pytest.approx(fd, rel=1e-6, abs=1e-8)
+
+
+@pytest.mark.parametrize("k", [-1, 2, 7])
+def test_code_after_an_if_reached_from_a_statement_in_a_loop(jit, k):
+    check(jit, B.unused_comprehension_in_a_loop_branch, k)

@@ -183,14 +183,22 @@ class Layout:
 
     def _written_inside(self, h: Graph, target: Graph, uses) -> bool:
         """Whether graph h's code is written inside target's code, through `if`s and inlined
-        blocks only."""
+        blocks in tail position only: a block or an `if` whose result is assigned
+        (`z = ...`, then more code) would have that code skipped by a `continue`, or run
+        by the code after an `if` that its join's call falls through to."""
         seen = set()
         while h is not target:
             kind = self.kind[h]
             if kind not in ("branch", "block", "join") or h in seen:
                 return False
             seen.add(h)
-            h = h.parent if kind == "join" else uses[h][0][0].graph
+            if kind == "join":
+                h = h.parent
+                continue
+            call = self.if_of[h] if kind == "branch" else uses[h][0][0]
+            if not _is_tail(call):
+                return False
+            h = call.graph
         return True
 
     def _classify(self, g: Graph, uses) -> str:
