@@ -44,7 +44,7 @@ through the same primitive and the same analysis: an update of a local name is
 from __future__ import annotations
 
 from frontend import builtin_functions, numpy_functions
-from myir.ir.analysis import is_nested_in, primitive_name
+from myir.ir.analysis import computed_before, is_nested_in, primitive_name
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
 from myir.ir.primitives import FRESH, VIEWS
 
@@ -182,16 +182,8 @@ class Update:
             if outer is None:
                 break
             g = outer
-        result: set = set()
-        while stack:
-            n = stack.pop()
-            if not isinstance(n, Apply) or id(n) in result:
-                continue
-            result.add(id(n))
-            stack.extend(n.inputs)
-            stack.extend(callee.output for callee in flow.callees(n)
-                         if id(callee) not in self.enclosing)
-        return result
+        return computed_before(stack, lambda n: [
+            callee for callee in flow.callees(n) if id(callee) not in self.enclosing])
 
     # -- origins
 

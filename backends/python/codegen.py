@@ -35,8 +35,8 @@ import numpy as np
 
 from backends.python.impls import GUARDS, SYNTAX, VARIADIC_SYNTAX, callable_of, pow_guard
 from myir.errors import Location
-from myir.ir.analysis import OUTPUT, SwitchCall, free_variables, graph_uses, is_nested_in, \
-    primitive_name, reachable_graphs, scope, switch_call, toposort, users
+from myir.ir.analysis import OUTPUT, SwitchCall, computed_before, free_variables, graph_uses, \
+    is_nested_in, primitive_name, reachable_graphs, scope, switch_call, toposort, users
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
 from myir.ir.primitives import FRESH, Primitive
 from myir.ir.values import EMPTY_STACK, STACK_CELL
@@ -1097,20 +1097,14 @@ def _passes_stack(user: Apply, index: int) -> bool:
 
 def _ancestors(node: Node) -> set:
     """The ids of the nodes `node` depends on, with those of the graphs their calls ran."""
-    result: set = set()
-    stack = list(node.inputs) if isinstance(node, Apply) else []
-    while stack:
-        n = stack.pop()
-        if not isinstance(n, Apply) or id(n) in result:
-            continue
-        result.add(id(n))
-        stack.extend(n.inputs)
-        if is_graph_constant(n.fn):
-            stack.append(n.fn.value.output)
-        sc = switch_call(n)
-        if sc is not None:
-            stack.extend((sc.then.output, sc.else_.output))
-    return result
+    return computed_before(node.inputs if isinstance(node, Apply) else [], _graphs_run)
+
+
+def _graphs_run(n: Apply) -> list[Graph]:
+    """The graphs a call runs: its function, or both branches of a switch."""
+    sc = switch_call(n)
+    return ([n.fn.value] if is_graph_constant(n.fn) else []) + \
+        ([sc.then, sc.else_] if sc is not None else [])
 
 
 @dataclass

@@ -328,6 +328,22 @@ def toposort(graph: Graph) -> list[Node]:
     return order
 
 
+def computed_before(starts, runs) -> set:
+    """The ids of the Apply nodes that computing `starts` computes: their inputs' ancestors,
+    with the outputs' ancestors of the graphs `runs(node)` says each node's call ran.  What
+    has surely run before a node, for the analyses that prove an update in place unseen."""
+    result: set = set()
+    stack = list(starts)
+    while stack:
+        n = stack.pop()
+        if not isinstance(n, Apply) or id(n) in result:
+            continue
+        result.add(id(n))
+        stack.extend(n.inputs)
+        stack.extend(g.output for g in runs(n))
+    return result
+
+
 def is_closure(graph: Graph) -> bool:
     return bool(free_variables(graph))
 
