@@ -659,6 +659,12 @@ def _array_arg(x):
         return None
 
 
+def _shaped_like(x: AArray, d):
+    """A sensitivity of array x: x's shape, in the dtype of d (array-like); ANY if unknown."""
+    a = _array_arg(d)
+    return ANY if a is None else AArray(a.dtype, x.shape)
+
+
 @rule
 def reshape_rule(x, shape):
     a = _array_arg(x)
@@ -1380,8 +1386,7 @@ def broadcast_to_side_rule(d, x, right):
 def broadcast_to_like_rule(d, x):
     if not isinstance(x, AArray):
         return d
-    a = _array_arg(d)
-    return ANY if a is None else AArray(a.dtype, x.shape)
+    return _shaped_like(x, d)
 
 
 @rule
@@ -1392,8 +1397,7 @@ def reduce_grad_rule(dout, x, axis, keepdims):
                                                                           keepdims))
     if not isinstance(x, AArray):
         return dout
-    a = _array_arg(dout)
-    return ANY if a is None else AArray(a.dtype, x.shape)
+    return _shaped_like(x, dout)
 
 
 @rule
@@ -2107,8 +2111,7 @@ def sum_grad_rule(xs, dout):
     if isinstance(xs, AList):
         return _list_map(share, xs)
     if isinstance(xs, AArray):
-        d = _array_arg(dout)
-        return ANY if d is None else AArray(d.dtype, xs.shape)
+        return _shaped_like(xs, dout)
     return ANY
 
 
@@ -2119,8 +2122,7 @@ def seq_grad_rule(d, x):
             return type(x)(d.items)
         return d if isinstance(x, AList) and isinstance(d, AList) else ANY
     if isinstance(x, AArray):
-        a = _array_arg(d)
-        return ANY if a is None else AArray(a.dtype, x.shape)
+        return _shaped_like(x, d)
     return ANY
 
 
