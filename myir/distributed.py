@@ -40,6 +40,7 @@ aborts the job on a non-zero exit too.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import sys
 
@@ -145,9 +146,9 @@ def _leaves(value, where: str = "") -> list:
     return out
 
 
-def _describe(leaf) -> tuple[np.ndarray | None, str]:
-    """The leaf as an array (None when it is not numbers), and what every rank's leaf at
-    this place must agree on."""
+def _describe(leaf) -> tuple[np.dtype | None, str]:
+    """The leaf's dtype as an array (None when it is not numbers), and what every rank's leaf
+    at this place must agree on."""
     array = None
     if not isinstance(leaf, (bool, np.bool_)) and isinstance(leaf, (int, float, np.number,
                                                                     np.ndarray)):
@@ -157,25 +158,95 @@ def _describe(leaf) -> tuple[np.ndarray | None, str]:
             else f"{type(leaf).__name__} {leaf!r:.60}"
         return None, f"{what}, not a number or an array of numbers"
     if isinstance(leaf, np.ndarray):
-        return array, f"a {array.dtype} array of shape {array.shape}"
-    return array, f"a {'numpy ' * isinstance(leaf, np.generic)}{type(leaf).__name__}"
+        return array.dtype, f"a {array.dtype} array of shape {array.shape}"
+    return array.dtype, f"a {'numpy ' * isinstance(leaf, np.generic)}{type(leaf).__name__}"
 
 
-def _check_same_everywhere(comm, what: str, structure, described: list,
-                           weight: float) -> np.ndarray:
+def _signature(leaf):
+    """What a leaf's place in a `_Layout` depends on: its type, shape and dtype (a Python
+    number's dtype is numpy's for it: an int beyond int64 is no number here)."""
+    if isinstance(leaf, np.ndarray):
+        return type(leaf), leaf.shape, leaf.dtype
+    if type(leaf) is float:
+        return float
+    return type(leaf), np.asarray(leaf).dtype
+
+
+class _Layout:
+    """What `allreduce` and `broadcast` work out about a tree once per structure and leaf
+    signatures (`_layout`), rather than at every step of a training loop, which sends trees
+    of one structure each time: where each leaf goes in the flat buffers, and the digest the
+    ranks compare.
+
+    `groups`: (dtype, values in all, [(leaf index, offset, shape)]) per dtype, in the order
+    the dtypes first appear; a leaf that is a number has shape (), and `numbers` gives the
+    type its value goes back as (None for an array).  `digest`: 16 bytes of the structure
+    and each leaf's path, shape and dtype.  `described`: (path, description) per leaf, sent
+    in full only when the ranks' digests differ; `shown`: the structure as printed.  `bad`:
+    the first leaf that is not numbers, as (path, description), or None."""
+
+    __slots__ = ("groups", "numbers", "digest", "described", "shown", "bad")
+
+    def __init__(self, value, structure, leaves: list):
+        dtypes = []
+        self.described = []
+        for (path, _), leaf in zip(_leaves(value), leaves):
+            dtype, text = _describe(leaf)
+            dtypes.append(dtype)
+            self.described.append((path, text))
+        self.shown = repr(structure)
+        self.digest = hashlib.sha256("\n".join(
+            [self.shown] + [f"{path}: {text}" for path, text in self.described]).encode()
+        ).digest()[:16]
+        self.bad = next((d for d, dtype in zip(self.described, dtypes) if dtype is None), None)
+        self.numbers = [None if isinstance(leaf, np.ndarray) else type(leaf) for leaf in leaves]
+        members: dict = {}
+        for i, dtype in enumerate(dtypes):
+            members.setdefault(dtype, []).append(i)
+        self.groups = []
+        for dtype, indices in ([] if self.bad else members.items()):
+            at, placed = 0, []
+            for i in indices:
+                shape = np.shape(leaves[i])
+                placed.append((i, at, shape))
+                at += math.prod(shape)
+            self.groups.append((dtype, at, placed))
+
+
+_LAYOUTS: dict = {}     # (structure, leaf signatures) -> _Layout, the most recently used last
+_LAYOUTS_KEPT = 64
+
+
+def _layout(value) -> tuple[list, object, _Layout]:
+    """`value`'s leaves, structure and `_Layout`, the layout kept from an earlier tree of the
+    same structure and leaf signatures.  The key keeps a copy of the structure that holds
+    none of the tree's containers (`Structure.detached`), so no earlier tree's leaves stay
+    alive with it."""
+    leaves, structure = tree.flatten(value)
+    signatures = tuple(_signature(leaf) for leaf in leaves)
+    layout = _LAYOUTS.pop((structure, signatures), None)
+    if layout is None:
+        layout = _Layout(value, structure, leaves)
+        if layout.bad:
+            return leaves, structure, layout    # an error to raise: not worth keeping
+        if len(_LAYOUTS) >= _LAYOUTS_KEPT:
+            del _LAYOUTS[next(iter(_LAYOUTS))]
+    _LAYOUTS[(structure.detached(), signatures)] = layout
+    return leaves, structure, layout
+
+
+def _check_same_everywhere(comm, what: str, layout: _Layout, weight: float) -> np.ndarray:
     """Every rank's `weight`, once the ranks' trees are known to agree; else the same
     MyirError on every rank, naming the first leaf (in depth-first order) that differs.
     One Allgather carries each rank's 16-byte digest of its tree and its weight (so that a
     mean's total weight is known before the data moves); the trees travel in full only when
     the digests differ."""
-    description = [repr(structure)] + [f"{path}: {d}" for path, d in described]
-    digest = hashlib.sha256("\n".join(description).encode()).digest()[:16]
-    message = np.frombuffer(digest + np.float64(weight).tobytes(), np.uint8)
+    message = np.frombuffer(layout.digest + np.float64(weight).tobytes(), np.uint8)
     everyone = np.empty((comm.Get_size(), message.size), np.uint8)
     comm.Allgather(message, everyone)
     if (everyone[:, :16] == message[:16]).all():
         return everyone[:, 16:].copy().view(np.float64).ravel()
-    everyone = comm.allgather((repr(structure), described))
+    everyone = comm.allgather((layout.shown, layout.described))
     structures = [s for s, _ in everyone]
     for i in range(max(len(d) for _, d in everyone)):
         at = [d[i] if i < len(d) else None for _, d in everyone]
@@ -191,87 +262,76 @@ def _check_same_everywhere(comm, what: str, structure, described: list,
                          "(shard the batch, not the parameters)")
 
 
-# The flat buffers are sent in pieces of this many bytes, each reduced while its copy is in
-# the cache: on 2 ranks of a node with 32 MB of L3, MPI's one Allreduce of an 80 MB buffer
-# goes through memory at a third of the speed of the same bytes in 8 MB pieces
-# (bench.distributed prints both); across nodes a piece still takes far longer to send
-# than to start.
 PIECE_BYTES = 8 << 20
 
 
-def _pack(values, send=None, scale=None) -> dict:
-    """The leaves by dtype, each group as one flat buffer (its values times `scale`), in a
-    dict dtype -> (buffer, [indices of its leaves]).  `send(piece)` is called on each
-    PIECE_BYTES piece of a buffer as soon as it is filled, while the piece is in the cache
-    (an Allreduce or Bcast in place)."""
-    groups: dict = {}
-    for i, a in enumerate(values):
-        groups.setdefault(a.dtype, []).append(i)
-    packed = {}
-    for dtype, members in groups.items():
-        flats = [values[i].ravel() for i in members]
-        total = sum(f.size for f in flats)
+def _pack(layout: _Layout, leaves: list, send=None, scale=None, fill: bool = True) -> list:
+    """A fresh flat buffer per dtype of `layout` (fresh: the result's leaves are views of
+    it), holding the leaves, times `scale` when given, unless not `fill`.  `send(piece)` is
+    called on each PIECE_BYTES piece of a buffer as soon as it is filled, while the piece is
+    in the cache (an Allreduce or Bcast in place)."""
+    buffers = []
+    for dtype, total, placed in layout.groups:
         buffer = np.empty(total, dtype)
         step = max(1, PIECE_BYTES // dtype.itemsize)
-        filled = sent = 0
-        for flat in flats:
-            at = 0
-            while at < flat.size:
-                n = min(flat.size - at, sent + step - filled)
-                part, source = buffer[filled:filled + n], flat[at:at + n]
-                if scale is None:
-                    part[...] = source
-                elif scale == 0:    # a rank without rows: its mean (nan) must not count
-                    part[...] = 0
+        member, flat = 0, None      # the first leaf not yet wholly copied, and it raveled
+        for start in range(0, total, step):
+            end = min(start + step, total)
+            while fill and member < len(placed) and placed[member][1] < end:
+                i, at, shape = placed[member]
+                n = math.prod(shape)
+                low, high = max(at, start), min(at + n, end)
+                if low == at and high == at + n:        # the whole leaf in this piece
+                    source, target = leaves[i], buffer[at:high].reshape(shape)
                 else:
-                    np.multiply(source, scale, out=part, casting="unsafe")
-                filled, at = filled + n, at + n
-                if send is not None and filled == min(sent + step, total):
-                    send(buffer[sent:filled])
-                    sent = filled
-        packed[dtype] = (buffer, members)
-    return packed
+                    if flat is None:
+                        flat = np.ravel(leaves[i])
+                    source, target = flat[low - at:high - at], buffer[low:high]
+                if scale is None:
+                    np.copyto(target, source)
+                elif scale == 0:    # a rank without rows: its mean (nan) must not count
+                    target[...] = 0
+                else:
+                    np.multiply(source, scale, out=target, casting="unsafe")
+                if high < at + n:
+                    break           # the rest of this leaf goes in the next piece
+                member, flat = member + 1, None
+            if send is not None:
+                send(buffer[start:end])
+        buffers.append(buffer)
+    return buffers
 
 
-def _unpack(packed: dict, leaves: list, structure):
-    """The tree of `structure` whose leaves come out of the packed buffers, each in the form
+def _unpack(layout: _Layout, buffers: list, structure):
+    """The tree of `structure` whose leaves are views of the flat buffers, each in the form
     its original had (array, numpy scalar or Python number)."""
-    out = [None] * len(leaves)
-    for buffer, members in packed.values():
-        at = 0
-        for i in members:
-            original = leaves[i]
-            n = np.size(original)
-            part = buffer[at:at + n]
-            at += n
-            if isinstance(original, np.ndarray):
-                out[i] = part.reshape(original.shape)
-            elif isinstance(original, np.generic):
-                out[i] = part[0]
+    out = [None] * len(layout.numbers)
+    for (_, _, placed), buffer in zip(layout.groups, buffers):
+        for i, at, shape in placed:
+            number = layout.numbers[i]
+            if number is None:
+                out[i] = buffer[at:at + math.prod(shape)].reshape(shape)
+            elif issubclass(number, np.generic):
+                out[i] = buffer[at]
             else:
-                out[i] = type(original)(part[0])
+                out[i] = number(buffer[at])
     return tree.unflatten(structure, out)
 
 
 def _prepare(what: str, value, weight: float = 1.0):
-    """(COMM_WORLD or None, the leaves, the structure, the leaves as arrays, every rank's
-    `weight`), once the ranks' trees are known to agree.  A leaf that is not
-    numbers raises after that check, so on every rank alike."""
+    """(COMM_WORLD or None, the leaves, the structure, its `_Layout`, every rank's
+    `weight`), once the ranks' trees are known to agree.  A leaf that is not numbers raises
+    after that check, so on every rank alike."""
     comm = _world()
-    paths_leaves = _leaves(value)
-    described = [(path, _describe(leaf)) for path, leaf in paths_leaves]
-    structure = tree.structure(value)
+    leaves, structure, layout = _layout(value)
     weights = np.array([weight])
     if comm is not None and comm.Get_size() > 1:
-        weights = _check_same_everywhere(comm, what, structure,
-                                         [(path, text) for path, (_, text) in described],
-                                         weight)
-    for path, (array, text) in described:
-        if array is None:
-            raise MyirError(f"{what}: {path} is {text}: only numbers can be reduced or "
-                            "broadcast", hint="keep other values out of the tree you send")
-    return comm, [leaf for _, leaf in paths_leaves], structure, \
-        [array for _, (array, _) in described], weights
+        weights = _check_same_everywhere(comm, what, layout, weight)
+    if layout.bad:
+        path, text = layout.bad
+        raise MyirError(f"{what}: {path} is {text}: only numbers can be reduced or "
+                        "broadcast", hint="keep other values out of the tree you send")
+    return comm, leaves, structure, layout, weights
 
 
 def allreduce(value, op: str = "sum", weight: float | None = None):
@@ -294,10 +354,10 @@ def allreduce(value, op: str = "sum", weight: float | None = None):
     if weight is not None and op != "mean":
         raise MyirError("allreduce(weight=) weighs the ranks in a mean", hint='use op="mean"')
     what = f"allreduce(op={op!r})"
-    comm, leaves, structure, arrays, weights = _prepare(
+    comm, leaves, structure, layout, weights = _prepare(
         what, value, 1.0 if weight is None else float(weight))
     if op == "mean":
-        integers = [a.dtype for a in arrays if a.dtype.kind in "iu"]
+        integers = [dtype for dtype, _, _ in layout.groups if dtype.kind in "iu"]
         if integers:
             raise MyirError(f"allreduce(op='mean') of {integers[0]} values: a mean of "
                             "integers is not an integer", hint="sum them, or send floats")
@@ -308,23 +368,25 @@ def allreduce(value, op: str = "sum", weight: float | None = None):
                             "are the numbers of rows, at least one of them above 0",
                             hint="weight=len(xs), the rows of this rank's shard")
     if comm is None or comm.Get_size() == 1:
-        return _unpack(_pack(arrays), leaves, structure)
+        return _unpack(layout, _pack(layout, leaves), structure)
     scale = weights[comm.Get_rank()] / weights.sum() if op == "mean" else None
     from mpi4py import MPI
 
-    packed = _pack(arrays, lambda piece: comm.Allreduce(MPI.IN_PLACE, piece, op=MPI.SUM),
-                   scale)
-    return _unpack(packed, leaves, structure)
+    buffers = _pack(layout, leaves,
+                    lambda piece: comm.Allreduce(MPI.IN_PLACE, piece, op=MPI.SUM), scale)
+    return _unpack(layout, buffers, structure)
 
 
 def broadcast(value, root: int = 0):
     """`value` as rank `root` has it, on every rank (each rank passes a tree of the same
     structure, shapes and dtypes, e.g. its own initial parameters): the way every rank
     starts from the same parameters."""
-    comm, leaves, structure, arrays, _ = _prepare(f"broadcast(root={root})", value)
-    send = None if comm is None or comm.Get_size() == 1 else \
-        (lambda piece: comm.Bcast(piece, root=root))
-    return _unpack(_pack(arrays, send), leaves, structure)
+    comm, leaves, structure, layout, _ = _prepare(f"broadcast(root={root})", value)
+    if comm is None or comm.Get_size() == 1:
+        return _unpack(layout, _pack(layout, leaves), structure)
+    buffers = _pack(layout, leaves, lambda piece: comm.Bcast(piece, root=root),
+                    fill=comm.Get_rank() == root)
+    return _unpack(layout, buffers, structure)
 
 
 def compile_once(compiled, *args, **kwargs):

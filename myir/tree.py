@@ -125,6 +125,14 @@ class Structure:
             return 1
         return sum(c.num_leaves for c in self.children)
 
+    def detached(self) -> "Structure":
+        """An equal structure that holds none of the tree's containers (and so none of its
+        leaves): a key to keep, e.g. in a cache, without keeping the tree alive.  It prints
+        and compares as this one, but cannot `unflatten`."""
+        if self.children is None:
+            return self
+        return Structure(self.kind, self.keys, None, tuple(c.detached() for c in self.children))
+
     def __eq__(self, other) -> bool:
         return (isinstance(other, Structure) and self.kind is other.kind
                 and self.keys == other.keys and self.children == other.children)
