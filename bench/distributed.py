@@ -45,18 +45,20 @@ def _tree(n: int, np):
 
 def _times_ms(runs: list, repeat: int, comm) -> list[tuple[float, float]]:
     """(fastest, median) of `repeat` timed calls of each of `runs`, in ms, the runs taken in
-    turn (so a burst of other work on the machine hits them alike), the ranks starting each
-    call together; a call takes as long as its slowest rank."""
+    turn (so a burst of other work on the machine hits them alike), each round starting at
+    the next run (so none always follows the same one, whose data fills the cache), the
+    ranks starting each call together; a call takes as long as its slowest rank."""
     import numpy as np
     from mpi4py import MPI
 
     times = [[] for _ in runs]
-    for _ in range(repeat):
-        for run, samples in zip(runs, times):
+    for round in range(repeat):
+        for k in range(len(runs)):
+            k = (round + k) % len(runs)
             comm.Barrier()
             start = time.perf_counter()
-            run()
-            samples.append(time.perf_counter() - start)
+            runs[k]()
+            times[k].append(time.perf_counter() - start)
     return [(comm.allreduce(min(samples), op=MPI.MAX) * 1e3,
              comm.allreduce(float(np.median(samples)), op=MPI.MAX) * 1e3)
             for samples in times]

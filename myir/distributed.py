@@ -25,6 +25,9 @@ messages, which MPI reduces at its bandwidth-optimal algorithm, rather than a me
 leaf, each piece reduced while its copy is still in the cache.  Before any data moves,
 the ranks compare a digest of the tree (structure, shapes, dtypes): trees that differ would
 otherwise reduce one rank's weights into another's biases, a wrong answer with no error.
+Where each leaf goes in the buffers, and the digest, are worked out once per structure and
+leaf shapes and dtypes (`_layout`): a training loop's later steps only copy the leaves in,
+exchange 24 bytes per rank (the digest and the weight of a mean), and reduce.
 
 Without a launcher, a plain `python train.py` (or a notebook) is one process of size 1 —
 with mpi4py installed or not — and every function here works unchanged.
@@ -213,7 +216,7 @@ class _Layout:
             self.groups.append((dtype, at, placed))
 
 
-_LAYOUTS: dict = {}     # (structure, leaf signatures) -> _Layout, the most recently used last
+_LAYOUTS: dict = {}     # (structure, leaf signatures) -> _Layout, the oldest first
 _LAYOUTS_KEPT = 64
 
 
@@ -224,14 +227,13 @@ def _layout(value) -> tuple[list, object, _Layout]:
     alive with it."""
     leaves, structure = tree.flatten(value)
     signatures = tuple(_signature(leaf) for leaf in leaves)
-    layout = _LAYOUTS.pop((structure, signatures), None)
+    layout = _LAYOUTS.get((structure, signatures))
     if layout is None:
         layout = _Layout(value, structure, leaves)
-        if layout.bad:
-            return leaves, structure, layout    # an error to raise: not worth keeping
-        if len(_LAYOUTS) >= _LAYOUTS_KEPT:
-            del _LAYOUTS[next(iter(_LAYOUTS))]
-    _LAYOUTS[(structure.detached(), signatures)] = layout
+        if not layout.bad:      # a layout with a leaf to refuse holds its value: not kept
+            if len(_LAYOUTS) >= _LAYOUTS_KEPT:
+                del _LAYOUTS[next(iter(_LAYOUTS))]
+            _LAYOUTS[(structure.detached(), signatures)] = layout
     return leaves, structure, layout
 
 
@@ -262,6 +264,12 @@ def _check_same_everywhere(comm, what: str, layout: _Layout, weight: float) -> n
                          "(shard the batch, not the parameters)")
 
 
+# The flat buffers are sent in pieces of this many bytes, each reduced while its copy is in
+# the cache.  On 2 ranks of a node with 32 MB of L3, a tree of 10^7 float64 values (80 MB)
+# reduced in 8 MiB pieces takes about 0.9x the time of mpi4py's one raw Allreduce of a flat
+# buffer of as many values, and 1.1-1.2x as one piece: MPI's call on 80 MB works from
+# memory (bench.distributed prints the raw call both ways).  A buffer of up to 8 MiB (10^6
+# float64 values) is one piece.  Across nodes a piece takes far longer to send than to start.
 PIECE_BYTES = 8 << 20
 
 

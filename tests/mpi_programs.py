@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import sys
+import weakref
 
 import numpy as np
 
@@ -103,7 +104,8 @@ def mismatched() -> None:
              "dtype": {"a": np.zeros(2, np.float64 if r == 0 else np.float32)},
              "structure": {"a": 1.0, ("b" if r == 0 else "c"): 2.0},
              "not a number": [1.0, 2.0 if r == 0 else "two"]}
-    errors = {}
+    dist.allreduce((np.zeros(3), np.zeros(2)))     # rank 0's tree of "shape" sent before:
+    errors = {}                                     # its layout and digest are kept
     for name, value in cases.items():
         for call in (dist.allreduce, dist.broadcast):
             try:
@@ -170,7 +172,16 @@ def single() -> None:
             call()
         except myir.MyirError as e:
             errors[name] = str(e).splitlines()[0]
-    report(same=same, errors=errors)
+    # a layout is kept per structure, shapes and dtypes: the same structure with other
+    # shapes or dtypes gets its own, and no tree's leaves stay alive with the kept one
+    leaf = np.arange(6.0).reshape(2, 3)
+    kept = weakref.ref(leaf)
+    trees = [{"a": leaf, "b": [1]}, {"a": np.arange(4.0), "b": [2]},
+             {"a": np.arange(6, dtype=np.float32), "b": [3]}, {"a": leaf.T, "b": [4.0]}]
+    layouts = all(digest(dist.allreduce(t)) == digest(t) and
+                  digest(dist.broadcast(t)) == digest(t) for t in trees)
+    del leaf, trees
+    report(same=same, errors=errors, layouts=layouts, leaf_freed=kept() is None)
 
 
 def pool_map() -> None:

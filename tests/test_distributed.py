@@ -133,6 +133,7 @@ def test_without_mpiexec_a_script_is_one_process_and_bad_arguments_raise(env):
     assert out.returncode == 0, out.stderr
     (result,) = ranks(env)
     assert (result["rank"], result["size"], result["same"]) == (0, 1, True)
+    assert result["layouts"] and result["leaf_freed"]
     errors = result["errors"]
     assert "the ops are 'sum' and 'mean'" in errors["op"]
     assert "need the same number of rows; they have (15, 2), (3, 2)" in errors["rows"]

@@ -77,6 +77,18 @@ def test_map_refuses_trees_of_different_structures():
         tree.map(lambda x, y: x + y, {"a": 1.0}, {"b": 1.0})
 
 
+@pytest.mark.parametrize("t", TREES, ids=range(len(TREES)))
+def test_a_detached_structure_equals_its_tree_and_holds_none_of_its_containers(t):
+    s = tree.structure(t)
+    d = s.detached()
+    assert d == s and hash(d) == hash(s) and repr(d) == repr(s)
+    pending = [d]
+    while pending:
+        node = pending.pop()
+        assert node.like is None
+        pending += node.children or ()
+
+
 def test_dicts_keep_insertion_order():
     assert list(tree.map(float, {"z": 1, "a": 2})) == ["z", "a"]
 
