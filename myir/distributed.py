@@ -181,9 +181,9 @@ class _Layout:
     of one structure each time: where each leaf goes in the flat buffers, and the digest the
     ranks compare.
 
-    `groups`: (dtype, values in all, [(leaf index, offset, shape)]) per dtype, in the order
-    the dtypes first appear; a leaf that is a number has shape (), and `numbers` gives the
-    type its value goes back as (None for an array).  `digest`: 16 bytes of the structure
+    `groups`: (dtype, values in all, [(leaf index, offset, size, shape)]) per dtype, in the
+    order the dtypes first appear; a leaf that is a number has shape (), and `numbers` gives
+    the type its value goes back as (None for an array).  `digest`: 16 bytes of the structure
     and each leaf's path, shape and dtype.  `described`: (path, description) per leaf, sent
     in full only when the ranks' digests differ; `shown`: the structure as printed.  `bad`:
     the first leaf that is not numbers, as (path, description), or None."""
@@ -211,8 +211,8 @@ class _Layout:
             at, placed = 0, []
             for i in indices:
                 shape = np.shape(leaves[i])
-                placed.append((i, at, shape))
-                at += math.prod(shape)
+                placed.append((i, at, math.prod(shape), shape))
+                at += placed[-1][2]
             self.groups.append((dtype, at, placed))
 
 
@@ -286,8 +286,7 @@ def _pack(layout: _Layout, leaves: list, send=None, scale=None, fill: bool = Tru
         for start in range(0, total, step):
             end = min(start + step, total)
             while fill and member < len(placed) and placed[member][1] < end:
-                i, at, shape = placed[member]
-                n = math.prod(shape)
+                i, at, n, shape = placed[member]
                 low, high = max(at, start), min(at + n, end)
                 if low == at and high == at + n:        # the whole leaf in this piece
                     source, target = leaves[i], buffer[at:high].reshape(shape)
@@ -315,10 +314,10 @@ def _unpack(layout: _Layout, buffers: list, structure):
     its original had (array, numpy scalar or Python number)."""
     out = [None] * len(layout.numbers)
     for (_, _, placed), buffer in zip(layout.groups, buffers):
-        for i, at, shape in placed:
+        for i, at, n, shape in placed:
             number = layout.numbers[i]
             if number is None:
-                out[i] = buffer[at:at + math.prod(shape)].reshape(shape)
+                out[i] = buffer[at:at + n].reshape(shape)
             elif issubclass(number, np.generic):
                 out[i] = buffer[at]
             else:
