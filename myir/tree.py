@@ -158,10 +158,18 @@ _LEAF_STRUCTURE = Structure(LEAF, (), None, None)
 
 
 def structure(tree) -> Structure:
+    return _walk(tree, None)
+
+
+def _walk(tree, out: list | None) -> Structure:
+    """The structure of `tree`, its leaves appended to `out` on the way (unless None): one
+    walk for `flatten`."""
     t = kind(tree)
     if t is LEAF:
+        if out is not None:
+            out.append(tree)
         return _LEAF_STRUCTURE
-    return Structure(t, keys(tree), tree, tuple(structure(c) for c in children(tree)))
+    return Structure(t, keys(tree), tree, tuple(_walk(c, out) for c in children(tree)))
 
 
 def leaves(tree) -> list:
@@ -180,7 +188,8 @@ def _collect(tree, out: list) -> None:
 
 
 def flatten(tree) -> tuple[list, Structure]:
-    return leaves(tree), structure(tree)
+    out: list = []
+    return out, _walk(tree, out)
 
 
 def unflatten(s: Structure, values) -> object:
