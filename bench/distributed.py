@@ -73,7 +73,7 @@ def worker_allreduce(quick: bool) -> dict:
     comm = MPI.COMM_WORLD
     rows = []
     for n in SIZES:
-        repeat = max(5 if quick else 15, min(200, 2 * 10 ** 7 // n // (10 if quick else 1)))
+        repeat = max(5 if quick else 60, min(200, 2 * 10 ** 7 // n // (10 if quick else 1)))
         tree = _tree(n, np)
         flat, out = np.ones(n), np.empty(n)
         step = dist.PIECE_BYTES // flat.itemsize
