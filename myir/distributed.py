@@ -275,14 +275,16 @@ PIECE_BYTES = 8 << 20
 
 def _pack(layout: _Layout, leaves: list, send=None, scale=None, fill: bool = True) -> list:
     """A fresh flat buffer per dtype of `layout` (fresh: the result's leaves are views of
-    it), holding the leaves, times `scale` when given, unless not `fill`.  `send(piece)` is
-    called on each PIECE_BYTES piece of a buffer as soon as it is filled, while the piece is
-    in the cache (an Allreduce or Bcast in place)."""
+    it), holding the leaves (times `scale` when given), or left as it comes when not `fill`
+    (a Bcast's receiving ranks).  `send(piece)` is called on each PIECE_BYTES piece of a
+    buffer as soon as it is filled, while the piece is in the cache (an Allreduce or Bcast
+    in place)."""
     buffers = []
     for dtype, total, placed in layout.groups:
         buffer = np.empty(total, dtype)
         step = max(1, PIECE_BYTES // dtype.itemsize)
-        member, flat = 0, None      # the first leaf not yet wholly copied, and it raveled
+        member, flat = 0, None      # the first leaf not yet wholly copied; it raveled, once
+                                    # a piece ends inside it
         for start in range(0, total, step):
             end = min(start + step, total)
             while fill and member < len(placed) and placed[member][1] < end:
