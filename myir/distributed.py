@@ -22,7 +22,7 @@ Parameters and gradients are trees (`myir/tree.py`: tuples, lists, dicts, NamedT
 dataclasses) of arrays and numbers.  `allreduce` packs a tree's leaves into one flat buffer
 per dtype and reduces it with `Allreduce` in place, in pieces of `PIECE_BYTES`: a few large
 messages, which MPI reduces at its bandwidth-optimal algorithm, rather than a message per
-leaf, each piece reduced while its copy is still in the cache.  Before any data moves,
+leaf, each piece reduced as soon as it is packed.  Before any data moves,
 the ranks compare a digest of the tree (structure, shapes, dtypes): trees that differ would
 otherwise reduce one rank's weights into another's biases, a wrong answer with no error.
 Where each leaf goes in the buffers, and the digest, are worked out once per structure and
@@ -264,21 +264,23 @@ def _check_same_everywhere(comm, what: str, layout: _Layout, weight: float) -> n
                          "(shard the batch, not the parameters)")
 
 
-# The flat buffers are sent in pieces of this many bytes, each reduced while its copy is in
-# the cache.  On 2 ranks of a node with 32 MB of L3, a tree of 10^7 float64 values (80 MB)
-# reduced in 8 MiB pieces takes about 0.9x the time of mpi4py's one raw Allreduce of a flat
-# buffer of as many values, and 1.1-1.2x as one piece: MPI's call on 80 MB works from
-# memory (bench.distributed prints the raw call both ways).  A buffer of up to 8 MiB (10^6
-# float64 values) is one piece.  Across nodes a piece takes far longer to send than to start.
-PIECE_BYTES = 8 << 20
+# The flat buffers are sent in pieces of this many bytes, each reduced as soon as it is
+# packed: a size measured, not derived.  On 2 ranks of a node with 32 MB of L3 (MPICH,
+# glibc; medians of interleaved calls, other work on the machine), a tree of 10^7 float64
+# values (80 MB) reduced in 32 MiB pieces took about 0.7x the time of mpi4py's one raw
+# Allreduce of a flat buffer of as many values, against 0.8x in 16 MiB pieces, 0.9x in
+# 8 MiB, 1.1x in 64 MiB and 1.1-1.2x in one piece; at 2·10^6 to 4·10^6 values (one 32 MiB
+# piece) 8 MiB pieces took 1.4-1.9x and one piece 1.1-1.4x, each piece being another call
+# for the ranks to meet in.  Across nodes a piece of this size takes far longer to send
+# than to start.
+PIECE_BYTES = 32 << 20
 
 
 def _pack(layout: _Layout, leaves: list, send=None, scale=None, fill: bool = True) -> list:
     """A fresh flat buffer per dtype of `layout` (fresh: the result's leaves are views of
     it), holding the leaves (times `scale` when given), or left as it comes when not `fill`
     (a Bcast's receiving ranks).  `send(piece)` is called on each PIECE_BYTES piece of a
-    buffer as soon as it is filled, while the piece is in the cache (an Allreduce or Bcast
-    in place)."""
+    buffer as soon as it is filled (an Allreduce or Bcast in place)."""
     buffers = []
     for dtype, total, placed in layout.groups:
         buffer = np.empty(total, dtype)
