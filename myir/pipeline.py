@@ -60,12 +60,12 @@ def _run_pipeline(fn, args, backend: str, options: dict, transforms, report) -> 
     parsed = step("parse", parse, fn)
     stages = {"parsed": parsed}
     root = wrap_macros(parsed, transforms) if transforms else parsed
-    expanded = step("expand", expand, root)
+    optimizing = options.get("optimize", os.environ.get("MYIR_OPTIMIZE", "1") != "0")
+    expanded = step("expand", expand, root, optimizing)
     if expanded is not parsed:
         stages["expanded"] = expanded
         sys.setrecursionlimit(max(sys.getrecursionlimit(), _RECURSION_LIMIT))
     final = expanded
-    optimizing = options.get("optimize", os.environ.get("MYIR_OPTIMIZE", "1") != "0")
     if optimizing:
         final = stages["optimized"] = step("optimize", optimize, expanded)
     typed = step("infer", infer, final, args)

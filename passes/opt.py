@@ -1530,6 +1530,9 @@ def _pushes_of(root: Graph, types: dict) -> _Provenance | None:
                     if _indexed_by(node, 1) is None:
                         return None
                     set_(node, args[0][node.args[1].value])
+                elif name == "depend":  # its effect operand is evaluated, not read
+                    if args[0] is not None:
+                        set_(node, args[0])
                 elif name == "stack_empty" or (name is not None and all(
                         a is None for a in args)):
                     continue

@@ -35,7 +35,8 @@ import numpy as np
 from myir.ir.analysis import primitive_name
 from myir.ir.graph import Apply, Node
 from myir.ir.primitives import IN_PLACE
-from passes.abstract import ANY, BOTTOM, AArray, ADict, AList, ANone, AObject, ARecord, AScalar, ASlice, ATuple
+from passes.abstract import ANY, BOTTOM, AArray, ADict, AEnv, AFunction, AList, ANone, AObject, ARecord, AScalar, \
+    ASlice, AStack, ATuple
 
 _PY_NUMBERS = (bool, int, float, complex)
 
@@ -333,14 +334,20 @@ def _int_to_float(args, out) -> bool:
 
 def _unknown(t) -> bool:
     """A value of an unknown or uncertain kind, or an array of a shape inference does not
-    know (it may fail to broadcast)."""
+    know (it may fail to broadcast).  A function, a gradient env and a residual stack are
+    kinds of their own (a loop gradient's forward loop returns its value, its adjoint and
+    its stack in one tuple, whose items a constant index reads without raising)."""
     if isinstance(t, AArray):
         return None in t.shape
     if isinstance(t, (ATuple, ADict, ARecord)):
         return any(_unknown(i) for i in t.items)
     if isinstance(t, AList):
         return any(_unknown(i) for i in t.items) if t.items is not None else _unknown(t.item)
-    return not isinstance(t, (AScalar, ANone, ASlice, AObject))
+    if isinstance(t, AStack):
+        return t.item is not BOTTOM and _unknown(t.item)
+    if isinstance(t, AEnv):
+        return any(_unknown(v) for _, v in t.items)
+    return not isinstance(t, (AScalar, ANone, ASlice, AObject, AFunction))
 
 
 def may_raise(name: str | None, args: list | None = None, out=None) -> bool:

@@ -1005,9 +1005,12 @@ class InPlace:
         return None
 
     def _unpacked_only(self, result: Node) -> bool:
-        """Whether result, a tuple, is only taken apart: each element read once."""
+        """Whether result, a tuple, is only taken apart: each element read once (a
+        `depend` kept for what computing it may raise reads no element)."""
         indexes = []
         for user, index in self.users.get(result, ()):
+            if _only_evaluated(user, index):
+                continue
             if index != 1 or primitive_name(user) != "getitem" \
                     or not isinstance(user.args[1], Constant):
                 return False
@@ -1086,13 +1089,21 @@ def _taken_apart(pop: Apply, users: dict) -> bool:
                for user, index in users.get(pop, ()))
 
 
+def _only_evaluated(user, index: int) -> bool:
+    """Whether `user` only evaluates its input `index`: `depend(x, e)`'s e, kept for what
+    computing it may raise, whose value nothing reads (the forward loop of a gradient whose
+    value the gradient does not read)."""
+    return index == 2 and primitive_name(user) == "depend"
+
+
 def _passes_stack(user: Apply, index: int) -> bool:
     """Whether `user` takes a stack at input `index` to a stack operation, into or out of a
     tuple, or into a call of a function (whose parameter is checked in its turn)."""
     name = primitive_name(user)
     if name is None:
         return index > 0
-    return name in _STACK_USES and (_STACK_USES[name] is None or index in _STACK_USES[name])
+    return _only_evaluated(user, index) or name in _STACK_USES and (
+        _STACK_USES[name] is None or index in _STACK_USES[name])
 
 
 def _ancestors(node: Node) -> set:
