@@ -34,13 +34,15 @@ import numpy as np
 
 from backends.tvm import cache, load_tvm
 from backends.tvm.lowering import Context
-from backends.tvm.program import Program
+from backends.tvm.program import Program, parts
 from backends.tvm.target import is_gpu
 from myir.cache import open_cache
 
 
 def build_module(program: Program, target=None):
-    """The Relax IRModule of a program: function `main(inputs...) -> output or tuple`."""
+    """The Relax IRModule of a program: function `main(inputs...) -> output or tuple`.  A
+    large program is one function per part (`program.parts`), each returning the tuple of
+    values that leave it, and `main` calls them in turn."""
     from tvm import relax
 
     if program.kernel:
@@ -48,17 +50,53 @@ def build_module(program: Program, target=None):
         return build_kernel(program, target)
 
     bb = relax.BlockBuilder()
-    params = [relax.Var(f"in{i}", relax.TensorType(spec.shape, str(spec.dtype)))
-              for i, spec in enumerate(program.inputs)]
+    pieces = parts(program)
+    params = _params(program, [f"in{i}" for i in range(len(program.inputs))])
+    if len(pieces) == 1:
+        with bb.function("main", params):
+            result = _body(bb, params, program)
+            bb.emit_func_output(result)
+        return bb.get()
+    functions = []
+    for k, part in enumerate(pieces):
+        # a part's parameters are named after what they hold: `in<i>` the region's input i,
+        # `v<j>` the value of op j (schedule._takes_inputs_unaligned tells them apart)
+        inner = _params(part.program, [f"in{r.index}" if r.kind == "in" else f"v{r.index}"
+                                       for r in part.sources])
+        with bb.function(f"part{k}", inner, private=True):
+            functions.append(bb.emit_func_output(_body(bb, inner, part.program, as_tuple=True)))
     with bb.function("main", params):
         with bb.dataflow():
-            ctx = Context(bb, params, program)
-            for op in program.ops:
-                ctx.values.append(bb.emit(ctx.emit(op)))
-            outs = [ctx.values[i] for i in program.outputs]
+            values: dict[int, object] = {}
+            for function, part in zip(functions, pieces):
+                result = bb.emit(relax.Call(function, [
+                    params[r.index] if r.kind == "in" else values[r.index]
+                    for r in part.sources]))
+                for m, j in enumerate(part.values):
+                    values[j] = bb.emit(relax.TupleGetItem(result, m))
+            outs = [values[i] for i in program.outputs]
             result = bb.emit_output(outs[0] if len(outs) == 1 else relax.Tuple(outs))
         bb.emit_func_output(result)
     return bb.get()
+
+
+def _params(program: Program, names: list[str]) -> list:
+    from tvm import relax
+    return [relax.Var(name, relax.TensorType(spec.shape, str(spec.dtype)))
+            for name, spec in zip(names, program.inputs)]
+
+
+def _body(bb, params, program: Program, as_tuple: bool = False):
+    """The dataflow block of a program's ops; its output (a tuple when asked, or when there
+    are several)."""
+    from tvm import relax
+
+    with bb.dataflow():
+        ctx = Context(bb, params, program)
+        for op in program.ops:
+            ctx.values.append(bb.emit(ctx.emit(op)))
+        outs = [ctx.values[i] for i in program.outputs]
+        return bb.emit_output(outs[0] if len(outs) == 1 and not as_tuple else relax.Tuple(outs))
 
 
 @dataclass

@@ -45,7 +45,15 @@ FUSE_DEPTH_SMALL = 16
 
 def fusion_context(program):
     """The PassContext a region compiles in: the current one, with FuseOps' group bound
-    (FUSE_DEPTH) set for the size of the program's arrays."""
+    (FUSE_DEPTH) set for the size of the program's arrays, and without TIR's assertions.
+
+    Those are the checks of each kernel's packed-API wrapper on every buffer it is handed
+    (type, dtype, shape, strides, alignment: ~140 lines of LLVM IR per buffer), and made two
+    thirds of a gradient region's code (19,000 lines of 1,000 ops' kernels, 6,300 without
+    them) and a third of its compile time.  Only the region's VM calls the kernels, with
+    tensors it allocated or checked itself: its `main` checks the region's inputs
+    (VMShapeLower's tensor checks, which are not TIR's), and region.py hands it arrays of the
+    program's dtypes and shapes, aligned as its kernels need."""
     from backends.tvm.regions import MIN_ELEMENTS
     tvm = load_tvm()
 
@@ -56,7 +64,8 @@ def fusion_context(program):
     return tvm.transform.PassContext(
         opt_level=current.opt_level, required_pass=current.required_pass,
         disabled_pass=current.disabled_pass, instruments=current.instruments,
-        config={**dict(current.config), "relax.FuseOps.max_depth": depth})
+        config={**dict(current.config), "relax.FuseOps.max_depth": depth,
+                "tirx.disable_assert": True})
 
 
 def _static_extent(loops_dom, n) -> int:
@@ -322,11 +331,14 @@ def _unaligned_params(func):
 
 
 def _takes_inputs_unaligned(kept_aligned: list):
-    """A module pass: the kernels the Relax `main` calls on its own parameters (the region's
-    inputs: user arrays) get unaligned parameters; kernels on values TVM allocated (64-byte
-    aligned) keep their alignment.  A kernel TVMScript cannot round-trip (it prints some
+    """A module pass: the kernels called on the region's inputs (user arrays: the parameters
+    `in<i>` of `main`, and of the functions of a region's parts, region.build_module) get
+    unaligned parameters; kernels on values TVM allocated (64-byte aligned) keep their
+    alignment.  A kernel TVMScript cannot round-trip (it prints some
     float64 constants it then refuses to parse) keeps its alignment and is reported in
     `kept_aligned`: its region then copies misaligned inputs."""
+    import re
+
     tvm = load_tvm()
     from tvm import relax
 
@@ -334,15 +346,17 @@ def _takes_inputs_unaligned(kept_aligned: list):
 
     @tvm.transform.module_pass(opt_level=0)
     def unaligned(mod, ctx):
-        main = mod["main"]
-        params = set(main.params)
         kernels = set()
-        for block in main.body.blocks:
-            for binding in block.bindings:
-                call = binding.value
-                if isinstance(call, relax.Call) and call.op.same_as(call_tir) \
-                        and any(a in params for a in call.args[1].fields):
-                    kernels.add(call.args[0])
+        for function in mod.functions.values():
+            if not isinstance(function, relax.Function):
+                continue
+            params = {p for p in function.params if re.fullmatch(r"in\d+", p.name)}
+            for block in function.body.blocks:
+                for binding in block.bindings:
+                    call = binding.value
+                    if isinstance(call, relax.Call) and call.op.same_as(call_tir) \
+                            and any(a in params for a in call.args[1].fields):
+                        kernels.add(call.args[0])
         for gv in kernels:
             try:
                 mod[gv] = _unaligned_params(mod[gv])
