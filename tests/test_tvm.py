@@ -194,8 +194,10 @@ def test_a_region_in_parts_gives_the_whole_programs_values(monkeypatch):
     stays linear in the region's size).  Here parts of 3 ops: values flow from each part to
     later ones (not only the next), every part reads the region's inputs (misaligned here:
     kernels in every part take them unaligned), and a value leaving the region comes from
-    the first part."""
+    the first part.  Each distinct operation is legalized once (region._Legalized), and its
+    TIR function called wherever it recurs."""
     monkeypatch.setattr(program_module, "PART_OPS", 3)
+    monkeypatch.setattr(region, "LEGALIZE_ONCE_MIN", 1)
     a = Spec(np.dtype("float64"), (256,))
     ops = [Op("mul", (Ref("in", 0), Ref("in", 1)), a), Op("add", (Ref("op", 0), Ref("in", 2)), a)]
     for k in range(2, 10):      # each reads the two values before it, and an input

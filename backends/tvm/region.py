@@ -52,9 +52,10 @@ def build_module(program: Program, target=None):
     bb = relax.BlockBuilder()
     pieces = parts(program)
     params = _params(program, [f"in{i}" for i in range(len(program.inputs))])
+    legalize = _Legalized(bb) if len(program.ops) >= LEGALIZE_ONCE_MIN else None
     if len(pieces) == 1:
         with bb.function("main", params):
-            result = _body(bb, params, program)
+            result = _body(bb, params, program, legalize)
             bb.emit_func_output(result)
         return bb.get()
     functions = []
@@ -64,7 +65,8 @@ def build_module(program: Program, target=None):
         inner = _params(part.program, [f"in{r.index}" if r.kind == "in" else f"v{r.index}"
                                        for r in part.sources])
         with bb.function(f"part{k}", inner, private=True):
-            functions.append(bb.emit_func_output(_body(bb, inner, part.program, as_tuple=True)))
+            functions.append(bb.emit_func_output(_body(bb, inner, part.program, legalize,
+                                                       as_tuple=True)))
     with bb.function("main", params):
         with bb.dataflow():
             values: dict[int, object] = {}
@@ -80,13 +82,99 @@ def build_module(program: Program, target=None):
     return bb.get()
 
 
+# Programs of at least this many ops legalize each distinct operation once (`_Legalized`).
+LEGALIZE_ONCE_MIN = 256
+
+
+class _Legalized:
+    """Relax operations as calls of their TIR functions, each distinct operation (operator,
+    attributes, operand types, constant operands) legalized once.  TVM's LegalizeOps builds
+    a TIR function for every call (through TOPI, in Python), 0.2–0.3 ms each: the largest
+    part of a large region's compile, where a gradient's thousands of operations are a few
+    dozen distinct ones.  An operation is legalized alone, in a function of its own, by
+    LegalizeOps itself; one that does not become a single `call_tir` of its operands is
+    left to the pipeline's LegalizeOps."""
+
+    def __init__(self, bb):
+        self.bb = bb
+        self.made: dict = {}
+
+    def __call__(self, expr):
+        key = self._key(expr)
+        if key is None:
+            return expr
+        found = self.made.get(key)
+        if found is None:
+            found = self.made[key] = self._legalize(expr)
+        if not found:
+            return expr
+        from tvm import relax
+        gv, fields, out = found
+        return relax.call_tir(gv, [expr.args[f] if isinstance(f, int) else f for f in fields],
+                              out)
+
+    @staticmethod
+    def _key(expr):
+        import numpy as np
+        from tvm import ir, relax
+
+        if not isinstance(expr, relax.Call) or not isinstance(expr.op, ir.Op) \
+                or expr.op.name in ("relax.call_tir", "relax.call_dps_packed"):
+            return None
+        args = []
+        for a in expr.args:
+            if isinstance(a, relax.Var) and isinstance(a.ty, relax.TensorType) \
+                    and isinstance(a.ty.shape, relax.ShapeExpr):
+                args.append((a.ty.dtype, tuple(int(v) for v in a.ty.shape.values)))
+            elif isinstance(a, ir.expr.Constant):
+                value = np.from_dlpack(a.value)
+                args.append((value.dtype.str, value.shape, value.tobytes()))
+            else:
+                return None
+        attrs = None if expr.attrs is None else load_tvm().ir.save_json(expr.attrs)
+        return expr.op.name, attrs, tuple(args)
+
+    def _legalize(self, expr):
+        from tvm import relax
+
+        params, args = [], []
+        for i, a in enumerate(expr.args):
+            if isinstance(a, relax.Var):
+                params.append(relax.Var(f"p{i}", a.ty))
+                args.append(params[-1])
+            else:
+                args.append(a)
+        alone = relax.BlockBuilder()
+        with alone.function("main", params):
+            with alone.dataflow():
+                out = alone.emit_output(relax.Call(expr.op, args, expr.attrs, expr.ty_args))
+            alone.emit_func_output(out)
+        mod = relax.transform.LegalizeOps()(alone.get())
+        bindings = [b for block in mod["main"].body.blocks for b in block.bindings]
+        call = bindings[0].value if len(bindings) == 1 else None
+        if not isinstance(call, relax.Call) or not isinstance(call.op, load_tvm().ir.Op) \
+                or call.op.name != "relax.call_tir" or len(call.args) != 2 \
+                or not bindings[0].var.same_as(mod["main"].body.body):
+            return False
+        fields = []
+        for a in call.args[1].fields:
+            if any(a.same_as(p) for p in params):
+                fields.append(int(a.name[1:]))
+            elif isinstance(a, relax.Var):
+                return False
+            else:
+                fields.append(a)
+        gv = self.bb.add_func(mod[call.args[0]], call.args[0].name_hint)
+        return gv, fields, call.ty_args[0] if len(call.ty_args) == 1 else list(call.ty_args)
+
+
 def _params(program: Program, names: list[str]) -> list:
     from tvm import relax
     return [relax.Var(name, relax.TensorType(spec.shape, str(spec.dtype)))
             for name, spec in zip(names, program.inputs)]
 
 
-def _body(bb, params, program: Program, as_tuple: bool = False):
+def _body(bb, params, program: Program, legalize, as_tuple: bool = False):
     """The dataflow block of a program's ops; its output (a tuple when asked, or when there
     are several)."""
     from tvm import relax
@@ -94,7 +182,8 @@ def _body(bb, params, program: Program, as_tuple: bool = False):
     with bb.dataflow():
         ctx = Context(bb, params, program)
         for op in program.ops:
-            ctx.values.append(bb.emit(ctx.emit(op)))
+            expr = ctx.emit(op)
+            ctx.values.append(bb.emit(expr if legalize is None else legalize(expr)))
         outs = [ctx.values[i] for i in program.outputs]
         return bb.emit_output(outs[0] if len(outs) == 1 and not as_tuple else relax.Tuple(outs))
 
