@@ -52,7 +52,8 @@ def build_module(program: Program, target=None):
     bb = relax.BlockBuilder()
     pieces = parts(program)
     params = _params(program, [f"in{i}" for i in range(len(program.inputs))])
-    legalize = _Legalized(bb) if len(program.ops) >= LEGALIZE_ONCE_MIN else None
+    legalize = _Legalized(bb, target, program) \
+        if target is not None and len(program.ops) >= LEGALIZE_ONCE_MIN else None
     if len(pieces) == 1:
         with bb.function("main", params):
             result = _body(bb, params, program, legalize)
@@ -91,13 +92,17 @@ class _Legalized:
     attributes, operand types, constant operands) legalized once.  TVM's LegalizeOps builds
     a TIR function for every call (through TOPI, in Python), 0.2–0.3 ms each: the largest
     part of a large region's compile, where a gradient's thousands of operations are a few
-    dozen distinct ones.  An operation is legalized alone, in a function of its own, by
-    LegalizeOps itself; one that does not become a single `call_tir` of its operands is
-    left to the pipeline's LegalizeOps."""
+    dozen distinct ones.  An operation is legalized alone, in a function of its own, by the
+    passes the pipeline runs up to LegalizeOps (schedule.legalize_passes: fast math and the
+    target's library dispatch come first); one that does not become a single `call_tir` of
+    its operands is left to the pipeline."""
 
-    def __init__(self, bb):
+    def __init__(self, bb, target, program: Program):
+        from backends.tvm.schedule import _sequential, fast_math, legalize_passes
+
         self.bb = bb
         self.made: dict = {}
+        self.passes = _sequential(target, legalize_passes(target, fast_math(program)))
 
     def __call__(self, expr):
         key = self._key(expr)
@@ -115,7 +120,6 @@ class _Legalized:
 
     @staticmethod
     def _key(expr):
-        import numpy as np
         from tvm import ir, relax
 
         if not isinstance(expr, relax.Call) or not isinstance(expr.op, ir.Op) \
@@ -149,7 +153,7 @@ class _Legalized:
             with alone.dataflow():
                 out = alone.emit_output(relax.Call(expr.op, args, expr.attrs, expr.ty_args))
             alone.emit_func_output(out)
-        mod = relax.transform.LegalizeOps()(alone.get())
+        mod = self.passes(alone.get())
         bindings = [b for block in mod["main"].body.blocks for b in block.bindings]
         call = bindings[0].value if len(bindings) == 1 else None
         if not isinstance(call, relax.Call) or not isinstance(call.op, load_tvm().ir.Op) \
@@ -247,9 +251,10 @@ def compile_program(program: Program, target) -> Compiled:
         from_disk = lib is not None
         kept_aligned: list = []
         if lib is None:
-            from backends.tvm.schedule import cpu_pipeline, fusion_context, gpu_pipeline
+            from backends.tvm.schedule import (cpu_pipeline, fast_math, fusion_context,
+                                               gpu_pipeline)
 
-            float32 = all(op.out.dtype != np.float64 for op in program.ops)
+            float32 = fast_math(program)
             pipeline = gpu_pipeline(target, float32) if is_gpu(target) \
                 else cpu_pipeline(target, float32, kept_aligned)
             with fusion_context(program):

@@ -366,17 +366,36 @@ def _takes_inputs_unaligned(kept_aligned: list):
     return unaligned
 
 
+def fast_math(program) -> bool:
+    """Whether a region gets FastMathTransform: when it computes no float64 value."""
+    import numpy as np
+    return all(op.out.dtype != np.float64 for op in program.ops)
+
+
+def legalize_passes(target, float32: bool) -> list:
+    """The passes of a region's pipeline up to and including LegalizeOps: fast math (float32),
+    the target's library dispatch (sort, scan, sampling), then TIR functions for the Relax
+    operations.  region._Legalized runs them on operations alone."""
+    from tvm import relax
+
+    from backends.tvm import vmath
+    from backends.tvm.target import is_gpu
+
+    backend = relax.backend.cuda.pipeline if is_gpu(target) \
+        else relax.backend.cpu_generic.pipeline
+    if not is_gpu(target):
+        vmath.install()   # float64 exp/log (and tanh, written with exp) vectorize
+    return ([relax.transform.FastMathTransform()] if float32 else []) \
+        + backend.library_dispatch_passes(target) + [relax.transform.LegalizeOps()]
+
+
 def cpu_pipeline(target, float32: bool, kept_aligned: list):
     from tvm import relax
     from tvm.s_tir import dlight
 
-    from backends.tvm import vmath
-
-    vmath.install()   # float64 exp/log (and tanh, written with exp) vectorize
     generic = relax.backend.cpu_generic.pipeline
     rule = dlight.ScheduleRule.from_callable("MyirCPU")(_schedule_cpu)
-    passes = ([relax.transform.FastMathTransform()] if float32 else []) \
-        + generic.library_dispatch_passes(target) + generic.legalize_passes(target) \
+    passes = legalize_passes(target, float32) + _fusion_passes() \
         + [dlight.ApplyDefaultSchedule(rule), _takes_inputs_unaligned(kept_aligned)] \
         + generic.dataflow_lower_passes(target) + generic.finalize_passes(target)
     return _sequential(target, passes)
@@ -406,13 +425,17 @@ def gpu_pipeline(target, float32: bool):
     cuda = relax.backend.cuda.pipeline
     rules = [_safe(r) for r in (dlight.gpu.Matmul(), dlight.gpu.Reduction(),
                                dlight.gpu.GeneralReduction(), dlight.gpu.Fallback())]
-    passes = ([relax.transform.FastMathTransform()] if float32 else []) \
-        + cuda.library_dispatch_passes(target) \
-        + [relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern(),
-           relax.transform.FoldConstant(), relax.transform.FuseOps(), relax.transform.FuseTIR(),
-           dlight.ApplyDefaultSchedule(*rules)] \
+    passes = legalize_passes(target, float32) + _fusion_passes() + [dlight.ApplyDefaultSchedule(*rules)] \
         + cuda.dataflow_lower_passes(target) + cuda.finalize_passes(target)
     return _sequential(target, passes)
+
+
+def _fusion_passes() -> list:
+    """The passes after LegalizeOps that fuse a region's TIR functions into kernels (those
+    of TVM's CPU and CUDA pipelines)."""
+    from tvm import relax
+    return [relax.transform.AnnotateTIROpPattern(), relax.transform.FoldConstant(),
+            relax.transform.FuseOps(), relax.transform.FuseTIR()]
 
 
 def _sequential(target, passes):
