@@ -218,6 +218,18 @@ def test_a_region_in_parts_gives_the_whole_programs_values(monkeypatch):
         np.testing.assert_allclose(g, w, rtol=1e-13)
 
 
+def test_operations_legalized_once_keep_fast_math_in_float32(monkeypatch):
+    """An operation legalized alone (region._Legalized) goes through the passes before
+    LegalizeOps too: float32 tanh is then TVM's fast tanh, where its default float32 tanh
+    gives tanh(1e-8) = 0."""
+    monkeypatch.setattr(region, "LEGALIZE_ONCE_MIN", 1)
+    a = Spec(np.dtype("float32"), (64,))
+    program = Program((a,), (Op("tanh", (Ref("in", 0),), a),
+                             Op("mul", (Ref("op", 0), Ref("const", value=2.0)), a)), (1,))
+    x = np.full(64, 1e-8, np.float32)
+    np.testing.assert_allclose(Region("fast", program, CPU)(x), 2 * x, rtol=1e-6)
+
+
 def test_memory_cache_hits_for_the_same_program_and_misses_for_new_shapes():
     before = dict(region.STATS)
     a = compile_program(elementwise_region(1 << 10), CPU)
