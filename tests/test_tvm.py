@@ -22,7 +22,8 @@ tvm = pytest.importorskip("tvm")
 from backends.python.impls import IMPLS, SYNTAX, callable_of  # noqa: E402
 from backends.tvm import cache, region, schedule  # noqa: E402
 from backends.tvm.lowering import KEPT_IN_NUMPY, KEPT_ON_CPU, LOWERINGS  # noqa: E402
-from backends.tvm.program import Op, Program, Ref, Spec  # noqa: E402
+from backends.tvm import program as program_module  # noqa: E402
+from backends.tvm.program import Op, Program, Ref, Spec, evaluate, parts  # noqa: E402
 from backends.tvm.region import Region, compile_program  # noqa: E402
 from backends.tvm.regions import LONE_OP_MIN_ELEMENTS  # noqa: E402
 from backends.tvm.target import resolve  # noqa: E402
@@ -186,6 +187,47 @@ def test_results_are_fresh_arrays():
     kept = first.copy()
     r(x * 2, x, 0.0)
     np.testing.assert_array_equal(first, kept)
+
+
+def test_a_region_in_parts_gives_the_whole_programs_values(monkeypatch):
+    """A large region is one Relax function per part (program.parts: TVM's compile then
+    stays linear in the region's size).  Here parts of 3 ops: values flow from each part to
+    later ones (not only the next), every part reads the region's inputs (misaligned here:
+    kernels in every part take them unaligned), and a value leaving the region comes from
+    the first part.  Each distinct operation is legalized once (region._Legalized), and its
+    TIR function called wherever it recurs."""
+    monkeypatch.setattr(program_module, "PART_OPS", 3)
+    monkeypatch.setattr(region, "LEGALIZE_ONCE_MIN", 1)
+    a = Spec(np.dtype("float64"), (256,))
+    ops = [Op("mul", (Ref("in", 0), Ref("in", 1)), a), Op("add", (Ref("op", 0), Ref("in", 2)), a)]
+    for k in range(2, 10):      # each reads the two values before it, and an input
+        prim = ("cos", "mul", "sub")[k % 3]
+        args = (Ref("op", k - 1),) if prim == "cos" else (Ref("op", k - 1), Ref("op", k - 2))
+        ops.append(Op(prim, args, a) if prim != "sub" else
+                   Op("sub", (Ref("op", k - 1), Ref("in", k % 2)), a))
+    ops.append(Op("sum", (Ref("op", 9), Ref("const", value=None), Ref("const", value=False)),
+                  Spec(np.dtype("float64"), (), np.float64)))
+    program = Program((a, a, Spec(np.dtype("float64"), (), float)), tuple(ops), (1, 10))
+    assert len(parts(program)) == 4
+    x, y = (np.empty(257)[1:] for _ in range(2))    # 8 bytes past numpy's alignment
+    x[:], y[:] = rng.random(256), rng.random(256)
+    got = Region("parts", program, CPU)(x, y, 0.5)
+    want = evaluate(program, x, y, 0.5)
+    assert type(got[1]) is np.float64
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-13)
+
+
+def test_operations_legalized_once_keep_fast_math_in_float32(monkeypatch):
+    """An operation legalized alone (region._Legalized) goes through the passes before
+    LegalizeOps too: float32 tanh is then TVM's fast tanh, where its default float32 tanh
+    gives tanh(1e-8) = 0."""
+    monkeypatch.setattr(region, "LEGALIZE_ONCE_MIN", 1)
+    a = Spec(np.dtype("float32"), (64,))
+    program = Program((a,), (Op("tanh", (Ref("in", 0),), a),
+                             Op("mul", (Ref("op", 0), Ref("const", value=2.0)), a)), (1,))
+    x = np.full(64, 1e-8, np.float32)
+    np.testing.assert_allclose(Region("fast", program, CPU)(x), 2 * x, rtol=1e-6)
 
 
 def test_memory_cache_hits_for_the_same_program_and_misses_for_new_shapes():

@@ -94,6 +94,69 @@ class Program:
                                         for s in specs])
 
 
+@dataclass(frozen=True)
+class Part:
+    """A part of a program (`parts`): `program`, whose inputs are `sources` (Ref("in", i):
+    the whole program's input i; Ref("op", j): the value of the whole program's op j, which
+    an earlier part computes) and whose outputs are the whole program's ops `values`."""
+
+    program: Program
+    sources: tuple[Ref, ...]
+    values: tuple[int, ...]
+
+
+# The most ops in one part of a region.  TVM's Relax passes are not all linear in a
+# function's size (FuseOps took 0.17 s on 2,000 elementwise ops and 2.7 s on 8,000;
+# KillAfterLastUse, FoldConstant and VMShapeLower grow alike), so a large region becomes one
+# Relax function per part, which its `main` calls in turn (region.build_module): each
+# function's passes are bounded, and so the region's compile is linear in its size.  A value
+# one part hands another is written to memory where fusion might have kept it in registers,
+# so parts are large; no benchmark workload's region comes near this size.
+PART_OPS = 1024
+
+
+def parts(program: Program, limit: int | None = None) -> list[Part]:
+    """The program as consecutive runs of at most `limit` ops, of equal sizes, each with the
+    values it reads from the inputs and the parts before it, and the values that leave it
+    (used by a later part, or the program's outputs).  The ops are in evaluation order, so
+    each part reads only parts before it.  One part (the program itself) when it is small
+    enough; a kernel (one loop nest) is never split."""
+    n, limit = len(program.ops), limit or PART_OPS
+    if n <= limit or program.kernel:
+        return [Part(program, tuple(Ref("in", i) for i in range(len(program.inputs))),
+                     program.outputs)]
+    count = -(-n // limit)
+    bounds = [n * k // count for k in range(count + 1)]
+    last_use = {i: n for i in program.outputs}     # the last op (n: outside) reading each op
+    for j, op in enumerate(program.ops):
+        for ref in op.args:
+            if ref.kind == "op":
+                last_use[ref.index] = max(last_use.get(ref.index, 0), j)
+    result = []
+    for start, end in zip(bounds, bounds[1:]):
+        sources: list[Ref] = []
+        where: dict[Ref, int] = {}
+
+        def local(ref: Ref) -> Ref:
+            if ref.kind == "in" or (ref.kind == "op" and ref.index < start):
+                if ref not in where:
+                    where[ref] = len(sources)
+                    sources.append(ref)
+                return Ref("in", where[ref])
+            return Ref("op", ref.index - start) if ref.kind == "op" else ref
+
+        ops = tuple(Op(op.prim, tuple(local(a) for a in op.args), op.out)
+                    for op in program.ops[start:end])
+        values = tuple(j for j in range(start, end) if last_use.get(j, 0) >= end)
+        if not values:
+            continue    # nothing it computes is used
+        specs = tuple(program.inputs[r.index] if r.kind == "in" else program.ops[r.index].out
+                      for r in sources)
+        result.append(Part(Program(specs, ops, tuple(j - start for j in values)),
+                           tuple(sources), values))
+    return result
+
+
 def evaluate(program: Program, *args):
     """Run a program with the python backend's implementations: the reference a compiled
     region must agree with (tests; debugging a wrong result down to one region)."""

@@ -34,13 +34,15 @@ import numpy as np
 
 from backends.tvm import cache, load_tvm
 from backends.tvm.lowering import Context
-from backends.tvm.program import Program
+from backends.tvm.program import Program, parts
 from backends.tvm.target import is_gpu
 from myir.cache import open_cache
 
 
 def build_module(program: Program, target=None):
-    """The Relax IRModule of a program: function `main(inputs...) -> output or tuple`."""
+    """The Relax IRModule of a program: function `main(inputs...) -> output or tuple`.  A
+    large program is one function per part (`program.parts`), each returning the tuple of
+    values that leave it, and `main` calls them in turn."""
     from tvm import relax
 
     if program.kernel:
@@ -48,17 +50,149 @@ def build_module(program: Program, target=None):
         return build_kernel(program, target)
 
     bb = relax.BlockBuilder()
-    params = [relax.Var(f"in{i}", relax.TensorType(spec.shape, str(spec.dtype)))
-              for i, spec in enumerate(program.inputs)]
+    pieces = parts(program)
+    params = _params(program, [f"in{i}" for i in range(len(program.inputs))])
+    legalize = _Legalized(bb, target, program) \
+        if target is not None and len(program.ops) >= LEGALIZE_ONCE_MIN else None
+    if len(pieces) == 1:
+        with bb.function("main", params):
+            result = _body(bb, params, program, legalize)
+            bb.emit_func_output(result)
+        return bb.get()
+    functions = []
+    for k, part in enumerate(pieces):
+        # a part's parameters are named after what they hold: `in<i>` the region's input i,
+        # `v<j>` the value of op j (schedule._takes_inputs_unaligned tells them apart)
+        inner = _params(part.program, [f"in{r.index}" if r.kind == "in" else f"v{r.index}"
+                                       for r in part.sources])
+        with bb.function(f"part{k}", inner, private=True):
+            functions.append(bb.emit_func_output(_body(bb, inner, part.program, legalize,
+                                                       as_tuple=True)))
     with bb.function("main", params):
         with bb.dataflow():
-            ctx = Context(bb, params, program)
-            for op in program.ops:
-                ctx.values.append(bb.emit(ctx.emit(op)))
-            outs = [ctx.values[i] for i in program.outputs]
+            values: dict[int, object] = {}
+            for function, part in zip(functions, pieces):
+                result = bb.emit(relax.Call(function, [
+                    params[r.index] if r.kind == "in" else values[r.index]
+                    for r in part.sources]))
+                for m, j in enumerate(part.values):
+                    values[j] = bb.emit(relax.TupleGetItem(result, m))
+            outs = [values[i] for i in program.outputs]
             result = bb.emit_output(outs[0] if len(outs) == 1 else relax.Tuple(outs))
         bb.emit_func_output(result)
     return bb.get()
+
+
+# Programs of at least this many ops legalize each distinct operation once (`_Legalized`).
+# In a small region most operations are distinct, and legalizing one alone (a function and
+# a pass run of its own) costs more than LegalizeOps' call; the benchmark workloads' regions
+# (72 ops at most) compile as the pipeline alone makes them.
+LEGALIZE_ONCE_MIN = 256
+
+
+class _Legalized:
+    """Relax operations as calls of their TIR functions, each distinct operation (operator,
+    attributes, operand types, constant operands) legalized once.  TVM's LegalizeOps builds
+    a TIR function for every call (through TOPI, in Python), 0.2–0.3 ms each: the largest
+    part of a large region's compile, where a gradient's thousands of operations are a few
+    dozen distinct ones.  An operation is legalized alone, in a function of its own, by the
+    passes the pipeline runs up to LegalizeOps (schedule.legalize_passes: fast math and the
+    target's library dispatch come first); one that does not become a single `call_tir` of
+    its operands is left to the pipeline."""
+
+    def __init__(self, bb, target, program: Program):
+        from backends.tvm.schedule import _sequential, fast_math, legalize_passes
+
+        self.bb = bb
+        self.made: dict = {}
+        self.passes = _sequential(target, legalize_passes(target, fast_math(program)))
+
+    def __call__(self, expr):
+        key = self._key(expr)
+        if key is None:
+            return expr
+        found = self.made.get(key)
+        if found is None:
+            found = self.made[key] = self._legalize(expr)
+        if not found:
+            return expr
+        from tvm import relax
+        gv, fields, out = found
+        return relax.call_tir(gv, [expr.args[f] if isinstance(f, int) else f for f in fields],
+                              out)
+
+    @staticmethod
+    def _key(expr):
+        from tvm import ir, relax
+
+        if not isinstance(expr, relax.Call) or not isinstance(expr.op, ir.Op) \
+                or expr.op.name in ("relax.call_tir", "relax.call_dps_packed"):
+            return None
+        args = []
+        for a in expr.args:
+            if isinstance(a, relax.Var) and isinstance(a.ty, relax.TensorType) \
+                    and isinstance(a.ty.shape, relax.ShapeExpr):
+                args.append((a.ty.dtype, tuple(int(v) for v in a.ty.shape.values)))
+            elif isinstance(a, ir.expr.Constant):
+                value = np.from_dlpack(a.value)
+                args.append((value.dtype.str, value.shape, value.tobytes()))
+            else:
+                return None
+        attrs = None if expr.attrs is None else load_tvm().ir.save_json(expr.attrs)
+        return expr.op.name, attrs, tuple(args)
+
+    def _legalize(self, expr):
+        from tvm import relax
+
+        params, args = [], []
+        for i, a in enumerate(expr.args):
+            if isinstance(a, relax.Var):
+                params.append(relax.Var(f"p{i}", a.ty))
+                args.append(params[-1])
+            else:
+                args.append(a)
+        alone = relax.BlockBuilder()
+        with alone.function("main", params):
+            with alone.dataflow():
+                out = alone.emit_output(relax.Call(expr.op, args, expr.attrs, expr.ty_args))
+            alone.emit_func_output(out)
+        mod = self.passes(alone.get())
+        bindings = [b for block in mod["main"].body.blocks for b in block.bindings]
+        call = bindings[0].value if len(bindings) == 1 else None
+        if not isinstance(call, relax.Call) or not isinstance(call.op, load_tvm().ir.Op) \
+                or call.op.name != "relax.call_tir" or len(call.args) != 2 \
+                or not bindings[0].var.same_as(mod["main"].body.body):
+            return False
+        fields = []
+        for a in call.args[1].fields:
+            if any(a.same_as(p) for p in params):
+                fields.append(int(a.name[1:]))
+            elif isinstance(a, relax.Var):
+                return False
+            else:
+                fields.append(a)
+        gv = self.bb.add_func(mod[call.args[0]], call.args[0].name_hint)
+        return gv, fields, call.ty_args[0] if len(call.ty_args) == 1 else list(call.ty_args)
+
+
+def _params(program: Program, names: list[str]) -> list:
+    from tvm import relax
+    return [relax.Var(name, relax.TensorType(spec.shape, str(spec.dtype)))
+            for name, spec in zip(names, program.inputs)]
+
+
+def _body(bb, params, program: Program, legalize, as_tuple: bool = False):
+    """The dataflow block of a program's ops; its output (a tuple when asked, or when there
+    are several)."""
+    from tvm import relax
+
+    with bb.dataflow():
+        ctx = Context(bb, params, program)
+        for op in program.ops:
+            expr = ctx.emit(op)
+            ctx.values.append(bb.emit(expr if legalize is None else legalize(expr)))
+        outs = [ctx.values[i] for i in program.outputs]
+        return bb.emit_output(outs[0] if len(outs) == 1 and not as_tuple else relax.Tuple(outs))
 
 
 @dataclass
@@ -120,9 +254,10 @@ def compile_program(program: Program, target) -> Compiled:
         from_disk = lib is not None
         kept_aligned: list = []
         if lib is None:
-            from backends.tvm.schedule import cpu_pipeline, fusion_context, gpu_pipeline
+            from backends.tvm.schedule import (cpu_pipeline, fast_math, fusion_context,
+                                               gpu_pipeline)
 
-            float32 = all(op.out.dtype != np.float64 for op in program.ops)
+            float32 = fast_math(program)
             pipeline = gpu_pipeline(target, float32) if is_gpu(target) \
                 else cpu_pipeline(target, float32, kept_aligned)
             with fusion_context(program):

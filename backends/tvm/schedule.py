@@ -45,7 +45,15 @@ FUSE_DEPTH_SMALL = 16
 
 def fusion_context(program):
     """The PassContext a region compiles in: the current one, with FuseOps' group bound
-    (FUSE_DEPTH) set for the size of the program's arrays."""
+    (FUSE_DEPTH) set for the size of the program's arrays, and without TIR's assertions.
+
+    Those are the checks of each kernel's packed-API wrapper on every buffer it is handed
+    (type, dtype, shape, strides, alignment: ~140 lines of LLVM IR per buffer), and made two
+    thirds of a gradient region's code (19,000 lines of 1,000 ops' kernels, 6,300 without
+    them) and a third of its compile time.  Only the region's VM calls the kernels, with
+    tensors it allocated or checked itself: its `main` checks the region's inputs
+    (VMShapeLower's tensor checks, which are not TIR's), and region.py hands it arrays of the
+    program's dtypes and shapes, aligned as its kernels need."""
     from backends.tvm.regions import MIN_ELEMENTS
     tvm = load_tvm()
 
@@ -56,7 +64,8 @@ def fusion_context(program):
     return tvm.transform.PassContext(
         opt_level=current.opt_level, required_pass=current.required_pass,
         disabled_pass=current.disabled_pass, instruments=current.instruments,
-        config={**dict(current.config), "relax.FuseOps.max_depth": depth})
+        config={**dict(current.config), "relax.FuseOps.max_depth": depth,
+                "tirx.disable_assert": True})
 
 
 def _static_extent(loops_dom, n) -> int:
@@ -322,11 +331,14 @@ def _unaligned_params(func):
 
 
 def _takes_inputs_unaligned(kept_aligned: list):
-    """A module pass: the kernels the Relax `main` calls on its own parameters (the region's
-    inputs: user arrays) get unaligned parameters; kernels on values TVM allocated (64-byte
-    aligned) keep their alignment.  A kernel TVMScript cannot round-trip (it prints some
+    """A module pass: the kernels called on the region's inputs (user arrays: the parameters
+    `in<i>` of `main`, and of the functions of a region's parts, region.build_module) get
+    unaligned parameters; kernels on values TVM allocated (64-byte aligned) keep their
+    alignment.  A kernel TVMScript cannot round-trip (it prints some
     float64 constants it then refuses to parse) keeps its alignment and is reported in
     `kept_aligned`: its region then copies misaligned inputs."""
+    import re
+
     tvm = load_tvm()
     from tvm import relax
 
@@ -334,15 +346,17 @@ def _takes_inputs_unaligned(kept_aligned: list):
 
     @tvm.transform.module_pass(opt_level=0)
     def unaligned(mod, ctx):
-        main = mod["main"]
-        params = set(main.params)
         kernels = set()
-        for block in main.body.blocks:
-            for binding in block.bindings:
-                call = binding.value
-                if isinstance(call, relax.Call) and call.op.same_as(call_tir) \
-                        and any(a in params for a in call.args[1].fields):
-                    kernels.add(call.args[0])
+        for function in mod.functions.values():
+            if not isinstance(function, relax.Function):
+                continue
+            params = {p for p in function.params if re.fullmatch(r"in\d+", p.name)}
+            for block in function.body.blocks:
+                for binding in block.bindings:
+                    call = binding.value
+                    if isinstance(call, relax.Call) and call.op.same_as(call_tir) \
+                            and any(a in params for a in call.args[1].fields):
+                        kernels.add(call.args[0])
         for gv in kernels:
             try:
                 mod[gv] = _unaligned_params(mod[gv])
@@ -352,17 +366,36 @@ def _takes_inputs_unaligned(kept_aligned: list):
     return unaligned
 
 
+def fast_math(program) -> bool:
+    """Whether a region gets FastMathTransform: when it computes no float64 value."""
+    import numpy as np
+    return all(op.out.dtype != np.float64 for op in program.ops)
+
+
+def legalize_passes(target, float32: bool) -> list:
+    """The passes of a region's pipeline up to and including LegalizeOps: fast math (float32),
+    the target's library dispatch (sort, scan, sampling), then TIR functions for the Relax
+    operations.  region._Legalized runs them on operations alone."""
+    from tvm import relax
+
+    from backends.tvm import vmath
+    from backends.tvm.target import is_gpu
+
+    backend = relax.backend.cuda.pipeline if is_gpu(target) \
+        else relax.backend.cpu_generic.pipeline
+    if not is_gpu(target):
+        vmath.install()   # float64 exp/log (and tanh, written with exp) vectorize
+    return ([relax.transform.FastMathTransform()] if float32 else []) \
+        + backend.library_dispatch_passes(target) + [relax.transform.LegalizeOps()]
+
+
 def cpu_pipeline(target, float32: bool, kept_aligned: list):
     from tvm import relax
     from tvm.s_tir import dlight
 
-    from backends.tvm import vmath
-
-    vmath.install()   # float64 exp/log (and tanh, written with exp) vectorize
     generic = relax.backend.cpu_generic.pipeline
     rule = dlight.ScheduleRule.from_callable("MyirCPU")(_schedule_cpu)
-    passes = ([relax.transform.FastMathTransform()] if float32 else []) \
-        + generic.library_dispatch_passes(target) + generic.legalize_passes(target) \
+    passes = legalize_passes(target, float32) + _fusion_passes() \
         + [dlight.ApplyDefaultSchedule(rule), _takes_inputs_unaligned(kept_aligned)] \
         + generic.dataflow_lower_passes(target) + generic.finalize_passes(target)
     return _sequential(target, passes)
@@ -392,13 +425,17 @@ def gpu_pipeline(target, float32: bool):
     cuda = relax.backend.cuda.pipeline
     rules = [_safe(r) for r in (dlight.gpu.Matmul(), dlight.gpu.Reduction(),
                                dlight.gpu.GeneralReduction(), dlight.gpu.Fallback())]
-    passes = ([relax.transform.FastMathTransform()] if float32 else []) \
-        + cuda.library_dispatch_passes(target) \
-        + [relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern(),
-           relax.transform.FoldConstant(), relax.transform.FuseOps(), relax.transform.FuseTIR(),
-           dlight.ApplyDefaultSchedule(*rules)] \
+    passes = legalize_passes(target, float32) + _fusion_passes() + [dlight.ApplyDefaultSchedule(*rules)] \
         + cuda.dataflow_lower_passes(target) + cuda.finalize_passes(target)
     return _sequential(target, passes)
+
+
+def _fusion_passes() -> list:
+    """The passes after LegalizeOps that fuse a region's TIR functions into kernels (those
+    of TVM's CPU and CUDA pipelines)."""
+    from tvm import relax
+    return [relax.transform.AnnotateTIROpPattern(), relax.transform.FoldConstant(),
+            relax.transform.FuseOps(), relax.transform.FuseTIR()]
 
 
 def _sequential(target, passes):
