@@ -1846,9 +1846,8 @@ def _captured(node: Apply, g: Graph, present: set) -> list[Node]:
 def _resolve_inputs(node: Apply, subst: dict) -> None:
     """Make node use subst[i] for each input i, changing it (and its graph's stamp) only if
     one is replaced: a sweep leaves the analyses of graphs it does not change valid."""
-    inputs = [_resolve(i, subst) for i in node.inputs]
-    if any(a is not b for a, b in zip(inputs, node.inputs)):
-        node.set_inputs(inputs)
+    if any(i in subst for i in node.inputs):
+        node.set_inputs([_resolve(i, subst) for i in node.inputs])
 
 
 def _resolve_output(g: Graph, subst: dict) -> None:

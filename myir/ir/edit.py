@@ -88,8 +88,9 @@ class Cloner:
         if hit is not None:
             return hit
         if isinstance(node, Apply) and node.graph in self.mapping:
-            new = Apply([self.node(i) for i in node.inputs], self.mapping[node.graph],
-                        node.debug.derive(self.relation))
+            mapping = self.mapping
+            new = Apply([mapping.get(i) or self.node(i) for i in node.inputs],
+                        mapping[node.graph], node.debug.derive(self.relation))
             self.mapping[node] = new
             return new
         if is_graph_constant(node) and node.value in self.mapping \
