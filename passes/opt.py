@@ -372,12 +372,15 @@ def call_inline(node: Apply, ctx) -> Node | None:
         return None
     if g.parent is not None and not is_nested_in(node.graph, g.parent):
         return None  # its free variables are not visible here
-    once = ctx.calls.get(g, 0) == 1 and node in ctx.present
+    once = ctx.calls.get(g, 0) == 1 and (node in ctx.present or node in ctx.sole)
     size = ctx.size(g)
     if not (once or size <= INLINE_SIZE or (size <= CLOSURE_INLINE_SIZE and _returns_closure(g))):
         return None
+    copies = {} if once else None
     out = inline(g, list(node.args), node.graph, at=node, after=ctx.id_before(node),
-                 relocated=RULE_FILES)
+                 relocated=RULE_FILES, copies=copies)
+    if once:
+        ctx.take_over(copies)
     ctx.inherit_types(out)
     return out
 
@@ -1652,6 +1655,22 @@ class Context:
         self.present = {n for g in reachable_graphs(root) for n in toposort(g)}
         self._graphs = {id(g.debug): g for g in reachable_graphs(root)}
         self._typed_debug: dict | None = None
+        # calls copied from the only call of a graph by inlining it there: they are the only
+        # calls of their callees, as the calls they were copied from were (those are gone)
+        self.sole: set[Node] = set()
+
+    def take_over(self, copies: dict) -> None:
+        """The copies that inlining the only call of a graph made (old -> new) take the
+        place of the originals, which no longer run: the calls among them count as the
+        calls present, and the graphs nested in it have the originals' call counts.  A
+        chain of such graphs (a gradient's J graph inlined into the gradient, then its
+        backpropagator) is then inlined in one sweep, not one link per sweep."""
+        for old, new in copies.items():
+            if isinstance(old, Graph):
+                if old in self.calls and new is not old:
+                    self.calls[new] = self.calls[old]
+            elif isinstance(old, Apply) and (old in self.present or old in self.sole):
+                self.sole.add(new)
 
     def is_recursive(self, g: Graph) -> bool:
         """Whether g is on a cycle of calls, or is a copy made in this sweep (by inlining
