@@ -81,19 +81,24 @@ def _same_constant(a: Node, b: Node) -> bool:
         and repr(a.value) == repr(b.value)
 
 
-def effect_free(node: Node) -> bool:
+def effect_free(node: Node, known: set | None = None) -> bool:
     """Whether dropping `node` drops no effect: nothing it computes in its graph is an effect
-    primitive or a call of something other than a primitive (a graph may raise)."""
+    primitive or a call of something other than a primitive (a graph may raise).  `known`:
+    nodes found effect free before, not walked again; a walk that finds no effect adds the
+    nodes it met (a caller asking about many values of one program, which share most of
+    what they compute, walks each node once)."""
+    known = set() if known is None else known
     stack, seen = [node], set()
     while stack:
         n = stack.pop()
-        if id(n) in seen or not isinstance(n, Apply):
+        if n in seen or n in known or not isinstance(n, Apply):
             continue
-        seen.add(id(n))
+        seen.add(n)
         name = primitive_name(n)
         if name is None or name in EFFECTS:
             return False
         stack.extend(i for i in n.args if i.graph is n.graph)
+    known.update(seen)
     return True
 
 
@@ -1419,6 +1424,7 @@ def drop_unread_residuals(root: Graph, types: dict) -> bool:
     if provenance is None:
         return False
     uses = users(root)
+    effect_free_nodes: set = set()
     group = {p: p for p in provenance.pushes}
 
     def find(p):
@@ -1455,7 +1461,8 @@ def drop_unread_residuals(root: Graph, types: dict) -> bool:
         if n == 0 or any(len(p.args[1].args) != n for p in pushed):
             continue
         kept = sorted({k % n for k in read})
-        if len(kept) == n or not all(effect_free(p.args[1].args[k]) for p in pushed
+        if len(kept) == n or not all(effect_free(p.args[1].args[k], effect_free_nodes)
+                                     for p in pushed
                                      for k in range(n) if k not in kept):
             continue
         records = [record for where, record in pops if where and find(where[0]) is rep]
@@ -1498,10 +1505,10 @@ def _pushes_of(root: Graph, types: dict) -> _Provenance | None:
     """The provenance of every node (`_Provenance`), found to a fixed point over the
     program; None where a stack goes where it cannot be followed."""
     prov = _Provenance()
-    order = [n for g in reachable_graphs(root) for n in toposort(g)
+    order = [(n, primitive_name(n)) for g in reachable_graphs(root) for n in toposort(g)
              if isinstance(n, Apply) and n.graph is g]
-    prov.pushes = [n for n in order if primitive_name(n) == "stack_push"]
-    prov.pops = [n for n in order if primitive_name(n) == "stack_pop"]
+    prov.pushes = [n for n, name in order if name == "stack_push"]
+    prov.pops = [n for n, name in order if name == "stack_pop"]
     if not prov.pushes:
         return None
     uses = graph_uses(root)
@@ -1517,8 +1524,7 @@ def _pushes_of(root: Graph, types: dict) -> _Provenance | None:
     try:
         while changed:
             changed = False
-            for node in order:
-                name = primitive_name(node)
+            for node, name in order:     # each pass of the fixed point
                 args = [prov.of(a) for a in node.args]
                 if name == "stack_push":
                     if args[1] is not None:
