@@ -7,8 +7,11 @@ backpropagator is a closure nested in J(g): given the sensitivity of g's output 
 `(v, bp) = J(f)(a, b)` in J(g), and the backpropagator calls the `bp`s in reverse order,
 adding up sensitivities with `gadd`.  Control flow needs nothing special: `switch` picks a
 J-transformed branch, recursion is calls, and the chain of backpropagators is the tape.
-Primitives get J graphs built from their gradient rules (`GRAD_RULES`), which are graphs
-too, so the output of J can be transformed again (grad of grad).
+A call of a primitive is applied in J(g) as it is, and its gradient rule (a graph too, from
+passes/grad_rules.py) applied to its operands in the backpropagator: no J graph and
+backpropagator closure per primitive call, which the optimizer would only inline again
+(`primitive_j` builds such a J graph where a primitive is a value: `map(np.sin, xs)`).
+Rules being graphs, the output of J can be transformed again (grad of grad).
 
 Loops: adjoints as loops over a residual stack.  A loop parses to a graph L that calls
 itself in tail position, through graphs it tail-calls: the branches of an `if` and the
@@ -151,24 +154,28 @@ def has_gradient_rule(name: str) -> bool:
 _PRIMITIVE_J: dict[tuple[str, int], Graph] = {}
 
 
-def primitive_j(prim: Primitive, arity: int, location=None, constant=None) -> Graph:
-    """J of a primitive called with `arity` arguments: `(prim(xs), bprop)`; with `constant`,
-    `(position, value)` from `constant_operand`, for calls with that constant operand."""
-    key = (prim.name, arity, constant and (constant[0], type(constant[1]), repr(constant[1])))
-    if key in _PRIMITIVE_J:
-        return _PRIMITIVE_J[key]
+def require_gradient_rule(prim: Primitive, location) -> None:
+    """Refuse to differentiate a call of a primitive that has no gradient rule."""
     if not has_gradient_rule(prim.name):
         raise MyirError(f"`{prim.name}` has no gradient rule, so this function cannot be "
                         "differentiated", location,
                         hint=NO_RULE.get(prim.name) or "differentiate with respect to "
                         "inputs that do not flow through it")
+
+
+def primitive_j(prim: Primitive, arity: int, location=None) -> Graph:
+    """J of a primitive called with `arity` arguments: `(prim(xs), bprop)`."""
+    key = (prim.name, arity)
+    if key in _PRIMITIVE_J:
+        return _PRIMITIVE_J[key]
+    require_gradient_rule(prim, location)
     names = list(prim.params) if not prim.varargs else [f"x{i}" for i in range(arity)]
     jg = Graph(f"J_{prim.name}")
     xs = [jg.add_parameter(n) for n in names[:arity]]
     out = jg.apply(prim, *xs)  # unnamed: once inlined, it takes the program's name (opt)
     bp = Graph(f"bprop_{prim.name}", parent=jg)
     dout = bp.add_parameter("dout")
-    grads = _rule_gradients(prim, bp, xs, out, dout, constant)
+    grads = _rule_gradients(prim, bp, xs, out, dout)
     bp.output = bp.apply(P["make_tuple"], NEWENV, *grads)
     jg.output = jg.apply(P["make_tuple"], out, Constant(bp))
     _PRIMITIVE_J[key] = jg
@@ -278,13 +285,12 @@ class JTransform:
             self.body(self.pending.pop())
         return gj
 
-    def primitive(self, prim: Primitive, arity: int, location, constant=None) -> Graph:
+    def primitive(self, prim: Primitive, arity: int, location) -> Graph:
         """A private copy of the primitive's J graph: later passes may edit it in place."""
-        key = (prim.name, arity, constant and (constant[0], type(constant[1]),
-                                               repr(constant[1])))
+        key = (prim.name, arity)
         if key not in self.primitives:
             self.primitives[key] = clone_program(
-                primitive_j(prim, arity, location or self.location, constant))
+                primitive_j(prim, arity, location or self.location))
         return self.primitives[key]
 
     def key(self, node: Node) -> Constant:
@@ -372,17 +378,12 @@ class JTransform:
                 # applied here, its rule applied in the backpropagator (`_adjoint_of`), as
                 # in a loop's region: no J graph and backpropagator closure per call for
                 # the optimizer to inline, which took most of its time on long programs
-                primitive_j(node.fn.value, len(node.args), node.location)   # has a rule
+                require_gradient_rule(node.fn.value, node.location)
                 self.nodes[node] = gj.apply(node.fn, *(self.value(a) for a in node.args),
                                             name=node.debug.name, location=node.location)
                 bprops[node] = node.fn.value
                 continue
-            constant = constant_operand(node)
-            if constant is not None:
-                fn = Constant(self.primitive(node.fn.value, len(node.args), node.location,
-                                             constant))
-            else:
-                fn = self.value(node.fn, arity=len(node.args), where=node)
+            fn = self.value(node.fn, arity=len(node.args), where=node)
             args = [self.value(a) for a in node.args]
             pair = gj.apply(fn, *args, location=node.location)
             self.nodes[node] = gj.apply(P["getitem"], pair, 0, name=node.debug.name,
@@ -516,7 +517,7 @@ class JTransform:
             if isinstance(node.fn, Constant) and isinstance(node.fn.value, Primitive):
                 # applied here, its rule applied in the adjoint: the adjoint reads the
                 # operands, not a backpropagator closure made at each iteration
-                primitive_j(node.fn.value, len(node.args), node.location)   # has a rule
+                require_gradient_rule(node.fn.value, node.location)
                 self.nodes[node] = hj.apply(node.fn, *args, name=node.debug.name,
                                             location=node.location)
                 bprops[node] = node.fn.value
