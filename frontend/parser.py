@@ -121,6 +121,7 @@ class _Worklist:
         self.pending: list[tuple[FunctionParser, Block]] = []
         self.made: list = []    # functions whose graphs this parse made
         self.stamps: dict = {}  # function -> its fingerprint
+        self.quiet: set = set()  # functions that reach no print (`_code_prints`)
 
     def run(self, fn) -> Graph:
         try:
@@ -212,7 +213,7 @@ def find_definition(fn, filename: str) -> ast.AST:
             hint="myir compiles functions defined in files (or notebook cells); define the "
                  "function with `def` in a file") from None
     positions = text_positions(code)
-    found = [n for n in _definitions(filename, "".join(lines)).get(
+    found = [n for n in _definitions(filename, lines).get(
                  (code.co_name, code.co_firstlineno), ())
              if all(_holds(n, p) for p in positions)
              and not any(_holds(body, p) for body in _nested_bodies(n) for p in positions)]
@@ -235,11 +236,27 @@ def find_definition(fn, filename: str) -> ast.AST:
                           "-X no_debug_ranges / PYTHONNODEBUGRANGES")
 
 
-@functools.lru_cache(maxsize=32)
-def _definitions(filename: str, text: str) -> dict[tuple[str, int], list[ast.AST]]:
-    """The function definitions of a source text by (name, first line) as Python gives them
-    to code objects (`co_name`, `co_firstlineno`: a decorated function starts at its first
-    decorator).  Cached: every function of a file is found in one parse of it."""
+# filename -> (its lines, as `linecache` holds them, and their definitions), for 32 files
+_DEFINITIONS: dict[str, tuple[list, dict]] = {}
+
+
+def _definitions(filename: str, lines: list) -> dict[tuple[str, int], list[ast.AST]]:
+    """The function definitions of a source file's `lines` by (name, first line) as Python
+    gives them to code objects (`co_name`, `co_firstlineno`: a decorated function starts at
+    its first decorator).  Cached while `linecache` holds the same list of lines (it makes
+    a new one when the file changes): every function of a file is found in one parse of
+    it, and without joining or hashing its text again per function, which cost time in the
+    square of the file's length for a file of many functions."""
+    cached = _DEFINITIONS.get(filename)
+    if cached is not None and cached[0] is lines:
+        return cached[1]
+    if len(_DEFINITIONS) >= 32:
+        _DEFINITIONS.clear()
+    found = _DEFINITIONS[filename] = (lines, _parse_definitions(filename, "".join(lines)))
+    return found[1]
+
+
+def _parse_definitions(filename: str, text: str) -> dict[tuple[str, int], list[ast.AST]]:
     try:
         tree = ast.parse(text, filename)
     except SyntaxError:     # edited since it was imported: nothing is found exactly
@@ -301,30 +318,42 @@ def _walk_same_function(nodes):
 PRINTED = "print()"
 
 
-def _prints(node: ast.AST, fn_globals: dict) -> bool:
+def _prints(node: ast.AST, fn_globals: dict, quiet: set) -> bool:
     """Whether the function `node` calls print(), directly or through the module-level
-    functions it calls by name (read from their code objects: no source is parsed)."""
+    functions it calls by name (read from their code objects: no source is parsed);
+    `quiet`: functions known not to (`_code_prints`)."""
     names = set()
     for sub in ast.walk(node):
         if _is_print(sub):
             return True
         if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name):
             names.add(sub.func.id)
-    return any(_code_prints(resolve.unwrap_function(fn_globals.get(n)), set()) for n in names)
+    return _code_prints([resolve.unwrap_function(fn_globals.get(n)) for n in names], quiet)
 
 
-def _code_prints(fn, seen: set) -> bool:
-    if not isinstance(fn, types.FunctionType) or fn in seen:
-        return False
-    seen.add(fn)
-    codes = [fn.__code__]
-    names = set()
-    while codes:
-        code = codes.pop()
-        names.update(code.co_names)
-        codes.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
-    return "print" in names or any(_code_prints(resolve.unwrap_function(fn.__globals__.get(n)),
-                                                seen) for n in names)
+def _code_prints(fns: list, quiet: set) -> bool:
+    """Whether any of `fns` names print in its code, or any function it names does, and so
+    on, skipping the functions of `quiet`.  A search that finds none adds every function
+    it met to `quiet`: none of them reaches print either, so a parse that asks for each
+    function of a chain of calls walks the chain once, not once per function."""
+    seen: set = set()
+    stack = list(fns)
+    while stack:
+        fn = stack.pop()
+        if not isinstance(fn, types.FunctionType) or fn in seen or fn in quiet:
+            continue
+        seen.add(fn)
+        codes = [fn.__code__]
+        names = set()
+        while codes:
+            code = codes.pop()
+            names.update(code.co_names)
+            codes.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+        if "print" in names:
+            return True
+        stack.extend(resolve.unwrap_function(fn.__globals__.get(n)) for n in names)
+    quiet.update(seen)
+    return False
 
 
 def _is_print(node: ast.AST) -> bool:
@@ -456,7 +485,7 @@ class FunctionParser:
         args = node.args
         self.locals = set() if isinstance(node, ast.Lambda) else \
             set(_assigned_names(node.body, updates=False))
-        if PRINTED in self.locals and not _prints(node, source.globals):
+        if PRINTED in self.locals and not _prints(node, source.globals, worklist.quiet):
             self.locals.discard(PRINTED)
         self.locals.update(a.arg for a in args.posonlyargs + args.args)
         self.current_loop: Loop | None = None

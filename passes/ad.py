@@ -7,8 +7,11 @@ backpropagator is a closure nested in J(g): given the sensitivity of g's output 
 `(v, bp) = J(f)(a, b)` in J(g), and the backpropagator calls the `bp`s in reverse order,
 adding up sensitivities with `gadd`.  Control flow needs nothing special: `switch` picks a
 J-transformed branch, recursion is calls, and the chain of backpropagators is the tape.
-Primitives get J graphs built from their gradient rules (`GRAD_RULES`), which are graphs
-too, so the output of J can be transformed again (grad of grad).
+A call of a primitive is applied in J(g) as it is, and its gradient rule (a graph too, from
+passes/grad_rules.py) applied to its operands in the backpropagator: no J graph and
+backpropagator closure per primitive call, which the optimizer would only inline again
+(`primitive_j` builds such a J graph where a primitive is a value: `map(np.sin, xs)`).
+Rules being graphs, the output of J can be transformed again (grad of grad).
 
 Loops: adjoints as loops over a residual stack.  A loop parses to a graph L that calls
 itself in tail position, through graphs it tail-calls: the branches of an `if` and the
@@ -67,7 +70,7 @@ from myir.errors import MyirError
 from myir.ir.analysis import bump_version, free_variables, graph_uses, is_nested_in, \
     primitive_name, switch_call, toposort, users
 from myir.ir.edit import clone_program, replace
-from myir.ir.graph import Apply, Constant, Graph, Node, is_graph_constant
+from myir.ir.graph import Apply, Constant, Graph, Node, id_mark, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, Primitive, plain_operator
 from myir.ir.values import EMPTY_STACK, NEWENV, GradKey
 from passes import grad_rules
@@ -136,6 +139,7 @@ def _specialised_rule(rule, position: int, kind: type, text: str) -> Graph:
     return g
 
 
+@functools.cache
 def gradient_rule(name: str):
     """The parsed rule graph of a primitive, or None if it has none."""
     fn = getattr(grad_rules, "bprop_" + plain_operator(name), None)
@@ -150,24 +154,28 @@ def has_gradient_rule(name: str) -> bool:
 _PRIMITIVE_J: dict[tuple[str, int], Graph] = {}
 
 
-def primitive_j(prim: Primitive, arity: int, location=None, constant=None) -> Graph:
-    """J of a primitive called with `arity` arguments: `(prim(xs), bprop)`; with `constant`,
-    `(position, value)` from `constant_operand`, for calls with that constant operand."""
-    key = (prim.name, arity, constant and (constant[0], type(constant[1]), repr(constant[1])))
-    if key in _PRIMITIVE_J:
-        return _PRIMITIVE_J[key]
+def require_gradient_rule(prim: Primitive, location) -> None:
+    """Refuse to differentiate a call of a primitive that has no gradient rule."""
     if not has_gradient_rule(prim.name):
         raise MyirError(f"`{prim.name}` has no gradient rule, so this function cannot be "
                         "differentiated", location,
                         hint=NO_RULE.get(prim.name) or "differentiate with respect to "
                         "inputs that do not flow through it")
+
+
+def primitive_j(prim: Primitive, arity: int, location=None) -> Graph:
+    """J of a primitive called with `arity` arguments: `(prim(xs), bprop)`."""
+    key = (prim.name, arity)
+    if key in _PRIMITIVE_J:
+        return _PRIMITIVE_J[key]
+    require_gradient_rule(prim, location)
     names = list(prim.params) if not prim.varargs else [f"x{i}" for i in range(arity)]
     jg = Graph(f"J_{prim.name}")
     xs = [jg.add_parameter(n) for n in names[:arity]]
     out = jg.apply(prim, *xs)  # unnamed: once inlined, it takes the program's name (opt)
     bp = Graph(f"bprop_{prim.name}", parent=jg)
     dout = bp.add_parameter("dout")
-    grads = _rule_gradients(prim, bp, xs, out, dout, constant)
+    grads = _rule_gradients(prim, bp, xs, out, dout)
     bp.output = bp.apply(P["make_tuple"], NEWENV, *grads)
     jg.output = jg.apply(P["make_tuple"], out, Constant(bp))
     _PRIMITIVE_J[key] = jg
@@ -277,13 +285,12 @@ class JTransform:
             self.body(self.pending.pop())
         return gj
 
-    def primitive(self, prim: Primitive, arity: int, location, constant=None) -> Graph:
+    def primitive(self, prim: Primitive, arity: int, location) -> Graph:
         """A private copy of the primitive's J graph: later passes may edit it in place."""
-        key = (prim.name, arity, constant and (constant[0], type(constant[1]),
-                                               repr(constant[1])))
+        key = (prim.name, arity)
         if key not in self.primitives:
             self.primitives[key] = clone_program(
-                primitive_j(prim, arity, location or self.location, constant))
+                primitive_j(prim, arity, location or self.location))
         return self.primitives[key]
 
     def key(self, node: Node) -> Constant:
@@ -367,12 +374,16 @@ class JTransform:
         for node in toposort(g):
             if not (isinstance(node, Apply) and node.graph is g):
                 continue
-            constant = constant_operand(node)
-            if constant is not None:
-                fn = Constant(self.primitive(node.fn.value, len(node.args), node.location,
-                                             constant))
-            else:
-                fn = self.value(node.fn, arity=len(node.args), where=node)
+            if isinstance(node.fn, Constant) and isinstance(node.fn.value, Primitive):
+                # applied here, its rule applied in the backpropagator (`_adjoint_of`), as
+                # in a loop's region: no J graph and backpropagator closure per call for
+                # the optimizer to inline, which took most of its time on long programs
+                require_gradient_rule(node.fn.value, node.location)
+                self.nodes[node] = gj.apply(node.fn, *(self.value(a) for a in node.args),
+                                            name=node.debug.name, location=node.location)
+                bprops[node] = node.fn.value
+                continue
+            fn = self.value(node.fn, arity=len(node.args), where=node)
             args = [self.value(a) for a in node.args]
             pair = gj.apply(fn, *args, location=node.location)
             self.nodes[node] = gj.apply(P["getitem"], pair, 0, name=node.debug.name,
@@ -413,13 +424,13 @@ class JTransform:
                 if isinstance(bprops[node], Primitive) \
                         and plain_operator(bprops[node].name) in NON_DIFFERENTIABLE:
                     continue    # zeros add nothing; the operands need not be kept for them
-                res = self._adjoint_of(bg, node, bprops[node], sens[node])
                 # What `depend` waits for is only evaluated: no gradient flows into it (its
                 # rule's zero would run the effect's backward, which can raise or give nan).
                 waited = 2 if primitive_name(node) == "depend" else None
+                res = self._adjoint_of(bg, node, bprops[node], sens[node], waited)
                 for i, inp in enumerate(node.inputs):
                     if i != waited:
-                        add(inp, bg.apply(P["getitem"], res, i, location=node.location))
+                        add(inp, res[i])
             elif is_graph_constant(node):
                 # a closure's gradient is an env: hand each captured value its share
                 env = sens[node]
@@ -506,7 +517,7 @@ class JTransform:
             if isinstance(node.fn, Constant) and isinstance(node.fn.value, Primitive):
                 # applied here, its rule applied in the adjoint: the adjoint reads the
                 # operands, not a backpropagator closure made at each iteration
-                primitive_j(node.fn.value, len(node.args), node.location)   # has a rule
+                require_gradient_rule(node.fn.value, node.location)
                 self.nodes[node] = hj.apply(node.fn, *args, name=node.debug.name,
                                             location=node.location)
                 bprops[node] = node.fn.value
@@ -582,21 +593,33 @@ class JTransform:
                                  for v in values]
         hj.output = hj.apply(fn, *args, stack, *values, location=tail.location)
 
-    def _adjoint_of(self, bg: Graph, node: Apply, bprop, dout: Node) -> Node:
-        """What the backpropagator of `node` returns for `dout`: a call of its
-        backpropagator, or for a switch or primitive of a loop's region (`segment_body`),
-        the same computed in place."""
-        if bprop is None:
-            return self._switch_adjoint(bg, node, dout)
+    def _adjoint_of(self, bg: Graph, node: Apply, bprop, dout: Node, waited: int | None
+                    ) -> list[Node | None]:
+        """The items of what the backpropagator of `node` returns for `dout` (`(d fn, d
+        args...)`; None at position `waited`, which is not read): those of a call of its
+        backpropagator, or for a switch, the same computed in place, and for a primitive,
+        its rule's gradients themselves (no tuple to take apart: the backpropagator of a
+        chain of calls stays small enough to inline down the chain, `passes.opt`)."""
         if isinstance(bprop, Primitive):
-            # operands the rule does not read are not kept for it (nor pushed as residuals)
-            reads = _rule_reads(bprop.name)
-            xs = [self.value(a) if reads is None or i in reads else Constant(None)
-                  for i, a in enumerate(node.args)]
-            out = self.nodes[node] if reads is None or len(xs) in reads else Constant(None)
-            grads = _rule_gradients(bprop, bg, xs, out, dout, constant_operand(node))
-            return bg.apply(P["make_tuple"], NEWENV, *grads)
-        return bg.apply(bprop, dout, location=node.location)
+            return [Constant(NEWENV), *self._rule_adjoint(bg, node, bprop, dout)]
+        if bprop is None:
+            res = self._switch_adjoint(bg, node, dout)
+        else:
+            res = bg.apply(bprop, dout, location=node.location)
+        return [None if i == waited else bg.apply(P["getitem"], res, i, location=node.location)
+                for i in range(len(node.inputs))]
+
+    def _rule_adjoint(self, bg: Graph, node: Apply, bprop: Primitive, dout: Node) -> list:
+        """The gradients of a primitive's operands, its rule applied to them in place."""
+        # operands the rule does not read are not kept for it (nor pushed as residuals)
+        reads = _rule_reads(bprop.name)
+        xs = [self.value(a) if reads is None or i in reads else Constant(None)
+              for i, a in enumerate(node.args)]
+        out = self.nodes[node] if reads is None or len(xs) in reads else Constant(None)
+        mark = id_mark()
+        grads = _rule_gradients(bprop, bg, xs, out, dout, constant_operand(node))
+        _locate(grads, mark, node.location)
+        return grads
 
     def _switch_adjoint(self, bg: Graph, node: Apply, dout: Node) -> Node:
         """What the backpropagator of `switch(c, a, b)` returns: dout for the branch taken,
@@ -628,6 +651,22 @@ class JTransform:
                          Constant(step))
         r.output = r.apply(branch, stack, *d)
         return r, step
+
+
+def _locate(made: list[Node], mark: int, location) -> None:
+    """The nodes `made` depend on that were made since `mark` take `location` where they
+    have none or one in the gradient rules' file: a rule applied for an operation of the
+    user's reports the user's line, as it does inlined from a J graph (passes.opt's
+    `RULE_FILES`), and its call, so located, relocates the rule's body when inlined."""
+    stack, seen = list(made), set()
+    while stack:
+        n = stack.pop()
+        if not isinstance(n, Apply) or n.debug.id <= mark or id(n) in seen:
+            continue
+        seen.add(id(n))
+        if n.debug.location is None or n.debug.location.filename == grad_rules.__file__:
+            n.debug.location = location
+        stack.extend(n.inputs)
 
 
 def _sensitivities(g: Graph, width: int) -> list[Node]:

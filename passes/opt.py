@@ -81,19 +81,24 @@ def _same_constant(a: Node, b: Node) -> bool:
         and repr(a.value) == repr(b.value)
 
 
-def effect_free(node: Node) -> bool:
+def effect_free(node: Node, known: set | None = None) -> bool:
     """Whether dropping `node` drops no effect: nothing it computes in its graph is an effect
-    primitive or a call of something other than a primitive (a graph may raise)."""
+    primitive or a call of something other than a primitive (a graph may raise).  `known`:
+    nodes found effect free before, not walked again; a walk that finds no effect adds the
+    nodes it met (a caller asking about many values of one program, which share most of
+    what they compute, walks each node once)."""
+    known = set() if known is None else known
     stack, seen = [node], set()
     while stack:
         n = stack.pop()
-        if id(n) in seen or not isinstance(n, Apply):
+        if n in seen or n in known or not isinstance(n, Apply):
             continue
-        seen.add(id(n))
+        seen.add(n)
         name = primitive_name(n)
         if name is None or name in EFFECTS:
             return False
         stack.extend(i for i in n.args if i.graph is n.graph)
+    known.update(seen)
     return True
 
 
@@ -372,12 +377,15 @@ def call_inline(node: Apply, ctx) -> Node | None:
         return None
     if g.parent is not None and not is_nested_in(node.graph, g.parent):
         return None  # its free variables are not visible here
-    once = ctx.calls.get(g, 0) == 1 and node in ctx.present
+    once = ctx.calls.get(g, 0) == 1 and (node in ctx.present or node in ctx.sole)
     size = ctx.size(g)
     if not (once or size <= INLINE_SIZE or (size <= CLOSURE_INLINE_SIZE and _returns_closure(g))):
         return None
+    copies = {} if once else None
     out = inline(g, list(node.args), node.graph, at=node, after=ctx.id_before(node),
-                 relocated=RULE_FILES)
+                 relocated=RULE_FILES, copies=copies)
+    if once:
+        ctx.take_over(copies)
     ctx.inherit_types(out)
     return out
 
@@ -1416,6 +1424,7 @@ def drop_unread_residuals(root: Graph, types: dict) -> bool:
     if provenance is None:
         return False
     uses = users(root)
+    effect_free_nodes: set = set()
     group = {p: p for p in provenance.pushes}
 
     def find(p):
@@ -1452,7 +1461,8 @@ def drop_unread_residuals(root: Graph, types: dict) -> bool:
         if n == 0 or any(len(p.args[1].args) != n for p in pushed):
             continue
         kept = sorted({k % n for k in read})
-        if len(kept) == n or not all(effect_free(p.args[1].args[k]) for p in pushed
+        if len(kept) == n or not all(effect_free(p.args[1].args[k], effect_free_nodes)
+                                     for p in pushed
                                      for k in range(n) if k not in kept):
             continue
         records = [record for where, record in pops if where and find(where[0]) is rep]
@@ -1495,10 +1505,10 @@ def _pushes_of(root: Graph, types: dict) -> _Provenance | None:
     """The provenance of every node (`_Provenance`), found to a fixed point over the
     program; None where a stack goes where it cannot be followed."""
     prov = _Provenance()
-    order = [n for g in reachable_graphs(root) for n in toposort(g)
+    order = [(n, primitive_name(n)) for g in reachable_graphs(root) for n in toposort(g)
              if isinstance(n, Apply) and n.graph is g]
-    prov.pushes = [n for n in order if primitive_name(n) == "stack_push"]
-    prov.pops = [n for n in order if primitive_name(n) == "stack_pop"]
+    prov.pushes = [n for n, name in order if name == "stack_push"]
+    prov.pops = [n for n, name in order if name == "stack_pop"]
     if not prov.pushes:
         return None
     uses = graph_uses(root)
@@ -1514,8 +1524,7 @@ def _pushes_of(root: Graph, types: dict) -> _Provenance | None:
     try:
         while changed:
             changed = False
-            for node in order:
-                name = primitive_name(node)
+            for node, name in order:     # each pass of the fixed point
                 args = [prov.of(a) for a in node.args]
                 if name == "stack_push":
                     if args[1] is not None:
@@ -1655,6 +1664,22 @@ class Context:
         self.present = {n for g in reachable_graphs(root) for n in toposort(g)}
         self._graphs = {id(g.debug): g for g in reachable_graphs(root)}
         self._typed_debug: dict | None = None
+        # calls copied from the only call of a graph by inlining it there: they are the only
+        # calls of their callees, as the calls they were copied from were (those are gone)
+        self.sole: set[Node] = set()
+
+    def take_over(self, copies: dict) -> None:
+        """The copies that inlining the only call of a graph made (old -> new) take the
+        place of the originals, which no longer run: the calls among them count as the
+        calls present, and the graphs nested in it have the originals' call counts.  A
+        chain of such graphs (a gradient's J graph inlined into the gradient, then its
+        backpropagator) is then inlined in one sweep, not one link per sweep."""
+        for old, new in copies.items():
+            if isinstance(old, Graph):
+                if old in self.calls and new is not old:
+                    self.calls[new] = self.calls[old]
+            elif isinstance(old, Apply) and (old in self.present or old in self.sole):
+                self.sole.add(new)
 
     def is_recursive(self, g: Graph) -> bool:
         """Whether g is on a cycle of calls, or is a copy made in this sweep (by inlining
@@ -1849,9 +1874,8 @@ def _captured(node: Apply, g: Graph, present: set) -> list[Node]:
 def _resolve_inputs(node: Apply, subst: dict) -> None:
     """Make node use subst[i] for each input i, changing it (and its graph's stamp) only if
     one is replaced: a sweep leaves the analyses of graphs it does not change valid."""
-    inputs = [_resolve(i, subst) for i in node.inputs]
-    if any(a is not b for a, b in zip(inputs, node.inputs)):
-        node.set_inputs(inputs)
+    if any(i in subst for i in node.inputs):
+        node.set_inputs([_resolve(i, subst) for i in node.inputs])
 
 
 def _resolve_output(g: Graph, subst: dict) -> None:

@@ -314,6 +314,15 @@ def gadd_compare(x):
     return x * x + (x > 0.0)
 
 
+def scaled_first(a, b):
+    return a * 2.0
+
+
+def gadd_unused_operand(x):
+    """x's gradient adds the zeros of b, which scaled_first does not read."""
+    return scaled_first(x, x) + x * x
+
+
 def fold_and_switch(x, n):
     if 2 > 1:
         return x * (n + (3 - 1))

@@ -706,9 +706,8 @@ def test_error_in_gradient_code_points_at_the_operations_line(optimize):
     line = _line_of(G.divides_by_zero, "1.0 / (x - x)")
     assert frames[-1].filename == G.__file__, traceback.format_list(frames)
     assert all(n in _line_range(G.divides_by_zero) for n in ours), ours
-    # optimized, the rule's code is inlined at the division; unoptimized, the rule's graph
-    # is a function of its own (its lines: its def's), called from the division's line
-    assert (ours[-1] if optimize else ours[-2]) == line
+    # the J graph applies the division itself, optimized or not
+    assert ours[-1] == line
 
 
 def test_grad_of_a_function_returning_an_int():

@@ -288,9 +288,7 @@ def toposort(graph: Graph) -> list[Node]:
     a closure comes after the values it closes over."""
     _read(graph)
     nodes: dict[int, Node] = {}
-    waiting: dict[int, int] = {}  # node -> how many of its distinct inputs are not placed
-    dependents: dict[int, list[Node]] = {}
-    ready = []
+    deps_of: dict[int, list[Node]] = {}  # node -> its inputs (captured values) in `graph`
     stack = [graph.output]
     while stack:
         node = stack.pop()
@@ -299,32 +297,58 @@ def toposort(graph: Graph) -> list[Node]:
             continue
         nodes[key] = node
         if type(node) is Apply:
-            deps = node.inputs if node.graph is graph else ()
+            if node.graph is graph:
+                deps_of[key] = node.inputs
+                stack.extend(node.inputs)
         elif type(node) is Constant and isinstance(node.value, Graph) \
                 and node.value is not graph:
             deps = [fv for fv in free_variables(node.value) if fv.graph is graph]
-        else:
-            deps = ()
+            if deps:
+                deps_of[key] = deps
+                stack.extend(deps)
+    # The order wanted is the smallest by (computes, id) among the valid ones: the sorted
+    # order itself where it is valid, as it is for code made in order (inputs first), the
+    # usual case; else Kahn's algorithm picks it, a heap holding the nodes ready to place.
+    order = sorted(nodes.values(), key=_order_key)
+    position = {id(n): i for i, n in enumerate(order)}
+    if all(position[id(d)] < position[key] for key, deps in deps_of.items() for d in deps):
+        return order
+    return _kahn(nodes, deps_of)
+
+
+def _order_key(node: Node) -> tuple:
+    """A constant other than a graph computes nothing: it comes before what computes; then
+    creation order (nodes sharing a debug record, by identity)."""
+    return (type(node) is not Constant or isinstance(node.value, Graph), node.debug.id,
+            id(node))
+
+
+def _kahn(nodes: dict[int, Node], deps_of: dict[int, list[Node]]) -> list[Node]:
+    """The nodes in the smallest order by `_order_key` in which every node comes after the
+    nodes `deps_of` gives it."""
+    waiting: dict[int, int] = {}  # node -> how many of its distinct inputs are not placed
+    dependents: dict[int, list[Node]] = {}
+    ready = []
+    for key, node in nodes.items():
+        deps = deps_of.get(key)
         if deps:
             distinct = set(map(id, deps))
             waiting[key] = len(distinct)
             for dep in distinct:
                 dependents.setdefault(dep, []).append(node)
-            stack.extend(deps)
         else:
-            computes = type(node) is not Constant or isinstance(node.value, Graph)
-            ready.append(((computes, node.debug.id), key, node))
+            ready.append((_order_key(node), node))
     heapq.heapify(ready)
     order = []
     while ready:
-        _, key, node = heapq.heappop(ready)
+        _, node = heapq.heappop(ready)
         order.append(node)
-        for user in dependents.get(key, ()):
+        for user in dependents.get(id(node), ()):
             k = id(user)
             waiting[k] -= 1
             if waiting[k] == 0:
-                heapq.heappush(ready, ((True, user.debug.id), k, user))
-    assert len(order) == len(nodes), f"cycle in {graph}"
+                heapq.heappush(ready, (_order_key(user), user))
+    assert len(order) == len(nodes), "cycle in a graph"
     return order
 
 

@@ -88,8 +88,9 @@ class Cloner:
         if hit is not None:
             return hit
         if isinstance(node, Apply) and node.graph in self.mapping:
-            new = Apply([self.node(i) for i in node.inputs], self.mapping[node.graph],
-                        node.debug.derive(self.relation))
+            mapping = self.mapping
+            new = Apply([mapping.get(i) or self.node(i) for i in node.inputs],
+                        mapping[node.graph], node.debug.derive(self.relation))
             self.mapping[node] = new
             return new
         if is_graph_constant(node) and node.value in self.mapping \
@@ -115,7 +116,8 @@ def clone_program(root: Graph) -> Graph:
 
 
 def inline(graph: Graph, args: list[Node], into: Graph, at: Node | None = None,
-           after: float | None = None, relocated: frozenset = frozenset()) -> Node:
+           after: float | None = None, relocated: frozenset = frozenset(),
+           copies: dict | None = None) -> Node:
     """Copy `graph`'s body into `into` with its parameters bound to `args`; return the node
     that computes its output.  Graphs nested in `graph` become nested in `into`.  With `at`
     (the call being replaced), the copies are ordered just before it, so code keeps running
@@ -124,10 +126,13 @@ def inline(graph: Graph, args: list[Node], into: Graph, at: Node | None = None,
     inlines many calls keeps its own sorted ids).  Copies (nested graphs' included) located
     in a file of `relocated`, or located nowhere, take at's location: code myir wrote for an
     operation of the user's (a gradient rule, the primitive call of its J graph) reports the
-    user's line."""
+    user's line.  `copies`, if given, is filled with the copy of each node and graph of
+    graph's scope (its parameters: their arguments)."""
     assert len(args) == len(graph.parameters), (graph, args)
     cloner = Cloner(dict(zip(graph.parameters, args)), "inlined from")
     cloner.graph(graph, into=into)
+    if copies is not None:
+        copies.update(cloner.mapping)
     if relocated and at is not None and at.location is not None \
             and at.location.filename not in relocated:
         _relocate(cloner.mapping, into, relocated, at.location)

@@ -29,7 +29,7 @@ def id_mark() -> int:
     return next(_ids)
 
 
-@dataclass
+@dataclass(slots=True)
 class Debug:
     """Where a node or graph came from: a name from the source, its location, and for derived
     nodes the node or graph it was derived from (`relation` says how: "grad of", "inlined
@@ -199,4 +199,4 @@ def is_constant(node: Node, cls: type | tuple = object) -> bool:
 
 
 def is_graph_constant(node: Node) -> bool:
-    return isinstance(node, Constant) and isinstance(node.value, Graph)
+    return type(node) is Constant and type(node.value) is Graph
