@@ -105,7 +105,7 @@ def main(argv=None):
     mixed = next(k for k in medians if "mixed" in k)
     print(f"hmlstm_vec gradient, float32 {opts.n}x{opts.n}, {opts.threads} threads, "
           f"{opts.samples} interleaved rounds; load average {load:.2f}; {malloc}")
-    print(f"| system | median µs | mixed / system |\n|---|---:|---:|")
+    print("| system | median µs | mixed / system |\n|---|---:|---:|")
     for k, t in medians.items():
         print(f"| {k} | {t:.0f} | {medians[mixed] / t:.2f} |")
 

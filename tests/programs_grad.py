@@ -1169,14 +1169,6 @@ def pow_const_exponent_n(x, n):
     return np.sum(x ** n)
 
 
-def math_asin(x):
-    return math.asin(x)
-
-
-def math_acos(x):
-    return math.acos(x)
-
-
 def math_atan2_xy(x, y):
     return math.atan2(x, y)
 
