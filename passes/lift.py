@@ -75,7 +75,8 @@ def lift(root: Graph) -> None:
 
 def _lift_branches(call: Apply, sc, uses) -> bool:
     branches = [sc.then, sc.else_]
-    if branches[0] is branches[1] or any(len(uses.get(b, ())) != 1 for b in branches):
+    if branches[0] is branches[1] or any(len(uses.get(b, ())) != 1 for b in branches) \
+            or any(b.parameters for b in branches) or call.args:
         return False
     fvs = list(dict.fromkeys(fv for b in branches for fv in _liftable(b)))
     if not fvs:
