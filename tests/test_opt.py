@@ -641,7 +641,7 @@ def _items_placed(name):
     elif name == "sum_to_side":     # (p0 : (float, array), p1 : (array,), right)
         g.output = g.apply(PR["make_tuple"], item(x, 1))
     else:                           # broadcast_to_side(p0 : (array,), p1 : (float, array))
-        g.output = g.apply(PR["make_tuple"], g.apply(PR["grad_zeros"], item(y, 0)), item(x, 0))
+        g.output = g.apply(PR["make_tuple"], 0.0, item(x, 0))   # the float's zero: known
     return g
 
 
