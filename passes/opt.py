@@ -900,15 +900,6 @@ def known_integer(node: Apply, ctx) -> Node | None:
     return None
 
 
-def known_zeros(node: Apply, ctx) -> Node | None:
-    """grad_zeros(x) of a number -> the zero of x's type, a constant (exact: grad_zeros
-    makes +0 of that type), which the rewrites of gadd and add with zeros then see."""
-    t = ctx.type_of(node)
-    if primitive_name(node) == "grad_zeros" and isinstance(t, AScalar) and t.known:
-        return Constant(t.value, node.debug)
-    return None
-
-
 def mul_one(node: Apply, ctx) -> Node | None:
     """mul(x, 1) and mul(1, x) -> x when the product has x's type (shape and dtype), also
     for the ones that `reduce_grad` spreads over an array (the seed of a sum's gradient):
@@ -1352,7 +1343,7 @@ TYPED_REWRITES = [checks_proved, grad_check_passes, grad_cast_by_type, seq_grad_
                   array_like_of_array,
                   ieee_on_numpy,
                   depend_on_what_raises, grad_seed_of_float, shape_facts,
-                  known_integer, known_zeros, mul_one, add_zero, negation_absorbed, gadd_of_numbers,
+                  known_integer, mul_one, add_zero, negation_absorbed, gadd_of_numbers,
                   side_of_number, container_grads_by_type, sum_to_like_same_shape, tuple_rebuilt,
                   shape_from_input, implicit_broadcast, spread_late,
                   spread_out, spread_of_spread, *CONTAINER_TYPED_REWRITES]
@@ -1373,7 +1364,6 @@ MATCHES = {
     checks_proved: {"check_bound", "unpack"} | {n for n in P if plain_operator(n) != n},
     grad_check_passes: {"grad_check_input"}, grad_seed_of_float: {"grad_seed"},
     shape_facts: {"ndim", "size", "shape"}, known_integer: ANY_PRIMITIVE, mul_one: {"mul"},
-    known_zeros: {"grad_zeros"},
     add_zero: {"add", "sub"}, negation_absorbed: {"mul", "add", "sub"},
     gadd_of_numbers: {"gadd"}, side_of_number: set(SIDES),
     container_grads_by_type: {"getitem_grad", "gadd"} | set(SIDES),

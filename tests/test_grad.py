@@ -203,7 +203,6 @@ def test_recursion_with_two_calls():
 
 
 @pytest.mark.parametrize("fn, args, closures", [(W.tree_recursion, (0.6, 4), 1),
-                                                 (G.rpow, (0.6, 4), 1),
                                                  (G.is_odd_sum, (0.7, 4), 3)])
 def test_recursion_makes_one_backpropagator_per_call(fn, args, closures):
     """Each call of a recursion makes one closure, the adjoint of the code after its `if`:
