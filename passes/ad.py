@@ -49,8 +49,18 @@ The stack (`stack_push`, `stack_pop`, `stack_empty`, `EMPTY_STACK`) is an ordina
 with gradient rules, so grad of grad differentiates these loops too: a stack's sensitivity
 is a stack of its items' sensitivities, and `EMPTY_STACK` is its zero.  The forward and
 backward loops of a gradient are loops like any other: J of them is again a forward loop
-and a backward loop, at every order.  Recursion that is not a loop keeps the chain of
-backpropagators.
+and a backward loop, at every order.
+
+Recursion that is not a loop (a tree walk, `f(n) = g(f(n - 1))`, mutual recursion) keeps
+the chain of backpropagators: its adjoint needs what each call computed after its
+recursive call returned, in reverse, and the chain is that stack.  It costs one closure
+per call: `lift` (passes/lift.py) closes the graphs of each call (the branches of its `if`,
+the code after it), so their J return plain tuples of sensitivities, not envs; the
+backpropagators of the branch and of the function then only forward to the one of the
+code after the `if`, and the optimizer reduces them to it (`closure_eta`, `tuple_rebuilt`
+in passes/opt.py): each call returns the pair `(value, bprop)` that the code after its
+`if` made, and that bprop, once its rules are inlined, is the call's adjoint in
+straight-line code.
 
 A record holds what the adjoints may read; once types are known, the optimizer drops the
 fields that no pop reads (`drop_unread_residuals` in passes/opt.py: a loop counter's

@@ -6,10 +6,18 @@ iteration would return its gradients in an env (a dictionary built and read at r
 Passing those variables as explicit parameters instead makes J return their gradients in
 the backpropagator's tuple, which the optimizer then reduces to plain arithmetic.
 
-Lifted: the two branches of `switch(c, then, else)()` when used nowhere else (the call passes
-the free variables of both), and loop graphs (called once from outside, then only by
-themselves: the outside call passes the free variables, the self calls pass them on).
-Closures used as values (lambdas passed around or returned) keep their free variables.
+Lifted: graphs only ever called by name (the code after an `if`, which both branches call;
+a local function called directly): their callers pass the free variables; the two branches
+of `switch(c, then, else)(...)` when used nowhere else (the call passes the free variables
+of both); and loop graphs (called once from outside, then only by themselves: the outside
+call passes the free variables, the self calls pass them on).  Closures used as values
+(lambdas passed around or returned) keep their free variables.
+
+For recursion this is what lets the optimizer see through J's backpropagators: with every
+graph of `if n == 0: return x; y = f(x, n - 1); return g(y)` closed, J of each returns
+its sensitivities as a plain tuple, the branch's and the function's backpropagators only
+forward to the callee's (`closure_eta`, `tuple_rebuilt` in passes/opt.py), and each call
+of the recursion makes one backpropagator (passes/ad.py).
 """
 
 from __future__ import annotations
@@ -45,6 +53,7 @@ def _add_parameters(g: Graph, fvs: list[Node]) -> list[Node]:
 
 def lift(root: Graph) -> None:
     """Lift the branches and loops of every graph reachable from `root`, in place."""
+    _lift_all_called(root)
     done: set[Graph] = set()
     progress = True
     while progress:
@@ -75,6 +84,38 @@ def _lift_branches(call: Apply, sc, uses) -> bool:
     for b in branches:
         _add_parameters(b, fvs)
     call.set_inputs(call.inputs + fvs)
+    bump_version()
+    return True
+
+
+def _lift_all_called(root: Graph) -> None:
+    """Lift the graphs only ever called by name, from outside themselves: the code after
+    an `if` (both branches call it), a local function called directly.  First, so that
+    the branches calling them read their variables as free variables and take them as
+    parameters once each (a branch that already took x would otherwise take it again for
+    the call).  Lifting a graph adds operands to its calls, the same nodes: one `uses`
+    serves every round, and rounds go on while a lift makes a caller read more."""
+    uses = graph_uses(root)
+    graphs = [g for g in reachable_graphs(root) if g.parent is not None]
+    lifted = True
+    while lifted:
+        lifted = [g for g in reversed(graphs) if _lift_called(g, uses.get(g, []))]
+
+
+def _lift_called(g: Graph, uses) -> bool:
+    """Lift g, if only ever called by name from outside itself: its callers pass the free
+    variables, which they can read (they are nested where g is)."""
+    if not uses or any(i != 0 for _, i in uses) or g.defaults \
+            or getattr(g, "custom_grad", None) is not None \
+            or any(is_nested_in(a.graph, g) or not is_nested_in(a.graph, g.parent)
+                   for a, _ in uses):
+        return False
+    fvs = _liftable(g)
+    if not fvs:
+        return False
+    _add_parameters(g, fvs)
+    for a, _ in uses:
+        a.set_inputs(a.inputs + fvs)
     bump_version()
     return True
 

@@ -37,7 +37,7 @@ from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, id_mark, is_g
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive, plain_operator
 from myir.ir.values import EMPTY_STACK, Env
 from myir.tree import is_namedtuple
-from passes.abstract import (ANY, BOTTOM, AArray, ADict, AList, AObject, ARecord, AScalar,
+from passes.abstract import (ANY, BOTTOM, AArray, ADict, AEnv, AList, AObject, ARecord, AScalar,
                              AStack, ATuple, AUnion, abstract_of, holds_stack, join,
                              options)
 from passes import grad_rules
@@ -293,6 +293,38 @@ def switch_equal_branches(node: Apply, ctx) -> Node | None:
     if _same_branch(a, b) and effect_free(cond):
         return a
     return None
+
+
+def closure_eta(node: Apply, ctx) -> Node | None:
+    """make_tuple(..., @g, ...) -> make_tuple(..., f, ...) where the closure g is
+    `lambda *xs: f(*xs)` for a function value f of an enclosing graph (eta reduction).
+    J makes such closures where a graph's backpropagator only forwards to the one of the
+    call it ends with (`return h(x)`, a branch calling the code after its `if`); once
+    reduced, the graph returns its callee's pair itself (`tuple_rebuilt`), so a recursion
+    makes one backpropagator per call rather than one per graph its call passes through.
+    f is a node of a graph enclosing g: computed wherever g is made (g captures it)."""
+    if primitive_name(node) not in ("make_tuple", "switch"):
+        return None
+    inputs = [_eta_reduced(x) for x in node.inputs]
+    if all(a is b for a, b in zip(inputs, node.inputs)):
+        return None
+    made = node.graph.apply(*inputs, location=node.location)
+    made.debug.name = node.debug.name
+    return made
+
+
+def _eta_reduced(x: Node) -> Node:
+    if not is_graph_constant(x) or x.value.parent is None or x.value.defaults:
+        return x
+    g = x.value
+    out = g.output
+    if not isinstance(out, Apply) or out.graph is not g or list(out.args) != g.parameters \
+            or getattr(g, "custom_grad", None) is not None:
+        return x
+    f = out.fn
+    if isinstance(f, Constant) or f.graph is None or is_nested_in(f.graph, g):
+        return x
+    return f
 
 
 def _same_branch(a: Node, b: Node) -> bool:
@@ -641,7 +673,7 @@ CONTAINER_TYPED_REWRITES = [gradient_of_container]
 
 REWRITES = [getitem_of_tuple, unpack_of_tuple, depend_satisfied, env_get_after_set, gadd_zero,
             getitem_grad_of_made, gadd_of_made, switch_on_constant, switch_equal_branches, neg_neg, constant_fold, call_inline,
-            specialize_call, *CONTAINER_REWRITES]
+            specialize_call, closure_eta, *CONTAINER_REWRITES]
 
 
 # ------------------------------------------------------------------ typed rewrites
@@ -972,9 +1004,50 @@ def gadd_of_numbers(node: Apply, ctx) -> Node | None:
     """gadd(x, y) -> add(x, y) for numbers and arrays: what gadd computes for them."""
     if primitive_name(node) != "gadd":
         return None
-    if all(isinstance(ctx.type_of(a), (AScalar, AArray)) for a in node.args):
+    if all(_numeric(ctx.type_of(a)) for a in node.args):
         return node.graph.apply(P["add"], *node.args, location=node.location)
     return None
+
+
+def _numeric(t, kinds=(AScalar, AArray)) -> bool:
+    """Whether t is a number or an array (of `kinds`), or a union of them (a recursion
+    returning its float argument at the bottom and a numpy scalar above it): gadd and the
+    sum primitives compute the same for each."""
+    return t is not None and all(isinstance(o, kinds) for o in options(t))
+
+
+def tuple_rebuilt(node: Apply, ctx) -> Node | None:
+    """make_tuple(getitem(t, 0), ..., getitem(t, n - 1)) -> t, for a tuple t of n items; an
+    item may also be a constant that t's item is known to equal (the empty env a
+    backpropagator returns first, an integer's zero).  A graph whose result is its
+    callee's, item by item, returns the callee's tuple itself."""
+    items = node.args
+    read = [a for i, a in enumerate(items) if _item_of(a, i)]
+    if not read:
+        return None
+    t = read[0].args[0]
+    tt = ctx.type_of(t)
+    if not isinstance(tt, ATuple) or len(tt.items) != len(items):
+        return None
+    for i, a in enumerate(items):
+        if _item_of(a, i) and a.args[0] is t:
+            continue
+        if not (isinstance(a, Constant) and _singleton(tt.items[i])
+                and abstract_of(a.value) == tt.items[i]):
+            return None
+    return t
+
+
+def _item_of(node: Node, i: int) -> bool:
+    """Whether node is getitem(t, i) of some t."""
+    return primitive_name(node) == "getitem" and type(node.args[1]) is Constant \
+        and type(node.args[1].value) is int and node.args[1].value == i
+
+
+def _singleton(t) -> bool:
+    """Whether the type t has one value: a known scalar, the empty env."""
+    return (isinstance(t, AScalar) and t.known) or (isinstance(t, AEnv) and not t.items
+                                                    and t.complete)
 
 
 def sum_to_like_same_shape(node: Apply, ctx) -> Node | None:
@@ -984,7 +1057,7 @@ def sum_to_like_same_shape(node: Apply, ctx) -> Node | None:
         return None
     d, x = (ctx.type_of(a) for a in node.args)
     same = _shape(d) is not None and _shape(d) == _shape(x)
-    if same or (isinstance(d, AScalar) and isinstance(x, AScalar)):
+    if same or (_numeric(d, AScalar) and _numeric(x, AScalar)):
         return node.args[0]
     return None
 
@@ -997,7 +1070,7 @@ def side_of_number(node: Apply, ctx) -> Node | None:
     broadcast_to_like, for a number or array x: `+` adds them, and the side of a sum does
     not matter (what the side primitives compute for them)."""
     name = SIDES.get(primitive_name(node))
-    if name is None or not isinstance(ctx.type_of(node.args[1]), (AScalar, AArray)):
+    if name is None or not _numeric(ctx.type_of(node.args[1])):
         return None
     return node.graph.apply(P[name], *node.args[:2], location=node.location)
 
@@ -1279,7 +1352,8 @@ TYPED_REWRITES = [checks_proved, grad_check_passes, grad_cast_by_type, seq_grad_
                   ieee_on_numpy,
                   depend_on_what_raises, grad_seed_of_float, shape_facts,
                   known_integer, mul_one, add_zero, negation_absorbed, gadd_of_numbers,
-                  side_of_number, container_grads_by_type, sum_to_like_same_shape, shape_from_input, implicit_broadcast, spread_late,
+                  side_of_number, container_grads_by_type, sum_to_like_same_shape, tuple_rebuilt,
+                  shape_from_input, implicit_broadcast, spread_late,
                   spread_out, spread_of_spread, *CONTAINER_TYPED_REWRITES]
 
 
@@ -1301,7 +1375,8 @@ MATCHES = {
     add_zero: {"add", "sub"}, negation_absorbed: {"mul", "add", "sub"},
     gadd_of_numbers: {"gadd"}, side_of_number: set(SIDES),
     container_grads_by_type: {"getitem_grad", "gadd"} | set(SIDES),
-    sum_to_like_same_shape: {"sum_to_like"},
+    sum_to_like_same_shape: {"sum_to_like"}, tuple_rebuilt: {"make_tuple"},
+    closure_eta: {"make_tuple", "switch"},
     shape_from_input: set(SHAPE_ONLY), implicit_broadcast: BROADCASTING,
     spread_late: ELEMENTWISE, spread_out: ROUNDED_ONCE, spread_of_spread: {"reduce_grad"},
     grad_cast_by_type: {"grad_cast"}, ieee_on_numpy: {"ieee_truediv", "ieee_pow"},

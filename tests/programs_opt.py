@@ -303,11 +303,24 @@ def cse_add_does_not_commute(s, t):
 # Programs whose optimization fires each rewrite (run with and without the optimizer)
 
 
+def recursion_chain(x, n):
+    """Its gradient's backpropagators forward to the callee's (closure_eta), and its
+    graphs return the callee's pair (tuple_rebuilt)."""
+    if n <= 0:
+        return x
+    y = recursion_chain(x, n - 1)
+    return y * y * 0.5 + x
+
+
+def _applied(f, v):
+    return f(v)
+
+
 def env_closure(x, y):
     def inner(z):
         return z * x + y
 
-    return inner(x * y)
+    return _applied(inner, x * y)  # a closure passed as a value keeps its free variables
 
 
 def gadd_compare(x):

@@ -202,6 +202,20 @@ def test_recursion_with_two_calls():
         check_gradient(G.fib_like, (0.6, n))
 
 
+@pytest.mark.parametrize("fn, args, closures", [(W.tree_recursion, (0.6, 4), 1),
+                                                 (G.is_odd_sum, (0.7, 4), 3)])
+def test_recursion_makes_one_backpropagator_per_call(fn, args, closures):
+    """Each call of a recursion makes one closure, the adjoint of the code after its `if`:
+    the backpropagators of its branch and of the function forward to it and are reduced
+    away, and no env carries sensitivities (passes/ad.py).  is_odd_sum's: one for each of
+    the two functions, and one for the first call, inlined in the gradient."""
+    lowered = myir.grad(fn).lower(*args)
+    stats = lowered.graph("typed").stats()
+    assert stats["closures"] == closures, lowered.source
+    assert not {"env_setitem", "env_getitem", "gadd", "sum_to_like"} & set(stats["primitives"])
+    assert_grads_close(myir.grad(fn)(*args), numerical_grad(fn, args, 0))
+
+
 # --------------------------------------------------------------------------------------------
 # Closures and higher-order functions
 

@@ -41,7 +41,7 @@ from myir.ir.graph import Constant, Graph, Parameter
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
 from myir.ir.values import NEWENV, Env, GradKey
 from passes import opt
-from passes.abstract import ANY, AArray, ADict, AList, AScalar, ATuple, abstract_of, join
+from passes.abstract import ANY, AArray, ADict, AEnv, AList, AScalar, ATuple, abstract_of, join
 from passes.infer import infer
 from tests import programs_opt as P
 
@@ -361,6 +361,32 @@ def hand_gadd_of_dicts():
     return g, h
 
 
+def hand_closure_eta():
+    """A closure that only forwards its parameters to a function value its graph
+    received, made into a tuple: the function value itself."""
+    g, (f, x) = _graph(2, "before")
+    c = Graph("forward", parent=g)
+    c.output = c.apply(f, *(c.add_parameter(f"d{i}") for i in range(2)))
+    g.output = g.apply(PR["make_tuple"], x, Constant(c))
+    h, (f2, x2) = _graph(2, "after")
+    h.output = h.apply(PR["make_tuple"], x2, f2)
+    return g, h
+
+
+def hand_closure_not_eta():
+    """Closures that do more than forward their parameters in order stay closures."""
+    g, (f, x) = _graph(2, "before")
+    swapped = Graph("swapped", parent=g)
+    a, b = swapped.add_parameter("a"), swapped.add_parameter("b")
+    swapped.output = swapped.apply(f, b, a)
+    bound = Graph("bound", parent=g)
+    bound.output = bound.apply(f, bound.add_parameter("a"), x)
+    own = Graph("own", parent=g)
+    own.output = own.apply(own.apply(PR["getitem"], f, 0), own.add_parameter("a"))
+    g.output = g.apply(PR["make_tuple"], Constant(swapped), Constant(bound), Constant(own))
+    return g
+
+
 def _parsed_pair(before, after):
     return lambda: (parse(before), parse(after))
 
@@ -400,6 +426,7 @@ PAIRS = [
     ("update_of_container", "dict_setitem",
      _parsed_pair(P.dict_update_before, P.dict_update_after)),
     ("update_of_container", "gadd_of_dicts", hand_gadd_of_dicts),
+    ("closure_eta", "forwarding_closure", hand_closure_eta),
 ]
 
 
@@ -460,6 +487,7 @@ UNCHANGED = [
     ("switch_unknown", hand_switch_unknown),
     ("switch_equal_branches_effect", lambda: parse(P.switch_equal_keeps_check)),
     ("neg_neg_bool", lambda: parse(P.neg_neg_bool)),
+    ("closure_not_eta", hand_closure_not_eta),
 ]
 
 
@@ -640,6 +668,7 @@ def _expect_unary(name, n):
 A34 = AArray(np.dtype("float64"), (3, 4))
 A4 = AArray(np.dtype("float64"), (4,))
 F32 = AScalar(np.float32)
+F64_OR_NUMPY = join(F64, AScalar(np.float64))  # a recursion returning x at its bottom
 MAYBE_UNBOUND = join(abstract_of(UNBOUND), I64)  # a variable assigned on one branch only
 
 
@@ -921,6 +950,25 @@ TYPED_CASES = [
     ("add_zero", "bool_kept", lambda: _one_op("add", [BOOL], 0, result=I64), None),
     ("gadd_of_numbers", "floats", lambda: _one_op("gadd", [F64, A34], result=A34),
      lambda: _expect_op("add", 2)),
+    ("gadd_of_numbers", "union_of_scalars",
+     lambda: _one_op("gadd", [F64_OR_NUMPY, F64], result=F64_OR_NUMPY),
+     lambda: _expect_op("add", 2)),
+    ("gadd_of_numbers", "union_with_a_tuple_kept",
+     lambda: _one_op("gadd", [join(F64, ATuple((F64,))), F64], result=ANY), None),
+    ("tuple_rebuilt", "items", lambda: _rebuilt([ATuple((F64, A4))], [0, 1]),
+     lambda: _returning(1, 0)),
+    ("tuple_rebuilt", "known_items",
+     lambda: _rebuilt([ATuple((AEnv(), F64, AScalar(int, 0)))],
+                      [Constant(NEWENV), 1, Constant(0)]),
+     lambda: _returning(1, 0)),
+    ("tuple_rebuilt", "fewer_items_kept",
+     lambda: _rebuilt([ATuple((F64, F64, F64))], [0, 1]), None),
+    ("tuple_rebuilt", "other_order_kept",
+     lambda: _rebuilt([ATuple((F64, A4, A4))], [0, 2, 1]), None),
+    ("tuple_rebuilt", "unknown_item_kept",
+     lambda: _rebuilt([ATuple((F64, F64))], [0, Constant(0.0)]), None),
+    ("tuple_rebuilt", "two_tuples_kept",
+     lambda: _rebuilt([ATuple((F64, F64)), ATuple((F64, F64))], [0, (1, 1)]), None),
     ("gadd_of_numbers", "tuples_kept",
      lambda: _one_op("gadd", [ATuple((F64,)), ATuple((F64,))], result=ATuple((F64,))), None),
     ("gadd_of_numbers", "unknown_kept", lambda: _one_op("gadd", [F64, ANY], result=ANY), None),
@@ -929,6 +977,9 @@ TYPED_CASES = [
      lambda: _returning(2, 0)),
     ("sum_to_like_same_shape", "scalars", lambda: _one_op("sum_to_like", [F64, F32],
                                                           result=F64),
+     lambda: _returning(2, 0)),
+    ("sum_to_like_same_shape", "union_of_scalars",
+     lambda: _one_op("sum_to_like", [F64_OR_NUMPY, F64_OR_NUMPY], result=F64_OR_NUMPY),
      lambda: _returning(2, 0)),
     ("sum_to_like_same_shape", "broadcast_kept",
      lambda: _one_op("sum_to_like", [A34, A4], result=A4), None),
@@ -1056,6 +1107,23 @@ TYPED_CASES = [
      lambda: _one_op("iter_keys", [ATuple((F64, F64))], result=ATuple((F64, F64))),
      lambda: _returning(1, 0)),
 ]
+
+
+def _rebuilt(types, items):
+    """make_tuple of `items`: an int i is getitem(p0, i), a pair (k, i) getitem(pk, i),
+    a Constant itself; the parameters typed `types`."""
+    def build(g, *ts):
+        made = []
+        for item in items:
+            if type(item) is int:
+                item = (0, item)
+            made.append(item if isinstance(item, Constant) else
+                        g.apply(PR["getitem"], ts[item[0]], item[1]))
+        typed = [(m, types[ts.index(m.args[0])].items[m.args[1].value])
+                 for m in made if not isinstance(m, Constant)]
+        node = g.apply(PR["make_tuple"], *made)
+        return node, typed + [(node, ANY)]
+    return _typed(len(types), types, build)
 
 
 def _neg_neg(g, x, t):
@@ -1218,6 +1286,8 @@ RUNS = [
     ("specialize_call", P.specialize_map, None, _args(floats, floats)),
     ("drop_unused_parameters", P.unused_parameter_before, None, _args(floats, small_ints)),
     (None, P.unused_parameter_effect, None, _args(floats, small_ints)),
+    ("closure_eta", P.recursion_chain, (0,), _args(floats, small_ints)),
+    ("tuple_rebuilt", P.recursion_chain, (0,), _args(floats, small_ints)),
 ]
 RUN_IDS = [f"{fn.__name__}{'' if wrt is None else '-grad' + ''.join(map(str, wrt))}"
            for _, fn, wrt, _ in RUNS]
