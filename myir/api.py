@@ -45,9 +45,11 @@ def signature_of(value):
 
 @dataclass
 class Lowered:
-    """The pipeline's result for one argument signature: the graph after each stage, the
-    generated source, the function that runs it, and how long each step of the pipeline took
-    (`timings`, step -> ms: where compile time goes, and what inference costs).  A program
+    """The pipeline's result for one argument signature: the Python function compiled
+    (`function`; for a gradient, the function differentiated), the graph after each stage,
+    the generated source, the generated function that runs it (`entry`), and how long each
+    step of the pipeline took (`timings`, step -> ms: where compile time goes, and what
+    inference costs).  A program
     loaded from the disk cache or shipped in a pickle (`from_disk`, see `myir/saved.py`) has
     no stages."""
 
