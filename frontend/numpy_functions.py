@@ -178,36 +178,26 @@ def kron(a, b):
 
 
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
-    """np.cross of 2- and 3-vectors along an axis, numpy's operations in numpy's order (a
-    2-vector has z = 0; two 2-vectors give the z component alone, a 0-d array for one pair)."""
+    """np.cross of 2- and 3-vectors along an axis (two 2-vectors give the z component alone,
+    a 0-d array for one pair).  A 2-vector's third component is zero (its second times
+    False), so one formula serves every case: numpy's formulas for 2-vectors are it with
+    the zero terms left out, the same values but for the sign of a zero (and a nan where a
+    zero term meets an inf).  Few branches, each on shapes alone, and the components
+    gathered by `take` (one primitive, where indexing along a computed axis builds its
+    index tuple in the graph): a gradient differentiates every branch and every tuple
+    (shapes are known only after), and each costs compile time."""
     if axis is not None:
-        return _cross(a, b, axis, axis, axis)
-    return _cross(a, b, axisa, axisb, axisc)
-
-
-def _cross(a, b, axisa, axisb, axisc):
+        axisa, axisb, axisc = axis, axis, axis
     na, nb = np.shape(a)[axisa], np.shape(b)[axisb]
-    if (na != 2 and na != 3) or (nb != 2 and nb != 3):
+    if (na, nb) not in ((2, 2), (2, 3), (3, 2), (3, 3)):
         raise ValueError("incompatible dimensions for cross product\n"
                          "(dimension must be 2 or 3)")
-    a0, a1 = _component(a, 0, axisa), _component(a, 1, axisa)
-    b0, b1 = _component(b, 0, axisb), _component(b, 1, axisb)
-    if na == 2 and nb == 2:
-        return np.asarray(a0 * b1 - a1 * b0)
-    if na == 2:
-        b2 = _component(b, 2, axisb)
-        return np.stack((a1 * b2, -(a0 * b2), a0 * b1 - a1 * b0), axis=axisc)
-    a2 = _component(a, 2, axisa)
-    if nb == 2:
-        return np.stack((-(a2 * b1), a2 * b0, a0 * b1 - a1 * b0), axis=axisc)
-    b2 = _component(b, 2, axisb)
-    return np.stack((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), axis=axisc)
-
-
-def _component(v, k, axis):
-    """Component k of the vectors along the axis (an index, not np.take: slicing is what
-    the backends fuse)."""
-    return v[(_slice(None, None, None),) * (axis % np.ndim(v)) + (k,)]
+    a0, a1, a2 = _take(a, 0, axisa), _take(a, 1, axisa), _take(a, na - 1, axisa) * (na == 3)
+    b0, b1, b2 = _take(b, 0, axisb), _take(b, 1, axisb), _take(b, nb - 1, axisb) * (nb == 3)
+    z = a0 * b1 - a1 * b0
+    if (na, nb) == (2, 2):
+        return np.asarray(z)
+    return np.stack((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, z), axis=axisc)
 
 
 def interp(x, xp, fp, left=None, right=None, period=None):
@@ -482,9 +472,12 @@ def dstack(tup):
 
 
 def vstack(tup):
-    if np.ndim(tup[0]) == 1:
-        return np.stack(tup, axis=0)
-    return np.concatenate(tup, axis=0)
+    """Each array made 2-d first (a vector is a row), as numpy: a matrix and a vector
+    stack."""
+    rows = ()
+    for a in tup:
+        rows = rows + (atleast_2d(a),)
+    return np.concatenate(rows, axis=0)
 
 
 def split(ary, indices_or_sections, axis=0):
@@ -1006,6 +999,43 @@ def multiply_accumulate(array, axis=0, dtype=None):
     return cumprod(array, axis, dtype)
 
 
+def ufunc_reduce(ufunc, array, axis=0, dtype=None, out=None, keepdims=False):
+    """numpy's reduction by a binary ufunc without a reduction of its own (np.logaddexp,
+    np.subtract, ...): the fold ((a[0] op a[1]) op a[2]) ... along the axis, numpy's order."""
+    x = np.asarray(array)
+    if dtype is not None:
+        x = x.astype(dtype)
+    rows = np.reshape(x, (-1,)) if axis is None else np.moveaxis(x, axis, 0)
+    r = rows[0]
+    for i in range(1, np.shape(rows)[0]):
+        r = ufunc(r, rows[i])
+    if keepdims:
+        if axis is None:
+            return np.reshape(r, (1,) * np.ndim(x))
+        return np.expand_dims(r, axis)
+    return r
+
+
+def ufunc_accumulate(ufunc, array, axis=0, dtype=None, out=None):
+    """numpy's scan by a binary ufunc: each prefix's fold along the axis, numpy's order."""
+    x = np.asarray(array)
+    if dtype is not None:
+        x = x.astype(dtype)
+    rows = np.moveaxis(x, axis, 0)
+    r = rows[0]
+    prefixes = (r,)
+    for i in range(1, np.shape(rows)[0]):
+        r = ufunc(r, rows[i])
+        prefixes = prefixes + (r,)
+    return np.moveaxis(np.stack(prefixes), 0, axis)
+
+
+def ufunc_outer(ufunc, A, B):
+    """ufunc(A[i, ..., None, ...], B[j, ...]) for every pair: A's shape then B's."""
+    a = np.asarray(A)
+    return ufunc(np.reshape(a, np.shape(a) + (1,) * np.ndim(B)), B)
+
+
 # ------------------------------------------------ quantiles, covariance, NaN-aware spread
 
 
@@ -1017,40 +1047,85 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
     them, so the values are numpy's to the last bit; nan where the values hold a nan; q a
     number or a vector.  Gradients flow through the sort to the values used (of tied values,
     the one the sort puts there gets it)."""
-    if np.any(np.asarray(q) < 0) or np.any(np.asarray(q) > 1):
-        raise ValueError("Quantiles must be in the range [0, 1]")
-    return _quantile(a, q, axis, keepdims, method)
+    return _quantile(a, _quantiles(q, 1), axis, keepdims, method, False)
 
 
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                keepdims=False):
-    q = np.true_divide(q, 100)
-    if np.any(q < 0) or np.any(q > 1):
+    return _quantile(a, _quantiles(q, 100), axis, keepdims, method, False)
+
+
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                keepdims=False):
+    """np.quantile of the numbers, NaNs left out (numpy's _nanquantile_1d drops them from
+    each row): nan where a row has none."""
+    return _quantile(a, _quantiles(q, 1), axis, keepdims, method, True)
+
+
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                  keepdims=False):
+    return _quantile(a, _quantiles(q, 100), axis, keepdims, method, True)
+
+
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """The mean of the two middle numbers of each row (one for an odd count), NaNs left out,
+    as numpy's median of the row's numbers."""
+    return _quantile(a, 0.5, axis, keepdims, "median", True)
+
+
+def _quantiles(q, whole):
+    """q as fractions of 1 (`whole` is 100 for percentiles), checked as numpy checks them."""
+    if whole == 1:
+        fractions = q
+    else:
+        fractions = np.true_divide(q, whole)
+    if np.any(np.asarray(fractions) < 0) or np.any(np.asarray(fractions) > 1):
+        if whole == 1:
+            raise ValueError("Quantiles must be in the range [0, 1]")
         raise ValueError("Percentiles must be in the range [0, 100]")
-    return _quantile(a, q, axis, keepdims, method)
+    return fractions
 
 
-def _quantile(a, q, axis, keepdims, method):
-    """Sorted and gathered along the axis itself (no axis moved: smaller graphs); a q of
-    one dimension gives its axis at the reduced axis's place, moved first as numpy has it."""
-    if method not in ("linear", "lower", "higher", "nearest", "midpoint"):
-        raise NotImplementedError("np.quantile and np.percentile in compiled code support the "
-                                  "methods 'linear', 'lower', 'higher', 'nearest' and "
-                                  "'midpoint'")
+def _quantile(a, q, axis, keepdims, method, skip_nan):
+    """Sorted along the axis itself (no axis moved: smaller graphs), so NaNs come last; row
+    r's values are its first c[r] (its numbers where NaNs are skipped, all of them
+    otherwise) and the positions around (c[r] - 1) * q are gathered row by row.  A q of one
+    dimension is a leading axis of the positions, as numpy has it."""
+    if method not in ("linear", "lower", "higher", "nearest", "midpoint", "median"):
+        raise NotImplementedError("np.quantile, np.percentile and their nan forms in compiled "
+                                  "code support the methods 'linear', 'lower', 'higher', "
+                                  "'nearest' and 'midpoint'")
     x = np.asarray(a)
-    k = 0 if axis is None else axis % np.ndim(x)
-    rows = _sort(np.reshape(x, (-1,)) if axis is None else x, k)
-    n = np.shape(rows)[k]
-    virtual = (n - 1) * np.asarray(q, dtype=np.float64)
-    if method == "lower" or method == "higher" or method == "nearest":
+    if axis is None:
+        x = np.reshape(x, (-1,))
+        k = 0
+    else:
+        k = axis % np.ndim(x)
+    rows = _sort(x, k)
+    if skip_nan and _is_float(x.dtype):
+        kept = np.logical_not(np.isnan(x))
+    else:
+        kept = np.full(np.shape(x), True)
+    c = np.sum(kept, axis=k, keepdims=True)
+    qs = np.asarray(q, dtype=np.float64)
+    if np.ndim(q) == 1:
+        qs = np.reshape(qs, (-1,) + (1,) * np.ndim(x))
+        c = np.expand_dims(c, 0)
+        rows = np.broadcast_to(rows, np.shape(qs)[:1] + np.shape(rows))
+        k = k + 1
+    virtual = (c - 1) * qs
+    last = np.maximum(c - 1, 0)
+    if method == "median":
+        lo = np.take_along_axis(rows, np.maximum((c - 1) // 2, 0), k)
+        r = (lo + np.take_along_axis(rows, np.minimum(c // 2, last), k)) / 2
+    elif method == "lower" or method == "higher" or method == "nearest":
         if method == "lower":
             index = np.floor(virtual)
         elif method == "higher":
             index = np.ceil(virtual)
         else:
             index = np.round(virtual)
-        i = index.astype(np.int64)
-        r = _take(rows, i, k)
+        r = np.take_along_axis(rows, np.clip(index.astype(np.int64), 0, last), k)
     else:
         if method == "midpoint":
             virtual = 0.5 * (np.floor(virtual) + np.ceil(virtual))
@@ -1059,23 +1134,24 @@ def _quantile(a, q, axis, keepdims, method):
             gamma = np.where(virtual % 1 == 0, 0.0, 0.5)
         else:
             gamma = virtual - below
-        if np.ndim(q) == 0:
-            gamma = float(gamma)     # numpy's weak promotion: float32 values stay float32
-        else:
-            gamma = np.reshape(gamma, np.shape(gamma) + (1,) * (np.ndim(rows) - k - 1))
-        i = np.clip(below.astype(np.int64), 0, n - 1)
-        lo = _take(rows, i, k)
-        hi = _take(rows, np.clip(i + 1, 0, n - 1), k)
+        i = np.clip(below.astype(np.int64), 0, last)
+        lo = np.take_along_axis(rows, i, k)
+        hi = np.take_along_axis(rows, np.minimum(i + 1, last), k)
         d = hi - lo
-        r = np.where(gamma >= 0.5, hi - d * (1 - gamma), lo + d * gamma)
-    if _is_float(x.dtype):
-        r = np.where(np.isnan(_take(rows, i * 0 + (n - 1), k)), np.nan, r)
-    if np.ndim(q) == 1:
-        r = np.moveaxis(r, k, 0)
+        if np.ndim(q) == 0 and _is_float(x.dtype):
+            # numpy's gamma for one q is a Python float: weak, float32 values stay float32
+            r = np.where(gamma >= 0.5, hi - d * (1 - gamma).astype(x.dtype),
+                         lo + d * gamma.astype(x.dtype))
+        else:
+            r = np.where(gamma >= 0.5, hi - d * (1 - gamma), lo + d * gamma)
+    if _is_float(x.dtype):   # nan where a row has no numbers, or holds a nan not skipped
+        r = np.where((c == 0) | np.isnan(np.take_along_axis(rows, last, k)), np.nan,
+                     r).astype(r.dtype)
+    r = np.squeeze(r, axis=k)
     if keepdims:
         if axis is None:
             return np.reshape(r, np.shape(q) + (1,) * np.ndim(a))
-        return np.expand_dims(r, np.ndim(q) + k)
+        return np.expand_dims(r, np.ndim(q) + axis % np.ndim(a))
     return r[()]
 
 

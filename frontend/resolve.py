@@ -57,7 +57,7 @@ NUMPY.update({name: getattr(numpy_functions, name) for name in (
     "kron cross interp cumsum cumprod sort argsort take array_split hsplit vsplit "
     "column_stack dstack nanmax nanmin").split()})
 NUMPY.update({name: getattr(numpy_functions, name) for name in (
-    "quantile percentile cov corrcoef nanvar nanstd meshgrid").split()})
+    "quantile percentile nanquantile nanpercentile nanmedian cov corrcoef nanvar nanstd meshgrid").split()})
 LINALG = {name: P["linalg_" + name] for name in (
     "solve inv det slogdet cholesky eigh qr svd").split()}
 LINALG.update({name: getattr(numpy_functions, name) for name in (
@@ -72,6 +72,18 @@ UFUNC_METHODS = {(ufunc, method): getattr(numpy_functions, f"{ufunc}_{method}")
                  for ufunc, method in (("add", "reduce"), ("multiply", "reduce"),
                                        ("maximum", "reduce"), ("minimum", "reduce"),
                                        ("add", "accumulate"), ("multiply", "accumulate"))}
+# The methods of any other binary ufunc, its fold, scan and outer application: compositions
+# given the ufunc first (`np.logaddexp.reduce(x)` is `ufunc_reduce(np.logaddexp, x)`).
+UFUNC_GENERIC_METHODS = {method: getattr(numpy_functions, f"ufunc_{method}")
+                         for method in ("reduce", "accumulate", "outer")}
+
+
+def is_binary_ufunc(name: str) -> bool:
+    """Whether np.NAME is a numpy ufunc of two operands and one result that compiled code
+    supports, so that its generic methods apply."""
+    ufunc = getattr(np, name, None)
+    return name in NUMPY and isinstance(ufunc, np.ufunc) and ufunc.nin == 2 and \
+        ufunc.nout == 1 and ufunc.signature is None     # not a gufunc (np.matmul)
 
 # numpy values reached as `np.NAME`: dtypes and constants.
 NUMPY_VALUES = {name: getattr(np, name) for name in (

@@ -14,6 +14,7 @@ import os
 
 import numpy as np
 import pytest
+from numpy import add, maximum, multiply
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -365,7 +366,8 @@ def cross_2d(x): return np.cross(x[:3, :2], x[:3, 1:]), np.cross(x[0, :2], x[1, 
 def stacks_and_nan_extrema(x):
     y = np.where(x > 0.5, np.nan, x)
     return np.column_stack((x[0], x[1:].T, x[2])), np.dstack((x, 2.0 * x)), np.nanmax(y), \
-        np.nanmin(y, axis=0, keepdims=True), np.nanmax(np.where(x > -5, np.nan, x), axis=1)
+        np.nanmin(y, axis=0, keepdims=True), np.nanmax(np.where(x > -5, np.nan, x), axis=1), \
+        np.vstack((x, x[0]))
 def statistics(x):
     """Quantiles, covariances and correlations, NaN-aware spread (two numbers a column)."""
     y = np.concatenate((x[:1], np.where(x > 0.5, np.nan, x), x[-1:]))
@@ -382,6 +384,23 @@ def reduction_keywords(x):
         np.maximum.reduce(x, axis=-1, keepdims=True) * np.multiply.reduce(x, axis=None) + \
         x.mean(axis=0, dtype=np.float64) + np.sum(x, 0, None, initial=1.0), \
         np.sum(a * b) + np.meshgrid(x[0], x[1], x[2], indexing="ij")[2]
+def nan_statistics(x):
+    """NaN-aware medians and quantiles: rows with a few NaNs, and a row of NaNs alone."""
+    y = np.where(x > 0.5, np.nan, x)
+    return np.nanmedian(y, axis=0), np.nanmedian(y) + np.nanmedian(y, axis=1, keepdims=True) \
+        + np.nanpercentile(y, 30, axis=1, keepdims=True, method="midpoint") \
+        + np.nanquantile(y, 0.4, axis=1, keepdims=True, method="nearest"), \
+        np.nanquantile(y, [0.25, 0.9], axis=1) + np.nanpercentile(y[:, :2], 80, axis=1) \
+        + np.nanquantile(y[:, :2], 0.5, axis=1, method="lower") \
+        + np.nanquantile(y[:, :2], 0.5, axis=1, method="higher")
+def ufunc_methods(x):
+    """Methods of ufuncs reached as np.NAME or by names imported from numpy; reductions
+    and scans without a numpy function of their own fold the ufunc in numpy's order."""
+    return add.reduce(x) + maximum.accumulate(x, axis=1)[-1] + multiply.reduce(x, 0), \
+        np.logaddexp.reduce(x, axis=1, keepdims=True) + np.subtract.outer(x[0], x[1, :3]).T \
+        + np.minimum.reduce(x, axis=None) * np.add.accumulate(x, axis=1), \
+        multiply.outer(x[0, :2], x) + np.maximum.outer(x[1, :2], x) \
+        + np.minimum.accumulate(x)
 def splits(x): return np.array_split(x, 3), np.split(x, 4, axis=1), np.hsplit(x, (1,)), \
     np.vsplit(x, (2,))
 
@@ -389,7 +408,7 @@ def splits(x): return np.array_split(x, 3), np.split(x, 4, axis=1), np.hsplit(x,
 KEYWORD_SUBJECTS = [(cross_2d, MAT), (stacks_and_nan_extrema, MAT), (cumsum_dtype, MAT), (cumsum_of_bools, MAT), (sort_kinds, VEC),
                     (argsort_stable, VEC), (take_modes, VEC), (take_axis_mode, MAT),
                     (interp_period, VEC), (splits, MAT), (statistics, MAT),
-                    (reduction_keywords, MAT)]
+                    (reduction_keywords, MAT), (nan_statistics, MAT), (ufunc_methods, MAT)]
 
 def loss_sort_kinds(x): return weighted(np.sin(sort_kinds(x)))
 def loss_take_modes(x): return weighted(np.sin(take_modes(x)))
@@ -403,8 +422,16 @@ def loss_cross_2d(x):
     three, one, two = cross_2d(x)
     return weighted(np.sin(three)) + one * np.sum(two * two)
 def loss_stacks_and_nan_extrema(x):
-    columns, layers, largest, smallest, _ = stacks_and_nan_extrema(x)
-    return weighted(np.sin(columns)) + weighted(np.cos(layers)) + largest * np.sum(smallest)
+    columns, layers, largest, smallest, _, rows = stacks_and_nan_extrema(x)
+    return weighted(np.sin(columns)) + weighted(np.cos(layers)) + largest * np.sum(smallest) \
+        + weighted(np.sin(rows))
+def loss_nan_statistics(x):
+    columns, rows, pairs = nan_statistics(x)
+    return weighted(np.sin(np.nan_to_num(columns))) + weighted(np.cos(np.nan_to_num(rows))) \
+        + weighted(np.sin(np.nan_to_num(pairs)))
+def loss_ufunc_methods(x):
+    first, second, third = ufunc_methods(x)
+    return weighted(np.sin(first)) + weighted(np.cos(second)) + weighted(np.sin(third))
 def loss_splits(x):
     thirds, quarters, halves, rows = splits(x)
     return weighted(np.sin(np.concatenate(thirds) + np.concatenate(quarters, axis=1)
@@ -415,7 +442,8 @@ KEYWORD_LOSSES = {sort_kinds: loss_sort_kinds, take_modes: loss_take_modes,
                   take_axis_mode: loss_take_axis_mode, interp_period: loss_interp_period,
                   splits: loss_splits, cross_2d: loss_cross_2d,
                   stacks_and_nan_extrema: loss_stacks_and_nan_extrema,
-                  statistics: loss_statistics, reduction_keywords: loss_reduction_keywords}
+                  statistics: loss_statistics, reduction_keywords: loss_reduction_keywords,
+                  nan_statistics: loss_nan_statistics, ufunc_methods: loss_ufunc_methods}
 
 
 @pytest.mark.parametrize("f, x", KEYWORD_SUBJECTS, ids=lambda v: getattr(v, "__name__", ""))
