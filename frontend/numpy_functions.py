@@ -161,6 +161,41 @@ def matrix_power(a, n):
     return result
 
 
+def eigvalsh(a, UPLO="L"):
+    return np.linalg.eigh(a, UPLO)[0]
+
+
+def multi_dot(arrays):
+    """np.linalg.multi_dot of two or three arrays, in numpy's order (for three, the pair
+    whose product costs fewer multiplications first); a vector first is a row, a vector last
+    a column, and their axes are dropped from the result, as numpy does."""
+    n = len(arrays)
+    if n < 2:
+        raise ValueError("Expecting at least two arrays.")
+    if n == 2:
+        return np.dot(arrays[0], arrays[1])
+    if n > 3:
+        raise NotImplementedError("np.linalg.multi_dot in compiled code takes two or three "
+                                  "arrays: write np.linalg.multi_dot([a, b, c]) @ d")
+    first, last = np.ndim(arrays[0]), np.ndim(arrays[2])
+    A = atleast_2d(arrays[0])
+    B = arrays[1]
+    C = arrays[2]
+    if last == 1:
+        C = np.transpose(atleast_2d(C))
+    a0, a1b0 = np.shape(A)
+    b1c0, c1 = np.shape(C)
+    if a0 * b1c0 * (a1b0 + c1) < a1b0 * c1 * (a0 + b1c0):
+        result = np.dot(np.dot(A, B), C)
+    else:
+        result = np.dot(A, np.dot(B, C))
+    if first == 1 and last == 1:
+        return result[0, 0]
+    if first == 1 or last == 1:
+        return np.ravel(result)
+    return result
+
+
 def kron(a, b):
     """np.kron: every product of an element of a and one of b, as numpy computes it (the
     operand of fewer dimensions given leading ones, the two interleaved)."""
@@ -238,6 +273,7 @@ _cumprod = PRIMITIVES["cumprod"]
 _sort = PRIMITIVES["sort"]
 _argsort = PRIMITIVES["argsort"]
 _take = PRIMITIVES["take"]
+_eye = PRIMITIVES["eye"]
 
 
 def cumsum(a, axis=None, dtype=None):
@@ -647,9 +683,39 @@ def tril(m, k=0):
 
 def _lower_mask(m, k):
     """Where column - row <= k over m's last two axes."""
-    rows = np.shape(m)[-2]
-    cols = np.shape(m)[-1]
-    return np.reshape(np.arange(cols), (1, -1)) - np.reshape(np.arange(rows), (-1, 1)) <= k
+    return _offsets(np.shape(m)[-2], np.shape(m)[-1]) <= k
+
+
+def _offsets(rows, cols):
+    """column - row over a grid of rows x cols."""
+    return np.reshape(np.arange(cols), (1, -1)) - np.reshape(np.arange(rows), (-1, 1))
+
+
+def tri(N, M=None, k=0, dtype=None):
+    return (_offsets(N, N if M is None else M) <= k).astype(
+        np.float64 if dtype is None else dtype)
+
+
+def eye(N, M=None, k=0, dtype=None, order="C"):
+    """The square identity is the primitive; other shapes and diagonals are ones where
+    column - row is k."""
+    if M is None and k == 0:
+        return _eye(N, dtype)
+    return (_offsets(N, N if M is None else M) == k).astype(
+        np.float64 if dtype is None else dtype)
+
+
+def rot90(m, k=1, axes=(0, 1)):
+    """numpy's steps: k quarter turns from the first axis towards the second, as flips of
+    the axes and a swap of the two."""
+    turns = k % 4
+    if turns == 0:
+        return np.copy(m)
+    if turns == 2:
+        return flip(flip(m, axes[0]), axes[1])
+    if turns == 1:
+        return np.swapaxes(flip(m, axes[1]), axes[0], axes[1])
+    return flip(np.swapaxes(m, axes[0], axes[1]), axes[1])
 
 
 # ------------------------------------------------------------------ creation
@@ -676,7 +742,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 
 
 def identity(n, dtype=None):
-    return np.eye(n, dtype=np.float64 if dtype is None else dtype)
+    return _eye(n, np.float64 if dtype is None else dtype)
 
 
 def full_like(a, fill_value, dtype=None):
@@ -838,6 +904,16 @@ def floor_divide(x1, x2):
 
 # ------------------------------------------------ copies, signs, NaN-aware maxima and sums
 # Compiled code never writes into an array another name sees, so a copy is np.array's.
+
+
+def signbit(x):
+    """Whether the sign bit is set, -0.0 included: arctan2(x, -1) is -pi for -0.0 and pi for
+    +0.0, and has x's sign elsewhere."""
+    return np.arctan2(x, -1.0) < 0
+
+
+def copysign(x1, x2):
+    return np.where(signbit(x2), -np.abs(x1), np.abs(x1))[()]
 
 
 def copy(a):

@@ -1883,6 +1883,11 @@ class FunctionParser:
         self.error(e.func, f"calling {cls.__name__} is not supported")
 
     def bind_primitive(self, prim: Primitive, args, kwargs, e) -> list:
+        if prim.name == "where" and len(args) + len(kwargs) == 1:
+            self.error(e, "np.where(condition) with one argument (np.nonzero) is not "
+                       "supported in compiled code: its result's shape depends on the values",
+                       "write np.where(condition, x, y), or use the mask in arithmetic: "
+                       "x * (x > 0), np.sum(x, where=x > 0)")
         return prim.bind(args, kwargs, lambda msg: self.error(e, msg))
 
     def bind_graph(self, g: Graph, args: list, kwargs: dict, e) -> list:

@@ -27,7 +27,7 @@ NUMPY = {name: P[name] for name in (
     "exp log log1p expm1 sqrt sin cos tan arcsin arccos arctan sinh cosh tanh abs sign floor "
     "ceil square negative reciprocal maximum minimum arctan2 power where clip sum mean prod max "
     "min argmax argmin dot reshape transpose broadcast_to expand_dims squeeze concatenate "
-    "stack zeros ones empty full zeros_like ones_like array asarray arange eye matmul swapaxes "
+    "stack zeros ones empty full zeros_like ones_like array asarray arange matmul swapaxes "
     ).split()}
 NUMPY.update({name: getattr(numpy_functions, name) for name in ("shape", "ndim", "size")})
 # numpy's API beyond the basics: ufuncs as primitives, the rest as compositions.
@@ -57,11 +57,12 @@ NUMPY.update({name: getattr(numpy_functions, name) for name in (
     "kron cross interp cumsum cumprod sort argsort take array_split hsplit vsplit "
     "column_stack dstack nanmax nanmin").split()})
 NUMPY.update({name: getattr(numpy_functions, name) for name in (
-    "quantile percentile nanquantile nanpercentile nanmedian cov corrcoef nanvar nanstd meshgrid").split()})
+    "quantile percentile nanquantile nanpercentile nanmedian cov corrcoef nanvar nanstd "
+    "meshgrid tri eye rot90 signbit copysign").split()})
 LINALG = {name: P["linalg_" + name] for name in (
     "solve inv det slogdet cholesky eigh qr svd").split()}
 LINALG.update({name: getattr(numpy_functions, name) for name in (
-    "norm matrix_power pinv matrix_rank lstsq").split()})
+    "norm matrix_power pinv matrix_rank lstsq eigvalsh multi_dot").split()})
 
 # Reductions that are primitives of (x, axis, keepdims): a call with numpy's other
 # arguments (dtype, out, where, initial) is numpy's signature, a composition.
@@ -117,7 +118,8 @@ EXCEPTIONS = {name: getattr(builtins, name) for name in dir(builtins)
 METHODS = {"sum": P["sum"], "mean": P["mean"], "prod": P["prod"], "max": P["max"],
            "min": P["min"], "argmax": P["argmax"], "argmin": P["argmin"], "dot": P["dot"],
            "reshape": P["reshape"], "transpose": P["transpose"], "astype": P["astype"],
-           "squeeze": P["squeeze"], "clip": P["clip"], "copy": P["copy"]}
+           "squeeze": P["squeeze"], "clip": P["clip"], "copy": P["copy"],
+           "swapaxes": P["swapaxes"]}
 # Methods that are numpy functions of frontend/numpy_functions.py: `x.var(axis=0)`.
 METHODS.update({name: getattr(numpy_functions, name) for name in (
     "var std any all ravel trace diagonal repeat round cumsum cumprod take argsort").split()})
@@ -212,7 +214,10 @@ def is_numpy_function(value) -> bool:
 # Unsupported numpy functions with a supported form close to them, for the error's hint.
 NEAREST = {
     "numpy.linalg.eig": "np.linalg.eigh(a) for a symmetric a",
-    "numpy.rot90": "np.flip(np.swapaxes(m, 0, 1), 0)",
+    **{f"numpy.{name}": "a mask in arithmetic (x * (x > 0), np.where(x > 0, x, 0.0), "
+                        "np.sum(x, where=x > 0)): compiled arrays have shapes that do not "
+                        "depend on their values" for name in (
+        "nonzero", "argwhere", "flatnonzero", "unique", "extract", "compress")},
     "numpy.mgrid": "np.reshape(np.arange(n), (-1, 1)) and np.reshape(np.arange(m), (1, -1))",
     "numpy.logspace": "10.0 ** np.linspace(start, stop, num)",
     "numpy.geomspace": "np.exp(np.linspace(np.log(start), np.log(stop), num))",

@@ -102,6 +102,14 @@ def fft_of(a):
     return np.fft.fft(a)
 
 
+def nonzero_of(a):
+    return np.nonzero(a)
+
+
+def where_of_condition_alone(a):
+    return np.where(a > 0)[0]
+
+
 def imported_ufunc_reduceat(a):
     return add.reduceat(a, [0, 1])
 

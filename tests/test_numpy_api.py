@@ -401,6 +401,15 @@ def ufunc_methods(x):
         + np.minimum.reduce(x, axis=None) * np.add.accumulate(x, axis=1), \
         multiply.outer(x[0, :2], x) + np.maximum.outer(x[1, :2], x) \
         + np.minimum.accumulate(x)
+def shapes_and_signs(x):
+    """Constructors with numpy's positional M and k, quarter turns, sign bits (of a zero
+    too), products of three in numpy's order, and the swapaxes method."""
+    return np.rot90(x) @ np.eye(3, 4, 1) + np.tri(4, k=-1, dtype=np.float32), \
+        np.rot90(x, -1) * np.rot90(x.T, 2, axes=(1, 0)), \
+        np.copysign(x, 0.3 - x) + np.signbit(x - x[0]), \
+        np.linalg.multi_dot([x, x.T, x]) + np.linalg.multi_dot([x[0], x.T, x]), \
+        np.linalg.multi_dot([x[0], x.T, x[:, 1]]), \
+        x[None].swapaxes(0, 2)
 def splits(x): return np.array_split(x, 3), np.split(x, 4, axis=1), np.hsplit(x, (1,)), \
     np.vsplit(x, (2,))
 
@@ -408,7 +417,8 @@ def splits(x): return np.array_split(x, 3), np.split(x, 4, axis=1), np.hsplit(x,
 KEYWORD_SUBJECTS = [(cross_2d, MAT), (stacks_and_nan_extrema, MAT), (cumsum_dtype, MAT), (cumsum_of_bools, MAT), (sort_kinds, VEC),
                     (argsort_stable, VEC), (take_modes, VEC), (take_axis_mode, MAT),
                     (interp_period, VEC), (splits, MAT), (statistics, MAT),
-                    (reduction_keywords, MAT), (nan_statistics, MAT), (ufunc_methods, MAT)]
+                    (reduction_keywords, MAT), (nan_statistics, MAT), (ufunc_methods, MAT),
+                    (shapes_and_signs, MAT)]
 
 def loss_sort_kinds(x): return weighted(np.sin(sort_kinds(x)))
 def loss_take_modes(x): return weighted(np.sin(take_modes(x)))
@@ -432,6 +442,8 @@ def loss_nan_statistics(x):
 def loss_ufunc_methods(x):
     first, second, third = ufunc_methods(x)
     return weighted(np.sin(first)) + weighted(np.cos(second)) + weighted(np.sin(third))
+def loss_shapes_and_signs(x):
+    return sum(weighted(np.sin(y)) for y in shapes_and_signs(x))
 def loss_splits(x):
     thirds, quarters, halves, rows = splits(x)
     return weighted(np.sin(np.concatenate(thirds) + np.concatenate(quarters, axis=1)
@@ -443,7 +455,8 @@ KEYWORD_LOSSES = {sort_kinds: loss_sort_kinds, take_modes: loss_take_modes,
                   splits: loss_splits, cross_2d: loss_cross_2d,
                   stacks_and_nan_extrema: loss_stacks_and_nan_extrema,
                   statistics: loss_statistics, reduction_keywords: loss_reduction_keywords,
-                  nan_statistics: loss_nan_statistics, ufunc_methods: loss_ufunc_methods}
+                  nan_statistics: loss_nan_statistics, ufunc_methods: loss_ufunc_methods,
+                  shapes_and_signs: loss_shapes_and_signs}
 
 
 @pytest.mark.parametrize("f, x", KEYWORD_SUBJECTS, ids=lambda v: getattr(v, "__name__", ""))
