@@ -322,16 +322,25 @@ def take(a, indices, axis=None, mode="raise"):
 # function_base.py), so the results agree to the last bit.
 
 
-def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=True):
+    """numpy's _var: the mean subtracted, squares summed over the count less ddof; with
+    `where`, of the elements kept (counted per reduced row)."""
     x = _float_array(a, dtype)
+    if where is not True:
+        kept = np.broadcast_to(where, np.shape(x))
+        count = np.sum(kept, axis=axis, keepdims=True)
+        mean = np.divide(np.sum(np.where(kept, x, 0), axis=axis, keepdims=True), count)
+        d = np.where(kept, x - mean.astype(x.dtype), 0)
+        dof = np.maximum(np.sum(kept, axis=axis, keepdims=keepdims) - ddof, 0)
+        return np.divide(np.sum(d * d, axis=axis, keepdims=keepdims), dof).astype(x.dtype)[()]
     mean = np.sum(x, axis=axis, keepdims=True)
     count = np.size(x) // np.size(mean)
     d = x - mean / count
     return np.sum(d * d, axis=axis, keepdims=keepdims) / max(count - ddof, 0)
 
 
-def std(a, axis=None, dtype=None, ddof=0, keepdims=False):
-    return np.sqrt(var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=True):
+    return np.sqrt(var(a, axis, dtype, None, ddof, keepdims, where))
 
 
 def average(a, axis=None, weights=None, returned=False, keepdims=False):
@@ -589,7 +598,19 @@ def repeat(a, repeats, axis=None):
 
 
 def _repeat_first(x, repeats):
+    """Each row `repeats` times; with one count per row (a list or tuple of ints), rows
+    gathered by their index repeated as many times."""
     shape = np.shape(x)
+    if np.ndim(repeats) == 1 and len(repeats) != 1:
+        if len(repeats) != shape[0]:
+            raise ValueError(f"operands could not be broadcast together with shape "
+                             f"({shape[0]},) ({len(repeats)},)")
+        index = ()
+        for i in range(shape[0]):
+            index = index + (i,) * repeats[i]
+        return x[np.array(index, dtype=np.int64)]
+    if np.ndim(repeats) == 1:
+        repeats = repeats[0]
     x = np.broadcast_to(np.expand_dims(x, 1), (shape[0], repeats) + shape[1:])
     return np.reshape(x, (shape[0] * repeats,) + shape[1:])
 
@@ -998,6 +1019,11 @@ def heaviside(x1, x2):
 _sum = PRIMITIVES["sum"]
 _mean = PRIMITIVES["mean"]
 _prod = PRIMITIVES["prod"]
+_max = PRIMITIVES["max"]
+_min = PRIMITIVES["min"]
+_argmax = PRIMITIVES["argmax"]
+_argmin = PRIMITIVES["argmin"]
+_clip = PRIMITIVES["clip"]
 
 
 def _reduced_operand(a, dtype, where, identity):
@@ -1034,6 +1060,52 @@ def _with_initial(x, axis, initial):
     k = axis % len(shape)
     first = np.full(shape[:k] + (1,) + shape[k + 1:], initial, dtype=x.dtype)
     return np.concatenate((first, x), axis=k)
+
+
+def max_keywords(a, axis=None, out=None, keepdims=False, initial=None, where=True):
+    """np.max with numpy's `initial` and `where`: the masked-out elements read as `initial`,
+    which joins the reduction (numpy needs it with a mask: max has no identity)."""
+    return _extremum_keywords(_max, np.maximum, "maximum", a, axis, keepdims, initial, where)
+
+
+def min_keywords(a, axis=None, out=None, keepdims=False, initial=None, where=True):
+    return _extremum_keywords(_min, np.minimum, "minimum", a, axis, keepdims, initial, where)
+
+
+def _extremum_keywords(reduce, pair, name, a, axis, keepdims, initial, where):
+    x = np.asarray(a)
+    if where is not True:
+        if initial is None:
+            raise ValueError(f"reduction operation '{name}' does not have an identity, so to "
+                             "use a where mask one has to specify 'initial'")
+        x = np.where(where, x, np.full_like(x, initial))
+    r = reduce(x, axis, keepdims)
+    if initial is None:
+        return r
+    return pair(r, np.asarray(initial, dtype=x.dtype))[()]
+
+
+def argmax_keywords(a, axis=None, out=None, keepdims=False):
+    """np.argmax with `keepdims`: the reduced axis kept with length 1 (every axis, for the
+    whole array's)."""
+    return _kept_index(_argmax(a, axis=axis), a, axis, keepdims)
+
+
+def argmin_keywords(a, axis=None, out=None, keepdims=False):
+    return _kept_index(_argmin(a, axis=axis), a, axis, keepdims)
+
+
+def _kept_index(i, a, axis, keepdims):
+    if not keepdims:
+        return i
+    if axis is None:
+        return np.reshape(i, (1,) * np.ndim(a))
+    return np.expand_dims(i, axis)
+
+
+def clip_keywords(a, a_min=None, a_max=None, out=None, min=None, max=None):
+    """np.clip with numpy's keywords for the bounds: a_min and a_max, or min and max."""
+    return _clip(a, min if a_min is None else a_min, max if a_max is None else a_max)
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=True):

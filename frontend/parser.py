@@ -1740,12 +1740,14 @@ class FunctionParser:
 
     @staticmethod
     def numpy_keywords(prim: Primitive, args, kwargs, bound: int) -> bool:
-        """Whether a call of a reduction primitive passes numpy's arguments beyond the
-        primitive's (x, axis, keepdims): a third positional one (numpy's dtype) or another
-        keyword; `bound` counts the object of a method call."""
+        """Whether a call of a primitive of resolve.REDUCTION_KEYWORDS passes numpy's
+        arguments beyond the primitive's: a positional one past those numpy's signature
+        shares with it (numpy's dtype or out after x and axis; out after clip's bounds) or
+        another keyword; `bound` counts the object of a method call."""
+        shared = 3 if prim.name == "clip" else 2
         return prim.name in resolve.REDUCTION_KEYWORDS and (
-            len(args) + bound > 2 or any((k.arg if isinstance(k, ast.keyword) else k)
-                                         not in prim.params for k in kwargs))
+            len(args) + bound > shared or any((k.arg if isinstance(k, ast.keyword) else k)
+                                              not in prim.params for k in kwargs))
 
     def ufunc_method(self, func: ast.expr, block: Block):
         """(composition, leading arguments) of `UFUNC.METHOD` for a numpy ufunc reached as

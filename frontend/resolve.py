@@ -64,9 +64,12 @@ LINALG = {name: P["linalg_" + name] for name in (
 LINALG.update({name: getattr(numpy_functions, name) for name in (
     "norm matrix_power pinv matrix_rank lstsq eigvalsh multi_dot").split()})
 
-# Reductions that are primitives of (x, axis, keepdims): a call with numpy's other
-# arguments (dtype, out, where, initial) is numpy's signature, a composition.
+# Reductions that are primitives of (x, axis, keepdims), and clip of (x, lo, hi): a call
+# with numpy's other arguments (dtype, out, where, initial; argmax's keepdims; clip's a_min,
+# a_max, min, max) is numpy's signature, a composition.
 REDUCTION_KEYWORDS = {name: getattr(numpy_functions, name) for name in ("sum", "mean", "prod")}
+REDUCTION_KEYWORDS.update({name: getattr(numpy_functions, f"{name}_keywords")
+                           for name in ("max", "min", "argmax", "argmin", "clip")})
 
 # `np.UFUNC.METHOD(...)`: the reductions and scans of ufuncs.
 UFUNC_METHODS = {(ufunc, method): getattr(numpy_functions, f"{ufunc}_{method}")

@@ -82,8 +82,9 @@ def page() -> str:
               "as `np.NAME` or by a name imported from numpy (`from numpy import add`)."]
     keywords = ", ".join(f"`numpy.{name}`" for name in sorted(resolve.REDUCTION_KEYWORDS))
     lines += ["", f"{keywords} (and the methods of those names) are primitives of the operand, "
-              "`axis` and `keepdims`; a call with numpy's other arguments (`dtype`, `where`, "
-              "`initial`) is a composition.", ""]
+              "`axis` and `keepdims` (`clip`: the operand and its bounds); a call with "
+              "numpy's other arguments (`dtype`, `where`, `initial`, `argmax`'s `keepdims`, "
+              "`clip`'s `a_min`/`a_max`) is a composition.", ""]
     return "\n".join(lines)
 
 

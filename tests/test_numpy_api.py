@@ -410,6 +410,17 @@ def shapes_and_signs(x):
         np.linalg.multi_dot([x, x.T, x]) + np.linalg.multi_dot([x[0], x.T, x]), \
         np.linalg.multi_dot([x[0], x.T, x[:, 1]]), \
         x[None].swapaxes(0, 2)
+def extremum_keywords(x):
+    """numpy's keywords of max/min (initial, where), argmax (keepdims), clip (a_min, a_max,
+    min, max, a None bound), var/std (out's place), repeat (a count per element)
+    and concatenate (axis=None)."""
+    return np.max(x, axis=0, initial=0.5) + np.min(x, initial=-0.1) \
+        + x.max(axis=0, where=x > 0, initial=-1.0), \
+        np.argmax(x, axis=1, keepdims=True) + x.argmin(keepdims=True), \
+        np.clip(x, a_min=-0.5, a_max=None) + np.clip(x, min=0.0, max=0.5) + x.clip(max=0.3), \
+        np.std(x) + np.var(x, 0, None, None, 1, True), \
+        np.repeat(x, [1, 0, 2], axis=0) * np.repeat(x[0], (2, 1, 0, 1)), \
+        np.concatenate((x, x[0]), axis=None)
 def splits(x): return np.array_split(x, 3), np.split(x, 4, axis=1), np.hsplit(x, (1,)), \
     np.vsplit(x, (2,))
 
@@ -418,7 +429,7 @@ KEYWORD_SUBJECTS = [(cross_2d, MAT), (stacks_and_nan_extrema, MAT), (cumsum_dtyp
                     (argsort_stable, VEC), (take_modes, VEC), (take_axis_mode, MAT),
                     (interp_period, VEC), (splits, MAT), (statistics, MAT),
                     (reduction_keywords, MAT), (nan_statistics, MAT), (ufunc_methods, MAT),
-                    (shapes_and_signs, MAT)]
+                    (shapes_and_signs, MAT), (extremum_keywords, MAT)]
 
 def loss_sort_kinds(x): return weighted(np.sin(sort_kinds(x)))
 def loss_take_modes(x): return weighted(np.sin(take_modes(x)))
@@ -444,6 +455,8 @@ def loss_ufunc_methods(x):
     return weighted(np.sin(first)) + weighted(np.cos(second)) + weighted(np.sin(third))
 def loss_shapes_and_signs(x):
     return sum(weighted(np.sin(y)) for y in shapes_and_signs(x))
+def loss_extremum_keywords(x):
+    return sum(weighted(np.sin(y)) for y in extremum_keywords(x) if y.dtype != np.int64)
 def loss_splits(x):
     thirds, quarters, halves, rows = splits(x)
     return weighted(np.sin(np.concatenate(thirds) + np.concatenate(quarters, axis=1)
@@ -456,7 +469,8 @@ KEYWORD_LOSSES = {sort_kinds: loss_sort_kinds, take_modes: loss_take_modes,
                   stacks_and_nan_extrema: loss_stacks_and_nan_extrema,
                   statistics: loss_statistics, reduction_keywords: loss_reduction_keywords,
                   nan_statistics: loss_nan_statistics, ufunc_methods: loss_ufunc_methods,
-                  shapes_and_signs: loss_shapes_and_signs}
+                  shapes_and_signs: loss_shapes_and_signs,
+                  extremum_keywords: loss_extremum_keywords}
 
 
 @pytest.mark.parametrize("f, x", KEYWORD_SUBJECTS, ids=lambda v: getattr(v, "__name__", ""))
@@ -469,6 +483,28 @@ def test_keywords_like_numpy(f, x):
         x = x + np.linspace(0.0, 0.01, x.size).reshape(x.shape)
         assert_grads_close(gradient(loss)(x), numerical_grad(loss, (x,), 0), rtol=1e-5,
                            atol=1e-6)
+
+
+def spread_where(x):
+    return np.std(x, where=x > -0.5), np.var(x, 0, None, None, 1, True, where=x < 0.9), \
+        x.var(axis=1, where=x > -0.3)
+
+
+def loss_spread_where(x):
+    return sum(weighted(np.sin(y)) for y in spread_where(x))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
+def test_spread_with_where_like_numpy_to_rounding(dtype):
+    """np.var and np.std of the elements `where` keeps: numpy's steps, its masked sums in
+    an order of their own (equal to rounding)."""
+    x = MAT.astype(dtype)
+    for got, want in zip(compiled(spread_where)(x), spread_where(x)):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=TVM_TOLERANCE[want.dtype])
+    if dtype == np.float64:
+        assert_grads_close(gradient(loss_spread_where)(MAT),
+                           numerical_grad(loss_spread_where, (MAT,), 0), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("call, message", [
