@@ -161,6 +161,132 @@ def matrix_power(a, n):
     return result
 
 
+def trapezoid(y, x=None, dx=1.0, axis=-1):
+    """numpy's steps: the spacing times the mean of neighbouring values, summed along the
+    axis (slices along it: numpy's sum of the same array)."""
+    y = np.asarray(y)
+    k = axis % np.ndim(y)
+    if x is None:
+        d = dx
+    elif np.ndim(x) == 1:
+        d = np.reshape(diff(x), (1,) * k + (-1,) + (1,) * (np.ndim(y) - k - 1))
+    else:
+        d = diff(x, axis=axis)
+    at = (_slice(None, None, None),) * k
+    ends = y[at + (_slice(1, None, None),)] + y[at + (_slice(None, -1, None),)]
+    return np.sum(d * ends / 2.0, axis=axis)
+
+
+def gradient(f, spacing=1.0, axis=None, edge_order=1):
+    """np.gradient with one uniform spacing (compiled code has no *varargs): central
+    differences inside, one-sided ones of numpy's edge order at the ends, along each axis (a
+    tuple of them for several axes, as numpy)."""
+    if np.ndim(spacing) != 0:
+        raise NotImplementedError("np.gradient in compiled code takes one uniform spacing "
+                                  "(a number), not coordinates")
+    if edge_order != 1 and edge_order != 2:
+        raise ValueError("'edge_order' greater than 2 not supported")
+    x = np.asarray(f)
+    if not _is_float(x.dtype):
+        x = x.astype(np.float64)
+    if np.ndim(x) == 1 or np.ndim(axis) == 0 and axis is not None:
+        return _gradient_along(x, spacing, 0 if axis is None else axis, edge_order)
+    axes = tuple(range(np.ndim(x))) if axis is None else _axes(axis, np.ndim(x))
+    parts = ()
+    for k in axes:
+        parts = parts + (_gradient_along(x, spacing, k, edge_order),)
+    return parts
+
+
+def _gradient_along(x, dx, k, edge_order):
+    """Along axis k, swapped first (the differences are elementwise: the same values)."""
+    v = np.swapaxes(x, k, 0)
+    if np.shape(v)[0] < edge_order + 1:
+        raise ValueError("Shape of array too small to calculate a numerical gradient, at "
+                         "least (edge_order + 1) elements are required.")
+    inner = (v[2:] - v[:-2]) / (2.0 * dx)
+    if edge_order == 1:
+        first = (v[1:2] - v[:1]) / dx
+        last = (v[-1:] - v[-2:-1]) / dx
+    else:
+        first = -1.5 / dx * v[:1] + 2.0 / dx * v[1:2] + -0.5 / dx * v[2:3]
+        last = 0.5 / dx * v[-3:-2] + -2.0 / dx * v[-2:-1] + 1.5 / dx * v[-1:]
+    return np.swapaxes(np.concatenate((first, inner, last)).astype(x.dtype), 0, k)
+
+
+def fix(x):
+    return np.where(np.asarray(x) >= 0, np.floor(x), np.ceil(x))[()]
+
+
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    y = np.power(base, linspace(start, stop, num, endpoint, axis=axis))
+    return y if dtype is None else y.astype(dtype)
+
+
+def array_equal(a1, a2, equal_nan=False):
+    x, y = np.asarray(a1), np.asarray(a2)
+    if np.shape(x) != np.shape(y):
+        return False
+    same = x == y
+    if equal_nan:
+        same = same | (np.isnan(x) & np.isnan(y))
+    return bool(np.all(same))
+
+
+def digitize(x, bins, right=False):
+    """numpy's steps: a search of the bins, increasing or decreasing."""
+    side = "left" if right else "right"
+    if np.all(bins[1:] >= bins[:-1]):
+        return np.searchsorted(bins, x, side=side)
+    if np.all(bins[1:] <= bins[:-1]):
+        return len(bins) - np.searchsorted(bins[::-1], x, side=side)
+    raise ValueError("bins must be monotonically increasing or decreasing")
+
+
+def correlate(a, v, mode="valid"):
+    """The convolution with v reversed (numpy's correlation of real vectors)."""
+    return np.convolve(a, v[::-1], mode)
+
+
+def isin(element, test_elements, assume_unique=False, invert=False):
+    x = np.asarray(element)
+    found = np.any(np.expand_dims(x, -1) == np.reshape(test_elements, (-1,)), axis=-1)
+    return np.logical_not(found) if invert else found
+
+
+def triu_indices(n, k=0, m=None):
+    """The (row, column) indices of the upper triangle, row by row as numpy lists them."""
+    return _triangle_indices(n, k, n if m is None else m, True)
+
+
+def tril_indices(n, k=0, m=None):
+    return _triangle_indices(n, k, n if m is None else m, False)
+
+
+def _triangle_indices(n, k, m, upper):
+    rows = ()
+    cols = ()
+    for i in range(n):
+        for j in range(m):
+            if (j - i >= k) if upper else (j - i <= k):
+                rows = rows + (i,)
+                cols = cols + (j,)
+    return np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64)
+
+
+def item(a):
+    """The one element as a Python number of the array's kind."""
+    x = np.asarray(a)
+    if np.size(x) != 1:
+        raise ValueError("can only convert an array of size 1 to a Python scalar")
+    one = np.reshape(x, ())
+    if x.dtype == np.bool_:
+        return bool(one)
+    if _is_float(x.dtype):
+        return float(one)
+    return int(one)
+
+
 def eigvalsh(a, UPLO="L"):
     return np.linalg.eigh(a, UPLO)[0]
 
@@ -632,8 +758,11 @@ def tile(A, reps):
 
 
 def pad(array, pad_width, mode="constant", constant_values=0):
-    if mode != "constant":
-        raise NotImplementedError("np.pad in compiled code supports mode='constant' only")
+    """numpy's modes 'constant', and 'edge', 'wrap', 'reflect', 'symmetric': the latter a
+    gather along each axis by the index each padded position copies."""
+    if mode not in ("constant", "edge", "wrap", "reflect", "symmetric"):
+        raise NotImplementedError("np.pad in compiled code supports the modes 'constant', "
+                                  "'edge', 'wrap', 'reflect' and 'symmetric'")
     x = np.asarray(array)
     n = np.ndim(x)
     widths = _pairs(pad_width, n)
@@ -641,11 +770,32 @@ def pad(array, pad_width, mode="constant", constant_values=0):
     for k in range(n):
         before, after = widths[k]
         shape = np.shape(x)
+        if mode != "constant":
+            x = _take(x, _padded_index(shape[k], before, after, mode), k)
+            continue
         side = shape[:k] + (before,) + shape[k + 1:]
         end = shape[:k] + (after,) + shape[k + 1:]
         x = np.concatenate((np.full(side, values[k][0], dtype=x.dtype), x,
                             np.full(end, values[k][1], dtype=x.dtype)), axis=k)
     return x
+
+
+def _padded_index(length, before, after, mode):
+    """The index along an axis of `length` that each of its padded positions copies."""
+    i = np.arange(-before, length + after)
+    if mode == "edge":
+        return np.clip(i, 0, length - 1)
+    if mode == "wrap":
+        return i % length
+    if mode == "reflect":       # mirrored about the end elements: a period of 2 (length - 1)
+        if length == 1:
+            return i * 0
+        period = 2 * (length - 1)
+        r = i % period
+        return np.where(r < length, r, period - r)
+    period = 2 * length         # symmetric: mirrored with the end elements repeated
+    r = i % period
+    return np.where(r < length, r, period - 1 - r)
 
 
 def _pairs(v, n):

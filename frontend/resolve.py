@@ -58,7 +58,8 @@ NUMPY.update({name: getattr(numpy_functions, name) for name in (
     "column_stack dstack nanmax nanmin").split()})
 NUMPY.update({name: getattr(numpy_functions, name) for name in (
     "quantile percentile nanquantile nanpercentile nanmedian cov corrcoef nanvar nanstd "
-    "meshgrid tri eye rot90 signbit copysign").split()})
+    "meshgrid tri eye rot90 signbit copysign trapezoid gradient fix logspace array_equal "
+    "digitize correlate isin triu_indices tril_indices").split()})
 LINALG = {name: P["linalg_" + name] for name in (
     "solve inv det slogdet cholesky eigh qr svd").split()}
 LINALG.update({name: getattr(numpy_functions, name) for name in (
@@ -125,7 +126,8 @@ METHODS = {"sum": P["sum"], "mean": P["mean"], "prod": P["prod"], "max": P["max"
            "swapaxes": P["swapaxes"]}
 # Methods that are numpy functions of frontend/numpy_functions.py: `x.var(axis=0)`.
 METHODS.update({name: getattr(numpy_functions, name) for name in (
-    "var std any all ravel trace diagonal repeat round cumsum cumprod take argsort").split()})
+    "var std any all ravel trace diagonal repeat round cumsum cumprod take argsort item"
+).split()})
 METHODS["flatten"] = numpy_functions.ravel
 # Methods of dicts (`copy` of arrays too).
 METHODS.update({"items": P["dict_items"], "keys": P["dict_keys"], "values": P["dict_values"],
@@ -222,7 +224,6 @@ NEAREST = {
                         "depend on their values" for name in (
         "nonzero", "argwhere", "flatnonzero", "unique", "extract", "compress")},
     "numpy.mgrid": "np.reshape(np.arange(n), (-1, 1)) and np.reshape(np.arange(m), (1, -1))",
-    "numpy.logspace": "10.0 ** np.linspace(start, stop, num)",
     "numpy.geomspace": "np.exp(np.linspace(np.log(start), np.log(stop), num))",
 }
 

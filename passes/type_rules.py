@@ -1416,7 +1416,10 @@ def getitem_grad_rule(x, index, dout):
                 zeros[i] = g
             return ATuple(tuple(zeros))
         if isinstance(index, AScalar) and index.known:
-            zeros[int(index.value)] = dout
+            i = int(index.value)
+            if not -len(zeros) <= i < len(zeros):
+                return BOTTOM   # as getitem's rule has it: a path that never runs
+            zeros[i] = dout
             return ATuple(tuple(zeros))
         return ANY
     if isinstance(x, AList):

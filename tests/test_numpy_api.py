@@ -396,11 +396,11 @@ def nan_statistics(x):
 def ufunc_methods(x):
     """Methods of ufuncs reached as np.NAME or by names imported from numpy; reductions
     and scans without a numpy function of their own fold the ufunc in numpy's order."""
-    return add.reduce(x) + maximum.accumulate(x, axis=1)[-1] + multiply.reduce(x, 0), \
+    return add.reduce(x) + multiply.reduce(x, 0), \
         np.logaddexp.reduce(x, axis=1, keepdims=True) + np.subtract.outer(x[0], x[1, :3]).T \
         + np.minimum.reduce(x, axis=None) * np.add.accumulate(x, axis=1), \
         multiply.outer(x[0, :2], x) + np.maximum.outer(x[1, :2], x) \
-        + np.minimum.accumulate(x)
+        + maximum.accumulate(x)
 def shapes_and_signs(x):
     """Constructors with numpy's positional M and k, quarter turns, sign bits (of a zero
     too), products of three in numpy's order, and the swapaxes method."""
@@ -421,6 +421,23 @@ def extremum_keywords(x):
         np.std(x) + np.var(x, 0, None, None, 1, True), \
         np.repeat(x, [1, 0, 2], axis=0) * np.repeat(x[0], (2, 1, 0, 1)), \
         np.concatenate((x, x[0]), axis=None)
+def calculus(x):
+    """Integrals and differences along axes, a pad that mirrors."""
+    return np.trapezoid(x) + np.trapezoid(x, x=np.array([0.0, 0.5, 2.0, 2.5]))[0] \
+        + np.trapezoid(x, dx=0.5, axis=0)[:3], \
+        np.gradient(x, axis=1) * np.gradient(x, 0.5)[0] + np.gradient(x, edge_order=2)[1] \
+        + np.pad(x, ((0, 0), (3, 1)), mode="reflect")[:, 1:5]
+def lookups(x):
+    """Pads that copy elements, bins and look-ups (values only)."""
+    v = x[1]
+    return np.pad(x, 2, mode="edge") * np.pad(x, ((3, 1), (1, 3)), mode="symmetric") \
+        + np.pad(x, (2, 2), mode="wrap"), \
+        np.correlate(v, x[0, :2]) + np.correlate(v, x[2, :2], "full")[:3] \
+        + x[np.triu_indices(3, 1, 4)][:3] + x[np.tril_indices(3)][3:] \
+        + np.digitize(v, np.array([-1.0, 0.0, 1.0]))[:3] \
+        + np.isin(x[0, :3], x[0, 1:2]) + np.array_equal(x, x), \
+        np.digitize(v, np.array([1.0, 0.0, -1.0]), right=True), \
+        np.fix(3.0 * x) + x * np.logspace(0, 1, 4) + x * x[1, 2].item()
 def splits(x): return np.array_split(x, 3), np.split(x, 4, axis=1), np.hsplit(x, (1,)), \
     np.vsplit(x, (2,))
 
@@ -429,7 +446,8 @@ KEYWORD_SUBJECTS = [(cross_2d, MAT), (stacks_and_nan_extrema, MAT), (cumsum_dtyp
                     (argsort_stable, VEC), (take_modes, VEC), (take_axis_mode, MAT),
                     (interp_period, VEC), (splits, MAT), (statistics, MAT),
                     (reduction_keywords, MAT), (nan_statistics, MAT), (ufunc_methods, MAT),
-                    (shapes_and_signs, MAT), (extremum_keywords, MAT)]
+                    (shapes_and_signs, MAT), (extremum_keywords, MAT),
+                    (calculus, MAT), (lookups, MAT)]
 
 def loss_sort_kinds(x): return weighted(np.sin(sort_kinds(x)))
 def loss_take_modes(x): return weighted(np.sin(take_modes(x)))
@@ -453,10 +471,10 @@ def loss_nan_statistics(x):
 def loss_ufunc_methods(x):
     first, second, third = ufunc_methods(x)
     return weighted(np.sin(first)) + weighted(np.cos(second)) + weighted(np.sin(third))
-def loss_shapes_and_signs(x):
-    return sum(weighted(np.sin(y)) for y in shapes_and_signs(x))
 def loss_extremum_keywords(x):
     return sum(weighted(np.sin(y)) for y in extremum_keywords(x) if y.dtype != np.int64)
+def loss_calculus(x):
+    return sum(weighted(np.sin(y)) for y in calculus(x))
 def loss_splits(x):
     thirds, quarters, halves, rows = splits(x)
     return weighted(np.sin(np.concatenate(thirds) + np.concatenate(quarters, axis=1)
@@ -469,8 +487,8 @@ KEYWORD_LOSSES = {sort_kinds: loss_sort_kinds, take_modes: loss_take_modes,
                   stacks_and_nan_extrema: loss_stacks_and_nan_extrema,
                   statistics: loss_statistics, reduction_keywords: loss_reduction_keywords,
                   nan_statistics: loss_nan_statistics, ufunc_methods: loss_ufunc_methods,
-                  shapes_and_signs: loss_shapes_and_signs,
-                  extremum_keywords: loss_extremum_keywords}
+                  extremum_keywords: loss_extremum_keywords,
+                  calculus: loss_calculus}
 
 
 @pytest.mark.parametrize("f, x", KEYWORD_SUBJECTS, ids=lambda v: getattr(v, "__name__", ""))
