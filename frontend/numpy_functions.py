@@ -161,6 +161,167 @@ def matrix_power(a, n):
     return result
 
 
+def trapezoid(y, x=None, dx=1.0, axis=-1):
+    """numpy's steps: the spacing times the mean of neighbouring values, summed along the
+    axis (slices along it: numpy's sum of the same array)."""
+    y = np.asarray(y)
+    k = axis % np.ndim(y)
+    if x is None:
+        d = dx
+    elif np.ndim(x) == 1:
+        d = np.reshape(diff(x), (1,) * k + (-1,) + (1,) * (np.ndim(y) - k - 1))
+    else:
+        d = diff(x, axis=axis)
+    at = (_slice(None, None, None),) * k
+    ends = y[at + (_slice(1, None, None),)] + y[at + (_slice(None, -1, None),)]
+    return np.sum(d * ends / 2.0, axis=axis)
+
+
+def gradient(f, spacing=1.0, axis=None, edge_order=1):
+    """np.gradient with one uniform spacing (compiled code has no *varargs): central
+    differences inside, one-sided ones of numpy's edge order at the ends, along each axis (a
+    tuple of them for several axes, as numpy)."""
+    if np.ndim(spacing) != 0:
+        raise NotImplementedError("np.gradient in compiled code takes one uniform spacing "
+                                  "(a number), not coordinates")
+    if edge_order != 1 and edge_order != 2:
+        raise ValueError("'edge_order' greater than 2 not supported")
+    x = np.asarray(f)
+    if not _is_float(x.dtype):
+        x = x.astype(np.float64)
+    if np.ndim(x) == 1 or np.ndim(axis) == 0 and axis is not None:
+        return _gradient_along(x, spacing, 0 if axis is None else axis, edge_order)
+    axes = tuple(range(np.ndim(x))) if axis is None else _axes(axis, np.ndim(x))
+    parts = ()
+    for k in axes:
+        parts = parts + (_gradient_along(x, spacing, k, edge_order),)
+    return parts
+
+
+def _gradient_along(x, dx, k, edge_order):
+    """Along axis k, swapped first (the differences are elementwise: the same values)."""
+    v = np.swapaxes(x, k, 0)
+    if np.shape(v)[0] < edge_order + 1:
+        raise ValueError("Shape of array too small to calculate a numerical gradient, at "
+                         "least (edge_order + 1) elements are required.")
+    inner = (v[2:] - v[:-2]) / (2.0 * dx)
+    if edge_order == 1:
+        first = (v[1:2] - v[:1]) / dx
+        last = (v[-1:] - v[-2:-1]) / dx
+    else:
+        first = -1.5 / dx * v[:1] + 2.0 / dx * v[1:2] + -0.5 / dx * v[2:3]
+        last = 0.5 / dx * v[-3:-2] + -2.0 / dx * v[-2:-1] + 1.5 / dx * v[-1:]
+    return np.swapaxes(np.concatenate((first, inner, last)).astype(x.dtype), 0, k)
+
+
+def fix(x):
+    return np.where(np.asarray(x) >= 0, np.floor(x), np.ceil(x))[()]
+
+
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    y = np.power(base, linspace(start, stop, num, endpoint, axis=axis))
+    return y if dtype is None else y.astype(dtype)
+
+
+def array_equal(a1, a2, equal_nan=False):
+    x, y = np.asarray(a1), np.asarray(a2)
+    if np.shape(x) != np.shape(y):
+        return False
+    same = x == y
+    if equal_nan:
+        same = same | (np.isnan(x) & np.isnan(y))
+    return bool(np.all(same))
+
+
+def digitize(x, bins, right=False):
+    """numpy's steps: a search of the bins, increasing or decreasing."""
+    side = "left" if right else "right"
+    if np.all(bins[1:] >= bins[:-1]):
+        return np.searchsorted(bins, x, side=side)
+    if np.all(bins[1:] <= bins[:-1]):
+        return len(bins) - np.searchsorted(bins[::-1], x, side=side)
+    raise ValueError("bins must be monotonically increasing or decreasing")
+
+
+def correlate(a, v, mode="valid"):
+    """The convolution with v reversed (numpy's correlation of real vectors)."""
+    return np.convolve(a, v[::-1], mode)
+
+
+def isin(element, test_elements, assume_unique=False, invert=False):
+    x = np.asarray(element)
+    found = np.any(np.expand_dims(x, -1) == np.reshape(test_elements, (-1,)), axis=-1)
+    return np.logical_not(found) if invert else found
+
+
+def triu_indices(n, k=0, m=None):
+    """The (row, column) indices of the upper triangle, row by row as numpy lists them."""
+    return _triangle_indices(n, k, n if m is None else m, True)
+
+
+def tril_indices(n, k=0, m=None):
+    return _triangle_indices(n, k, n if m is None else m, False)
+
+
+def _triangle_indices(n, k, m, upper):
+    rows = ()
+    cols = ()
+    for i in range(n):
+        for j in range(m):
+            if (j - i >= k) if upper else (j - i <= k):
+                rows = rows + (i,)
+                cols = cols + (j,)
+    return np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64)
+
+
+def item(a):
+    """The one element as a Python number of the array's kind."""
+    x = np.asarray(a)
+    if np.size(x) != 1:
+        raise ValueError("can only convert an array of size 1 to a Python scalar")
+    one = np.reshape(x, ())
+    if x.dtype == np.bool_:
+        return bool(one)
+    if _is_float(x.dtype):
+        return float(one)
+    return int(one)
+
+
+def eigvalsh(a, UPLO="L"):
+    return np.linalg.eigh(a, UPLO)[0]
+
+
+def multi_dot(arrays):
+    """np.linalg.multi_dot of two or three arrays, in numpy's order (for three, the pair
+    whose product costs fewer multiplications first); a vector first is a row, a vector last
+    a column, and their axes are dropped from the result, as numpy does."""
+    n = len(arrays)
+    if n < 2:
+        raise ValueError("Expecting at least two arrays.")
+    if n == 2:
+        return np.dot(arrays[0], arrays[1])
+    if n > 3:
+        raise NotImplementedError("np.linalg.multi_dot in compiled code takes two or three "
+                                  "arrays: write np.linalg.multi_dot([a, b, c]) @ d")
+    first, last = np.ndim(arrays[0]), np.ndim(arrays[2])
+    A = atleast_2d(arrays[0])
+    B = arrays[1]
+    C = arrays[2]
+    if last == 1:
+        C = np.transpose(atleast_2d(C))
+    a0, a1b0 = np.shape(A)
+    b1c0, c1 = np.shape(C)
+    if a0 * b1c0 * (a1b0 + c1) < a1b0 * c1 * (a0 + b1c0):
+        result = np.dot(np.dot(A, B), C)
+    else:
+        result = np.dot(A, np.dot(B, C))
+    if first == 1 and last == 1:
+        return result[0, 0]
+    if first == 1 or last == 1:
+        return np.ravel(result)
+    return result
+
+
 def kron(a, b):
     """np.kron: every product of an element of a and one of b, as numpy computes it (the
     operand of fewer dimensions given leading ones, the two interleaved)."""
@@ -178,36 +339,26 @@ def kron(a, b):
 
 
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
-    """np.cross of 2- and 3-vectors along an axis, numpy's operations in numpy's order (a
-    2-vector has z = 0; two 2-vectors give the z component alone, a 0-d array for one pair)."""
+    """np.cross of 2- and 3-vectors along an axis (two 2-vectors give the z component alone,
+    a 0-d array for one pair).  A 2-vector's third component is zero (its second times
+    False), so one formula serves every case: numpy's formulas for 2-vectors are it with
+    the zero terms left out, the same values but for the sign of a zero (and a nan where a
+    zero term meets an inf).  Few branches, each on shapes alone, and the components
+    gathered by `take` (one primitive, where indexing along a computed axis builds its
+    index tuple in the graph): a gradient differentiates every branch and every tuple
+    (shapes are known only after), and each costs compile time."""
     if axis is not None:
-        return _cross(a, b, axis, axis, axis)
-    return _cross(a, b, axisa, axisb, axisc)
-
-
-def _cross(a, b, axisa, axisb, axisc):
+        axisa, axisb, axisc = axis, axis, axis
     na, nb = np.shape(a)[axisa], np.shape(b)[axisb]
-    if (na != 2 and na != 3) or (nb != 2 and nb != 3):
+    if (na, nb) not in ((2, 2), (2, 3), (3, 2), (3, 3)):
         raise ValueError("incompatible dimensions for cross product\n"
                          "(dimension must be 2 or 3)")
-    a0, a1 = _component(a, 0, axisa), _component(a, 1, axisa)
-    b0, b1 = _component(b, 0, axisb), _component(b, 1, axisb)
-    if na == 2 and nb == 2:
-        return np.asarray(a0 * b1 - a1 * b0)
-    if na == 2:
-        b2 = _component(b, 2, axisb)
-        return np.stack((a1 * b2, -(a0 * b2), a0 * b1 - a1 * b0), axis=axisc)
-    a2 = _component(a, 2, axisa)
-    if nb == 2:
-        return np.stack((-(a2 * b1), a2 * b0, a0 * b1 - a1 * b0), axis=axisc)
-    b2 = _component(b, 2, axisb)
-    return np.stack((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), axis=axisc)
-
-
-def _component(v, k, axis):
-    """Component k of the vectors along the axis (an index, not np.take: slicing is what
-    the backends fuse)."""
-    return v[(_slice(None, None, None),) * (axis % np.ndim(v)) + (k,)]
+    a0, a1, a2 = _take(a, 0, axisa), _take(a, 1, axisa), _take(a, na - 1, axisa) * (na == 3)
+    b0, b1, b2 = _take(b, 0, axisb), _take(b, 1, axisb), _take(b, nb - 1, axisb) * (nb == 3)
+    z = a0 * b1 - a1 * b0
+    if (na, nb) == (2, 2):
+        return np.asarray(z)
+    return np.stack((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, z), axis=axisc)
 
 
 def interp(x, xp, fp, left=None, right=None, period=None):
@@ -248,6 +399,7 @@ _cumprod = PRIMITIVES["cumprod"]
 _sort = PRIMITIVES["sort"]
 _argsort = PRIMITIVES["argsort"]
 _take = PRIMITIVES["take"]
+_eye = PRIMITIVES["eye"]
 
 
 def cumsum(a, axis=None, dtype=None):
@@ -296,16 +448,25 @@ def take(a, indices, axis=None, mode="raise"):
 # function_base.py), so the results agree to the last bit.
 
 
-def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=True):
+    """numpy's _var: the mean subtracted, squares summed over the count less ddof; with
+    `where`, of the elements kept (counted per reduced row)."""
     x = _float_array(a, dtype)
+    if where is not True:
+        kept = np.broadcast_to(where, np.shape(x))
+        count = np.sum(kept, axis=axis, keepdims=True)
+        mean = np.divide(np.sum(np.where(kept, x, 0), axis=axis, keepdims=True), count)
+        d = np.where(kept, x - mean.astype(x.dtype), 0)
+        dof = np.maximum(np.sum(kept, axis=axis, keepdims=keepdims) - ddof, 0)
+        return np.divide(np.sum(d * d, axis=axis, keepdims=keepdims), dof).astype(x.dtype)[()]
     mean = np.sum(x, axis=axis, keepdims=True)
     count = np.size(x) // np.size(mean)
     d = x - mean / count
     return np.sum(d * d, axis=axis, keepdims=keepdims) / max(count - ddof, 0)
 
 
-def std(a, axis=None, dtype=None, ddof=0, keepdims=False):
-    return np.sqrt(var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=True):
+    return np.sqrt(var(a, axis, dtype, None, ddof, keepdims, where))
 
 
 def average(a, axis=None, weights=None, returned=False, keepdims=False):
@@ -482,9 +643,12 @@ def dstack(tup):
 
 
 def vstack(tup):
-    if np.ndim(tup[0]) == 1:
-        return np.stack(tup, axis=0)
-    return np.concatenate(tup, axis=0)
+    """Each array made 2-d first (a vector is a row), as numpy: a matrix and a vector
+    stack."""
+    rows = ()
+    for a in tup:
+        rows = rows + (atleast_2d(a),)
+    return np.concatenate(rows, axis=0)
 
 
 def split(ary, indices_or_sections, axis=0):
@@ -560,7 +724,19 @@ def repeat(a, repeats, axis=None):
 
 
 def _repeat_first(x, repeats):
+    """Each row `repeats` times; with one count per row (a list or tuple of ints), rows
+    gathered by their index repeated as many times."""
     shape = np.shape(x)
+    if np.ndim(repeats) == 1 and len(repeats) != 1:
+        if len(repeats) != shape[0]:
+            raise ValueError(f"operands could not be broadcast together with shape "
+                             f"({shape[0]},) ({len(repeats)},)")
+        index = ()
+        for i in range(shape[0]):
+            index = index + (i,) * repeats[i]
+        return x[np.array(index, dtype=np.int64)]
+    if np.ndim(repeats) == 1:
+        repeats = repeats[0]
     x = np.broadcast_to(np.expand_dims(x, 1), (shape[0], repeats) + shape[1:])
     return np.reshape(x, (shape[0] * repeats,) + shape[1:])
 
@@ -582,8 +758,11 @@ def tile(A, reps):
 
 
 def pad(array, pad_width, mode="constant", constant_values=0):
-    if mode != "constant":
-        raise NotImplementedError("np.pad in compiled code supports mode='constant' only")
+    """numpy's modes 'constant', and 'edge', 'wrap', 'reflect', 'symmetric': the latter a
+    gather along each axis by the index each padded position copies."""
+    if mode not in ("constant", "edge", "wrap", "reflect", "symmetric"):
+        raise NotImplementedError("np.pad in compiled code supports the modes 'constant', "
+                                  "'edge', 'wrap', 'reflect' and 'symmetric'")
     x = np.asarray(array)
     n = np.ndim(x)
     widths = _pairs(pad_width, n)
@@ -591,11 +770,32 @@ def pad(array, pad_width, mode="constant", constant_values=0):
     for k in range(n):
         before, after = widths[k]
         shape = np.shape(x)
+        if mode != "constant":
+            x = _take(x, _padded_index(shape[k], before, after, mode), k)
+            continue
         side = shape[:k] + (before,) + shape[k + 1:]
         end = shape[:k] + (after,) + shape[k + 1:]
         x = np.concatenate((np.full(side, values[k][0], dtype=x.dtype), x,
                             np.full(end, values[k][1], dtype=x.dtype)), axis=k)
     return x
+
+
+def _padded_index(length, before, after, mode):
+    """The index along an axis of `length` that each of its padded positions copies."""
+    i = np.arange(-before, length + after)
+    if mode == "edge":
+        return np.clip(i, 0, length - 1)
+    if mode == "wrap":
+        return i % length
+    if mode == "reflect":       # mirrored about the end elements: a period of 2 (length - 1)
+        if length == 1:
+            return i * 0
+        period = 2 * (length - 1)
+        r = i % period
+        return np.where(r < length, r, period - r)
+    period = 2 * length         # symmetric: mirrored with the end elements repeated
+    r = i % period
+    return np.where(r < length, r, period - 1 - r)
 
 
 def _pairs(v, n):
@@ -654,9 +854,39 @@ def tril(m, k=0):
 
 def _lower_mask(m, k):
     """Where column - row <= k over m's last two axes."""
-    rows = np.shape(m)[-2]
-    cols = np.shape(m)[-1]
-    return np.reshape(np.arange(cols), (1, -1)) - np.reshape(np.arange(rows), (-1, 1)) <= k
+    return _offsets(np.shape(m)[-2], np.shape(m)[-1]) <= k
+
+
+def _offsets(rows, cols):
+    """column - row over a grid of rows x cols."""
+    return np.reshape(np.arange(cols), (1, -1)) - np.reshape(np.arange(rows), (-1, 1))
+
+
+def tri(N, M=None, k=0, dtype=None):
+    return (_offsets(N, N if M is None else M) <= k).astype(
+        np.float64 if dtype is None else dtype)
+
+
+def eye(N, M=None, k=0, dtype=None, order="C"):
+    """The square identity is the primitive; other shapes and diagonals are ones where
+    column - row is k."""
+    if M is None and k == 0:
+        return _eye(N, dtype)
+    return (_offsets(N, N if M is None else M) == k).astype(
+        np.float64 if dtype is None else dtype)
+
+
+def rot90(m, k=1, axes=(0, 1)):
+    """numpy's steps: k quarter turns from the first axis towards the second, as flips of
+    the axes and a swap of the two."""
+    turns = k % 4
+    if turns == 0:
+        return np.copy(m)
+    if turns == 2:
+        return flip(flip(m, axes[0]), axes[1])
+    if turns == 1:
+        return np.swapaxes(flip(m, axes[1]), axes[0], axes[1])
+    return flip(np.swapaxes(m, axes[0], axes[1]), axes[1])
 
 
 # ------------------------------------------------------------------ creation
@@ -683,7 +913,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 
 
 def identity(n, dtype=None):
-    return np.eye(n, dtype=np.float64 if dtype is None else dtype)
+    return _eye(n, np.float64 if dtype is None else dtype)
 
 
 def full_like(a, fill_value, dtype=None):
@@ -847,6 +1077,16 @@ def floor_divide(x1, x2):
 # Compiled code never writes into an array another name sees, so a copy is np.array's.
 
 
+def signbit(x):
+    """Whether the sign bit is set, -0.0 included: arctan2(x, -1) is -pi for -0.0 and pi for
+    +0.0, and has x's sign elsewhere."""
+    return np.arctan2(x, -1.0) < 0
+
+
+def copysign(x1, x2):
+    return np.where(signbit(x2), -np.abs(x1), np.abs(x1))[()]
+
+
 def copy(a):
     return np.array(a)
 
@@ -929,6 +1169,11 @@ def heaviside(x1, x2):
 _sum = PRIMITIVES["sum"]
 _mean = PRIMITIVES["mean"]
 _prod = PRIMITIVES["prod"]
+_max = PRIMITIVES["max"]
+_min = PRIMITIVES["min"]
+_argmax = PRIMITIVES["argmax"]
+_argmin = PRIMITIVES["argmin"]
+_clip = PRIMITIVES["clip"]
 
 
 def _reduced_operand(a, dtype, where, identity):
@@ -965,6 +1210,52 @@ def _with_initial(x, axis, initial):
     k = axis % len(shape)
     first = np.full(shape[:k] + (1,) + shape[k + 1:], initial, dtype=x.dtype)
     return np.concatenate((first, x), axis=k)
+
+
+def max_keywords(a, axis=None, out=None, keepdims=False, initial=None, where=True):
+    """np.max with numpy's `initial` and `where`: the masked-out elements read as `initial`,
+    which joins the reduction (numpy needs it with a mask: max has no identity)."""
+    return _extremum_keywords(_max, np.maximum, "maximum", a, axis, keepdims, initial, where)
+
+
+def min_keywords(a, axis=None, out=None, keepdims=False, initial=None, where=True):
+    return _extremum_keywords(_min, np.minimum, "minimum", a, axis, keepdims, initial, where)
+
+
+def _extremum_keywords(reduce, pair, name, a, axis, keepdims, initial, where):
+    x = np.asarray(a)
+    if where is not True:
+        if initial is None:
+            raise ValueError(f"reduction operation '{name}' does not have an identity, so to "
+                             "use a where mask one has to specify 'initial'")
+        x = np.where(where, x, np.full_like(x, initial))
+    r = reduce(x, axis, keepdims)
+    if initial is None:
+        return r
+    return pair(r, np.asarray(initial, dtype=x.dtype))[()]
+
+
+def argmax_keywords(a, axis=None, out=None, keepdims=False):
+    """np.argmax with `keepdims`: the reduced axis kept with length 1 (every axis, for the
+    whole array's)."""
+    return _kept_index(_argmax(a, axis=axis), a, axis, keepdims)
+
+
+def argmin_keywords(a, axis=None, out=None, keepdims=False):
+    return _kept_index(_argmin(a, axis=axis), a, axis, keepdims)
+
+
+def _kept_index(i, a, axis, keepdims):
+    if not keepdims:
+        return i
+    if axis is None:
+        return np.reshape(i, (1,) * np.ndim(a))
+    return np.expand_dims(i, axis)
+
+
+def clip_keywords(a, a_min=None, a_max=None, out=None, min=None, max=None):
+    """np.clip with numpy's keywords for the bounds: a_min and a_max, or min and max."""
+    return _clip(a, min if a_min is None else a_min, max if a_max is None else a_max)
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=True):
@@ -1006,6 +1297,43 @@ def multiply_accumulate(array, axis=0, dtype=None):
     return cumprod(array, axis, dtype)
 
 
+def ufunc_reduce(ufunc, array, axis=0, dtype=None, out=None, keepdims=False):
+    """numpy's reduction by a binary ufunc without a reduction of its own (np.logaddexp,
+    np.subtract, ...): the fold ((a[0] op a[1]) op a[2]) ... along the axis, numpy's order."""
+    x = np.asarray(array)
+    if dtype is not None:
+        x = x.astype(dtype)
+    rows = np.reshape(x, (-1,)) if axis is None else np.moveaxis(x, axis, 0)
+    r = rows[0]
+    for i in range(1, np.shape(rows)[0]):
+        r = ufunc(r, rows[i])
+    if keepdims:
+        if axis is None:
+            return np.reshape(r, (1,) * np.ndim(x))
+        return np.expand_dims(r, axis)
+    return r
+
+
+def ufunc_accumulate(ufunc, array, axis=0, dtype=None, out=None):
+    """numpy's scan by a binary ufunc: each prefix's fold along the axis, numpy's order."""
+    x = np.asarray(array)
+    if dtype is not None:
+        x = x.astype(dtype)
+    rows = np.moveaxis(x, axis, 0)
+    r = rows[0]
+    prefixes = (r,)
+    for i in range(1, np.shape(rows)[0]):
+        r = ufunc(r, rows[i])
+        prefixes = prefixes + (r,)
+    return np.moveaxis(np.stack(prefixes), 0, axis)
+
+
+def ufunc_outer(ufunc, A, B):
+    """ufunc(A[i, ..., None, ...], B[j, ...]) for every pair: A's shape then B's."""
+    a = np.asarray(A)
+    return ufunc(np.reshape(a, np.shape(a) + (1,) * np.ndim(B)), B)
+
+
 # ------------------------------------------------ quantiles, covariance, NaN-aware spread
 
 
@@ -1017,40 +1345,85 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
     them, so the values are numpy's to the last bit; nan where the values hold a nan; q a
     number or a vector.  Gradients flow through the sort to the values used (of tied values,
     the one the sort puts there gets it)."""
-    if np.any(np.asarray(q) < 0) or np.any(np.asarray(q) > 1):
-        raise ValueError("Quantiles must be in the range [0, 1]")
-    return _quantile(a, q, axis, keepdims, method)
+    return _quantile(a, _quantiles(q, 1), axis, keepdims, method, False)
 
 
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                keepdims=False):
-    q = np.true_divide(q, 100)
-    if np.any(q < 0) or np.any(q > 1):
+    return _quantile(a, _quantiles(q, 100), axis, keepdims, method, False)
+
+
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                keepdims=False):
+    """np.quantile of the numbers, NaNs left out (numpy's _nanquantile_1d drops them from
+    each row): nan where a row has none."""
+    return _quantile(a, _quantiles(q, 1), axis, keepdims, method, True)
+
+
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                  keepdims=False):
+    return _quantile(a, _quantiles(q, 100), axis, keepdims, method, True)
+
+
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """The mean of the two middle numbers of each row (one for an odd count), NaNs left out,
+    as numpy's median of the row's numbers."""
+    return _quantile(a, 0.5, axis, keepdims, "median", True)
+
+
+def _quantiles(q, whole):
+    """q as fractions of 1 (`whole` is 100 for percentiles), checked as numpy checks them."""
+    if whole == 1:
+        fractions = q
+    else:
+        fractions = np.true_divide(q, whole)
+    if np.any(np.asarray(fractions) < 0) or np.any(np.asarray(fractions) > 1):
+        if whole == 1:
+            raise ValueError("Quantiles must be in the range [0, 1]")
         raise ValueError("Percentiles must be in the range [0, 100]")
-    return _quantile(a, q, axis, keepdims, method)
+    return fractions
 
 
-def _quantile(a, q, axis, keepdims, method):
-    """Sorted and gathered along the axis itself (no axis moved: smaller graphs); a q of
-    one dimension gives its axis at the reduced axis's place, moved first as numpy has it."""
-    if method not in ("linear", "lower", "higher", "nearest", "midpoint"):
-        raise NotImplementedError("np.quantile and np.percentile in compiled code support the "
-                                  "methods 'linear', 'lower', 'higher', 'nearest' and "
-                                  "'midpoint'")
+def _quantile(a, q, axis, keepdims, method, skip_nan):
+    """Sorted along the axis itself (no axis moved: smaller graphs), so NaNs come last; row
+    r's values are its first c[r] (its numbers where NaNs are skipped, all of them
+    otherwise) and the positions around (c[r] - 1) * q are gathered row by row.  A q of one
+    dimension is a leading axis of the positions, as numpy has it."""
+    if method not in ("linear", "lower", "higher", "nearest", "midpoint", "median"):
+        raise NotImplementedError("np.quantile, np.percentile and their nan forms in compiled "
+                                  "code support the methods 'linear', 'lower', 'higher', "
+                                  "'nearest' and 'midpoint'")
     x = np.asarray(a)
-    k = 0 if axis is None else axis % np.ndim(x)
-    rows = _sort(np.reshape(x, (-1,)) if axis is None else x, k)
-    n = np.shape(rows)[k]
-    virtual = (n - 1) * np.asarray(q, dtype=np.float64)
-    if method == "lower" or method == "higher" or method == "nearest":
+    if axis is None:
+        x = np.reshape(x, (-1,))
+        k = 0
+    else:
+        k = axis % np.ndim(x)
+    rows = _sort(x, k)
+    if skip_nan and _is_float(x.dtype):
+        kept = np.logical_not(np.isnan(x))
+    else:
+        kept = np.full(np.shape(x), True)
+    c = np.sum(kept, axis=k, keepdims=True)
+    qs = np.asarray(q, dtype=np.float64)
+    if np.ndim(q) == 1:
+        qs = np.reshape(qs, (-1,) + (1,) * np.ndim(x))
+        c = np.expand_dims(c, 0)
+        rows = np.broadcast_to(rows, np.shape(qs)[:1] + np.shape(rows))
+        k = k + 1
+    virtual = (c - 1) * qs
+    last = np.maximum(c - 1, 0)
+    if method == "median":
+        lo = np.take_along_axis(rows, np.maximum((c - 1) // 2, 0), k)
+        r = (lo + np.take_along_axis(rows, np.minimum(c // 2, last), k)) / 2
+    elif method == "lower" or method == "higher" or method == "nearest":
         if method == "lower":
             index = np.floor(virtual)
         elif method == "higher":
             index = np.ceil(virtual)
         else:
             index = np.round(virtual)
-        i = index.astype(np.int64)
-        r = _take(rows, i, k)
+        r = np.take_along_axis(rows, np.clip(index.astype(np.int64), 0, last), k)
     else:
         if method == "midpoint":
             virtual = 0.5 * (np.floor(virtual) + np.ceil(virtual))
@@ -1059,23 +1432,24 @@ def _quantile(a, q, axis, keepdims, method):
             gamma = np.where(virtual % 1 == 0, 0.0, 0.5)
         else:
             gamma = virtual - below
-        if np.ndim(q) == 0:
-            gamma = float(gamma)     # numpy's weak promotion: float32 values stay float32
-        else:
-            gamma = np.reshape(gamma, np.shape(gamma) + (1,) * (np.ndim(rows) - k - 1))
-        i = np.clip(below.astype(np.int64), 0, n - 1)
-        lo = _take(rows, i, k)
-        hi = _take(rows, np.clip(i + 1, 0, n - 1), k)
+        i = np.clip(below.astype(np.int64), 0, last)
+        lo = np.take_along_axis(rows, i, k)
+        hi = np.take_along_axis(rows, np.minimum(i + 1, last), k)
         d = hi - lo
-        r = np.where(gamma >= 0.5, hi - d * (1 - gamma), lo + d * gamma)
-    if _is_float(x.dtype):
-        r = np.where(np.isnan(_take(rows, i * 0 + (n - 1), k)), np.nan, r)
-    if np.ndim(q) == 1:
-        r = np.moveaxis(r, k, 0)
+        if np.ndim(q) == 0 and _is_float(x.dtype):
+            # numpy's gamma for one q is a Python float: weak, float32 values stay float32
+            r = np.where(gamma >= 0.5, hi - d * (1 - gamma).astype(x.dtype),
+                         lo + d * gamma.astype(x.dtype))
+        else:
+            r = np.where(gamma >= 0.5, hi - d * (1 - gamma), lo + d * gamma)
+    if _is_float(x.dtype):   # nan where a row has no numbers, or holds a nan not skipped
+        r = np.where((c == 0) | np.isnan(np.take_along_axis(rows, last, k)), np.nan,
+                     r).astype(r.dtype)
+    r = np.squeeze(r, axis=k)
     if keepdims:
         if axis is None:
             return np.reshape(r, np.shape(q) + (1,) * np.ndim(a))
-        return np.expand_dims(r, np.ndim(q) + k)
+        return np.expand_dims(r, np.ndim(q) + axis % np.ndim(a))
     return r[()]
 
 

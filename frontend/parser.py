@@ -1666,10 +1666,11 @@ class FunctionParser:
                        "pass the arguments one by one")
         ufunc_method = self.ufunc_method(e.func, block)
         if ufunc_method is not None:    # np.add.reduce(x, axis=1)
-            args = [self.expr(a, block) for a in e.args]
+            method, leading = ufunc_method
+            args = leading + [self.expr(a, block) for a in e.args]
             kwargs = {k.arg: self.expr(k.value, block) for k in e.keywords}
-            return block.graph.apply(ufunc_method, *self.bind_graph(
-                ufunc_method.value, args, kwargs, e), location=loc)
+            return block.graph.apply(method, *self.bind_graph(
+                method.value, args, kwargs, e), location=loc)
         # Methods of arrays: x.sum(axis=0) -> sum(x, axis=0)
         if isinstance(e.func, ast.Attribute) and self.static_value(e.func.value, block) is None:
             attr = e.func.attr
@@ -1768,29 +1769,49 @@ class FunctionParser:
 
     @staticmethod
     def numpy_keywords(prim: Primitive, args, kwargs, bound: int) -> bool:
-        """Whether a call of a reduction primitive passes numpy's arguments beyond the
-        primitive's (x, axis, keepdims): a third positional one (numpy's dtype) or another
-        keyword; `bound` counts the object of a method call."""
+        """Whether a call of a primitive of resolve.REDUCTION_KEYWORDS passes numpy's
+        arguments beyond the primitive's: a positional one past those numpy's signature
+        shares with it (numpy's dtype or out after x and axis; out after clip's bounds) or
+        another keyword; `bound` counts the object of a method call."""
+        shared = 3 if prim.name == "clip" else 2
         return prim.name in resolve.REDUCTION_KEYWORDS and (
-            len(args) + bound > 2 or any((k.arg if isinstance(k, ast.keyword) else k)
-                                         not in prim.params for k in kwargs))
+            len(args) + bound > shared or any((k.arg if isinstance(k, ast.keyword) else k)
+                                              not in prim.params for k in kwargs))
 
     def ufunc_method(self, func: ast.expr, block: Block):
-        """The composition of `np.UFUNC.METHOD` (np.add.reduce), or None for any other
-        callee; a method of a numpy function outside resolve.UFUNC_METHODS is refused by
-        its full name."""
-        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute)):
+        """(composition, leading arguments) of `UFUNC.METHOD` for a numpy ufunc reached as
+        `np.add` or by a name imported from numpy (`from numpy import add`), or None for any
+        other callee.  resolve.UFUNC_METHODS has the methods of their own; the others of a
+        binary ufunc are resolve.UFUNC_GENERIC_METHODS, given the ufunc first.  Any other
+        method of a ufunc is refused by its full name."""
+        if not isinstance(func, ast.Attribute):
             return None
-        base = self.static_value(func.value.value, block)
-        if not (isinstance(base, resolve.Namespace) and base.name == "numpy"
-                and func.value.attr in base.functions):
+        if isinstance(func.value, ast.Attribute):
+            base = self.static_value(func.value.value, block)
+            if not isinstance(base, resolve.Namespace) or base.name != "numpy":
+                return None
+            ufunc = getattr(np, func.value.attr, None)
+        elif isinstance(func.value, ast.Name) and self.static_value(func.value, block) is None \
+                and func.value.id not in self.locals and not self.enclosing_has(func.value.id):
+            ufunc = self.source.globals.get(func.value.id)
+        else:
             return None
-        target = resolve.UFUNC_METHODS.get((func.value.attr, func.attr))
-        if target is None:
-            self.error(func, f"numpy.{func.value.attr}.{func.attr} is not supported in compiled "
-                       "code", "the supported ufunc methods: " + ", ".join(
-                           f"np.{u}.{m}" for u, m in resolve.UFUNC_METHODS))
-        return self.global_value(target, f"numpy.{func.value.attr}.{func.attr}", func)
+        if not isinstance(ufunc, np.ufunc):
+            return None
+        full = f"numpy.{ufunc.__name__}.{func.attr}"
+        target = resolve.UFUNC_METHODS.get((ufunc.__name__, func.attr))
+        if target is not None:
+            return self.global_value(target, full, func), []
+        generic = resolve.UFUNC_GENERIC_METHODS.get(func.attr)
+        if generic is not None and resolve.is_binary_ufunc(ufunc.__name__):
+            return self.global_value(generic, full, func), [
+                self.global_value(resolve.NUMPY[ufunc.__name__], f"numpy.{ufunc.__name__}",
+                                  func)]
+        self.error(func, f"{full} is not supported in compiled code",
+                   "the supported ufunc methods: " + ", ".join(
+                       f"np.{u}.{m}" for u, m in resolve.UFUNC_METHODS) + ", and "
+                   + ", ".join(f".{m}" for m in resolve.UFUNC_GENERIC_METHODS)
+                   + " of the binary ufuncs (np.logaddexp.reduce, np.subtract.outer, ...)")
 
     def macro_call(self, macro: "Macro", e: ast.Call, block: Block) -> Node:
         """`grad(f, 'x', ...)`: the function, then parameter names or positions (constants)."""
@@ -1893,6 +1914,11 @@ class FunctionParser:
         self.error(e.func, f"calling {cls.__name__} is not supported")
 
     def bind_primitive(self, prim: Primitive, args, kwargs, e) -> list:
+        if prim.name == "where" and len(args) + len(kwargs) == 1:
+            self.error(e, "np.where(condition) with one argument (np.nonzero) is not "
+                       "supported in compiled code: its result's shape depends on the values",
+                       "write np.where(condition, x, y), or use the mask in arithmetic: "
+                       "x * (x > 0), np.sum(x, where=x > 0)")
         return prim.bind(args, kwargs, lambda msg: self.error(e, msg))
 
     def bind_graph(self, g: Graph, args: list, kwargs: dict, e) -> list:

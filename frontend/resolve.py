@@ -27,7 +27,7 @@ NUMPY = {name: P[name] for name in (
     "exp log log1p expm1 sqrt sin cos tan arcsin arccos arctan sinh cosh tanh abs sign floor "
     "ceil square negative reciprocal maximum minimum arctan2 power where clip sum mean prod max "
     "min argmax argmin dot reshape transpose broadcast_to expand_dims squeeze concatenate "
-    "stack zeros ones empty full zeros_like ones_like array asarray arange eye matmul swapaxes "
+    "stack zeros ones empty full zeros_like ones_like array asarray arange matmul swapaxes "
     ).split()}
 NUMPY.update({name: getattr(numpy_functions, name) for name in ("shape", "ndim", "size")})
 # numpy's API beyond the basics: ufuncs as primitives, the rest as compositions.
@@ -57,21 +57,38 @@ NUMPY.update({name: getattr(numpy_functions, name) for name in (
     "kron cross interp cumsum cumprod sort argsort take array_split hsplit vsplit "
     "column_stack dstack nanmax nanmin").split()})
 NUMPY.update({name: getattr(numpy_functions, name) for name in (
-    "quantile percentile cov corrcoef nanvar nanstd meshgrid").split()})
+    "quantile percentile nanquantile nanpercentile nanmedian cov corrcoef nanvar nanstd "
+    "meshgrid tri eye rot90 signbit copysign trapezoid gradient fix logspace array_equal "
+    "digitize correlate isin triu_indices tril_indices").split()})
 LINALG = {name: P["linalg_" + name] for name in (
     "solve inv det slogdet cholesky eigh qr svd").split()}
 LINALG.update({name: getattr(numpy_functions, name) for name in (
-    "norm matrix_power pinv matrix_rank lstsq").split()})
+    "norm matrix_power pinv matrix_rank lstsq eigvalsh multi_dot").split()})
 
-# Reductions that are primitives of (x, axis, keepdims): a call with numpy's other
-# arguments (dtype, out, where, initial) is numpy's signature, a composition.
+# Reductions that are primitives of (x, axis, keepdims), and clip of (x, lo, hi): a call
+# with numpy's other arguments (dtype, out, where, initial; argmax's keepdims; clip's a_min,
+# a_max, min, max) is numpy's signature, a composition.
 REDUCTION_KEYWORDS = {name: getattr(numpy_functions, name) for name in ("sum", "mean", "prod")}
+REDUCTION_KEYWORDS.update({name: getattr(numpy_functions, f"{name}_keywords")
+                           for name in ("max", "min", "argmax", "argmin", "clip")})
 
 # `np.UFUNC.METHOD(...)`: the reductions and scans of ufuncs.
 UFUNC_METHODS = {(ufunc, method): getattr(numpy_functions, f"{ufunc}_{method}")
                  for ufunc, method in (("add", "reduce"), ("multiply", "reduce"),
                                        ("maximum", "reduce"), ("minimum", "reduce"),
                                        ("add", "accumulate"), ("multiply", "accumulate"))}
+# The methods of any other binary ufunc, its fold, scan and outer application: compositions
+# given the ufunc first (`np.logaddexp.reduce(x)` is `ufunc_reduce(np.logaddexp, x)`).
+UFUNC_GENERIC_METHODS = {method: getattr(numpy_functions, f"ufunc_{method}")
+                         for method in ("reduce", "accumulate", "outer")}
+
+
+def is_binary_ufunc(name: str) -> bool:
+    """Whether np.NAME is a numpy ufunc of two operands and one result that compiled code
+    supports, so that its generic methods apply."""
+    ufunc = getattr(np, name, None)
+    return name in NUMPY and isinstance(ufunc, np.ufunc) and ufunc.nin == 2 and \
+        ufunc.nout == 1 and ufunc.signature is None     # not a gufunc (np.matmul)
 
 # numpy values reached as `np.NAME`: dtypes and constants.
 NUMPY_VALUES = {name: getattr(np, name) for name in (
@@ -105,10 +122,12 @@ EXCEPTIONS = {name: getattr(builtins, name) for name in dir(builtins)
 METHODS = {"sum": P["sum"], "mean": P["mean"], "prod": P["prod"], "max": P["max"],
            "min": P["min"], "argmax": P["argmax"], "argmin": P["argmin"], "dot": P["dot"],
            "reshape": P["reshape"], "transpose": P["transpose"], "astype": P["astype"],
-           "squeeze": P["squeeze"], "clip": P["clip"], "copy": P["copy"]}
+           "squeeze": P["squeeze"], "clip": P["clip"], "copy": P["copy"],
+           "swapaxes": P["swapaxes"]}
 # Methods that are numpy functions of frontend/numpy_functions.py: `x.var(axis=0)`.
 METHODS.update({name: getattr(numpy_functions, name) for name in (
-    "var std any all ravel trace diagonal repeat round cumsum cumprod take argsort").split()})
+    "var std any all ravel trace diagonal repeat round cumsum cumprod take argsort item"
+).split()})
 METHODS["flatten"] = numpy_functions.ravel
 # Methods of dicts (`copy` of arrays too).
 METHODS.update({"items": P["dict_items"], "keys": P["dict_keys"], "values": P["dict_values"],
@@ -200,9 +219,11 @@ def is_numpy_function(value) -> bool:
 # Unsupported numpy functions with a supported form close to them, for the error's hint.
 NEAREST = {
     "numpy.linalg.eig": "np.linalg.eigh(a) for a symmetric a",
-    "numpy.rot90": "np.flip(np.swapaxes(m, 0, 1), 0)",
+    **{f"numpy.{name}": "a mask in arithmetic (x * (x > 0), np.where(x > 0, x, 0.0), "
+                        "np.sum(x, where=x > 0)): compiled arrays have shapes that do not "
+                        "depend on their values" for name in (
+        "nonzero", "argwhere", "flatnonzero", "unique", "extract", "compress")},
     "numpy.mgrid": "np.reshape(np.arange(n), (-1, 1)) and np.reshape(np.arange(m), (1, -1))",
-    "numpy.logspace": "10.0 ** np.linspace(start, stop, num)",
     "numpy.geomspace": "np.exp(np.linspace(np.log(start), np.log(stop), num))",
 }
 

@@ -74,10 +74,17 @@ def page() -> str:
               "| function | implemented as | gradient | TVM backend |", "|---|---|---|---|"]
     lines += [_row(f"numpy.{ufunc}.{method}", fn)
               for (ufunc, method), fn in sorted(resolve.UFUNC_METHODS.items())]
+    lines += [_row(f"numpy.UFUNC.{method}", fn)
+              for method, fn in sorted(resolve.UFUNC_GENERIC_METHODS.items())]
+    binary = ", ".join(f"`{name}`" for name in sorted(resolve.NUMPY)
+                       if resolve.is_binary_ufunc(name))
+    lines += ["", f"`UFUNC` is any binary ufunc listed above: {binary}; the ufunc is reached "
+              "as `np.NAME` or by a name imported from numpy (`from numpy import add`)."]
     keywords = ", ".join(f"`numpy.{name}`" for name in sorted(resolve.REDUCTION_KEYWORDS))
     lines += ["", f"{keywords} (and the methods of those names) are primitives of the operand, "
-              "`axis` and `keepdims`; a call with numpy's other arguments (`dtype`, `where`, "
-              "`initial`) is a composition.", ""]
+              "`axis` and `keepdims` (`clip`: the operand and its bounds); a call with "
+              "numpy's other arguments (`dtype`, `where`, `initial`, `argmax`'s `keepdims`, "
+              "`clip`'s `a_min`/`a_max`) is a composition.", ""]
     return "\n".join(lines)
 
 

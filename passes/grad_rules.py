@@ -282,8 +282,17 @@ def bprop_where(cond, x, y, out, dout):
 
 
 def bprop_clip(x, lo, hi, out, dout):
-    outside = np.where(x < lo, True, x > hi)
-    return (np.where(outside, zeros(dout), dout), zeros(lo), zeros(hi))
+    return (np.where(clipped(x, lo, hi), zeros(dout), dout), zeros(lo), zeros(hi))
+
+
+def clipped(x, lo, hi):
+    """Where np.clip moved x to a bound; a bound of None (np.clip(x, None, 1.0)) bounds
+    nothing on its side."""
+    if lo is None:
+        return x > hi
+    if hi is None:
+        return x < lo
+    return np.where(x < lo, True, x > hi)
 
 
 def bprop_to_float(x, out, dout):

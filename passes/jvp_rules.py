@@ -12,7 +12,7 @@ gradient there: ties of maximum/minimum share half, max/min reductions share equ
 import numpy as np
 
 from myir.ir.primitives import PRIMITIVES as _P
-from passes.grad_rules import _mT, _off_diagonal_reciprocal
+from passes.grad_rules import _mT, _off_diagonal_reciprocal, clipped
 
 reduce_grad = _P["reduce_grad"]
 zeros = _P["grad_zeros"]
@@ -87,7 +87,7 @@ def jvp_logaddexp2(x, y, out, dx, dy):
 
 
 def jvp_clip(x, lo, hi, out, dx, dlo, dhi):
-    return np.where(np.where(x < lo, True, x > hi), zeros(dx), dx)
+    return np.where(clipped(x, lo, hi), zeros(dx), dx)
 
 
 # ------------------------------------------------------------------ reductions, scans, sorting

@@ -809,8 +809,12 @@ def concatenate_rule(arrays, axis):
     if isinstance(arrays, AList) and arrays.items is None:   # the axis's length is unknown
         return _unknown_count(concatenate_rule, arrays, axis)
     items = _array_items(arrays)
-    if items is None or isinstance(axis, ANone):
+    if items is None:
         return ANY
+    if isinstance(axis, ANone):     # the arrays flattened, one after the other
+        sizes = [None if None in a.shape else math.prod(a.shape) for a in items]
+        return AArray(np.result_type(*[a.dtype for a in items]),
+                      (None if None in sizes else sum(sizes),))
     ndim = items[0].ndim
     if any(a.ndim != ndim for a in items) or ndim == 0:
         raise RuleError("all the input arrays must have the same number of dimensions, "
@@ -1412,7 +1416,10 @@ def getitem_grad_rule(x, index, dout):
                 zeros[i] = g
             return ATuple(tuple(zeros))
         if isinstance(index, AScalar) and index.known:
-            zeros[int(index.value)] = dout
+            i = int(index.value)
+            if not -len(zeros) <= i < len(zeros):
+                return BOTTOM   # as getitem's rule has it: a path that never runs
+            zeros[i] = dout
             return ATuple(tuple(zeros))
         return ANY
     if isinstance(x, AList):
@@ -1641,6 +1648,8 @@ def concat_grad_rule(arrays, axis, dout):
     items = _array_items(arrays)
     if items is None or not isinstance(dout, AArray):
         return ANY
+    if isinstance(axis, ANone):
+        return ATuple(tuple(AArray(dout.dtype, a.shape) for a in items))
     i = axes_value(axis, dout.ndim)
     if i is ANY:
         return ANY

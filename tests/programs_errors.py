@@ -11,6 +11,7 @@ silently.  Undefined names below are undefined on purpose.
 # flake8: noqa
 
 import numpy as np
+from numpy import add
 from numpy.linalg import eig
 
 COUNTER = 0
@@ -99,6 +100,18 @@ def linalg_eig(a):
 
 def fft_of(a):
     return np.fft.fft(a)
+
+
+def nonzero_of(a):
+    return np.nonzero(a)
+
+
+def where_of_condition_alone(a):
+    return np.where(a > 0)[0]
+
+
+def imported_ufunc_reduceat(a):
+    return add.reduceat(a, [0, 1])
 
 
 def imported_eigen(a):

@@ -1201,6 +1201,17 @@ def tuple_grown_in_a_loop(x):
     return parts[0] + parts[2]
 
 
+def tuple_grown_after_a_check(x, scale=2.0, axes=(1,)):
+    """A raise before a loop over a tuple that grows one: inference also types the tuple
+    the loop has not grown yet (empty), where `parts[0]` never runs."""
+    if np.ndim(scale) != 0:
+        raise ValueError("scale must be a number")
+    parts = ()
+    for k in axes:
+        parts = parts + (np.sin(x) * (scale + k),)
+    return np.sum(parts[0])
+
+
 
 def builtin_pow_divmod(x, y):
     q, r = divmod(x, 0.75)

@@ -223,6 +223,15 @@ def test_unsupported_numpy_function_is_named_in_full_with_a_hint(compile_fresh):
     assert "np.linalg.eigh" in err.hint and "docs/numpy.md" in err.hint
     err = raise_error(lambda: compile_fresh(E.fft_of)(np.ones(2)))
     assert "unknown method" not in err.message
+    err = raise_error(lambda: compile_fresh(E.imported_ufunc_reduceat)(np.ones(2)))
+    assert err.message == "numpy.add.reduceat is not supported in compiled code"
+    assert "np.add.reduce" in err.hint and ".outer" in err.hint
+    err = raise_error(lambda: compile_fresh(E.where_of_condition_alone)(np.ones(2)))
+    assert err.message.startswith("np.where(condition) with one argument (np.nonzero) is not")
+    assert "np.where(condition, x, y)" in err.hint
+    err = raise_error(lambda: compile_fresh(E.nonzero_of)(np.ones(2)))
+    assert err.message == "numpy.nonzero is not supported in compiled code"
+    assert "a mask in arithmetic" in err.hint
 
 
 def test_every_unsupported_construct_message_says_compiled_functions_once(compile_fresh):

@@ -793,8 +793,8 @@ def test_gradient_temporaries_are_freed_at_their_last_use():
 
 
 @pytest.mark.parametrize("f", [G.tuple_concatenated, G.tuple_grown_in_a_loop,
-                               G.tuple_concatenated_unequally],
-                         ids=["concatenated", "grown_in_a_loop", "unequally"])
+                               G.tuple_concatenated_unequally, G.tuple_grown_after_a_check],
+                         ids=["concatenated", "grown_in_a_loop", "unequally", "after_a_check"])
 def test_gradient_through_a_tuple_concatenation(f):
     # each operand's gradient is its own side of the concatenation's, item by item
     check_gradient(f, (1.5,))

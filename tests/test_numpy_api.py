@@ -14,6 +14,7 @@ import os
 
 import numpy as np
 import pytest
+from numpy import add, maximum, multiply
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -365,7 +366,8 @@ def cross_2d(x): return np.cross(x[:3, :2], x[:3, 1:]), np.cross(x[0, :2], x[1, 
 def stacks_and_nan_extrema(x):
     y = np.where(x > 0.5, np.nan, x)
     return np.column_stack((x[0], x[1:].T, x[2])), np.dstack((x, 2.0 * x)), np.nanmax(y), \
-        np.nanmin(y, axis=0, keepdims=True), np.nanmax(np.where(x > -5, np.nan, x), axis=1)
+        np.nanmin(y, axis=0, keepdims=True), np.nanmax(np.where(x > -5, np.nan, x), axis=1), \
+        np.vstack((x, x[0]))
 def statistics(x):
     """Quantiles, covariances and correlations, NaN-aware spread (two numbers a column)."""
     y = np.concatenate((x[:1], np.where(x > 0.5, np.nan, x), x[-1:]))
@@ -382,6 +384,60 @@ def reduction_keywords(x):
         np.maximum.reduce(x, axis=-1, keepdims=True) * np.multiply.reduce(x, axis=None) + \
         x.mean(axis=0, dtype=np.float64) + np.sum(x, 0, None, initial=1.0), \
         np.sum(a * b) + np.meshgrid(x[0], x[1], x[2], indexing="ij")[2]
+def nan_statistics(x):
+    """NaN-aware medians and quantiles: rows with a few NaNs, and a row of NaNs alone."""
+    y = np.where(x > 0.5, np.nan, x)
+    return np.nanmedian(y, axis=0), np.nanmedian(y) + np.nanmedian(y, axis=1, keepdims=True) \
+        + np.nanpercentile(y, 30, axis=1, keepdims=True, method="midpoint") \
+        + np.nanquantile(y, 0.4, axis=1, keepdims=True, method="nearest"), \
+        np.nanquantile(y, [0.25, 0.9], axis=1) + np.nanpercentile(y[:, :2], 80, axis=1) \
+        + np.nanquantile(y[:, :2], 0.5, axis=1, method="lower") \
+        + np.nanquantile(y[:, :2], 0.5, axis=1, method="higher")
+def ufunc_methods(x):
+    """Methods of ufuncs reached as np.NAME or by names imported from numpy; reductions
+    and scans without a numpy function of their own fold the ufunc in numpy's order."""
+    return add.reduce(x) + multiply.reduce(x, 0), \
+        np.logaddexp.reduce(x, axis=1, keepdims=True) + np.subtract.outer(x[0], x[1, :3]).T \
+        + np.minimum.reduce(x, axis=None) * np.add.accumulate(x, axis=1), \
+        multiply.outer(x[0, :2], x) + np.maximum.outer(x[1, :2], x) \
+        + maximum.accumulate(x)
+def shapes_and_signs(x):
+    """Constructors with numpy's positional M and k, quarter turns, sign bits (of a zero
+    too), products of three in numpy's order, and the swapaxes method."""
+    return np.rot90(x) @ np.eye(3, 4, 1) + np.tri(4, k=-1, dtype=np.float32), \
+        np.rot90(x, -1) * np.rot90(x.T, 2, axes=(1, 0)), \
+        np.copysign(x, 0.3 - x) + np.signbit(x - x[0]), \
+        np.linalg.multi_dot([x, x.T, x]) + np.linalg.multi_dot([x[0], x.T, x]), \
+        np.linalg.multi_dot([x[0], x.T, x[:, 1]]), \
+        x[None].swapaxes(0, 2)
+def extremum_keywords(x):
+    """numpy's keywords of max/min (initial, where), argmax (keepdims), clip (a_min, a_max,
+    min, max, a None bound), var/std (out's place), repeat (a count per element)
+    and concatenate (axis=None)."""
+    return np.max(x, axis=0, initial=0.5) + np.min(x, initial=-0.1) \
+        + x.max(axis=0, where=x > 0, initial=-1.0), \
+        np.argmax(x, axis=1, keepdims=True) + x.argmin(keepdims=True), \
+        np.clip(x, a_min=-0.5, a_max=None) + np.clip(x, min=0.0, max=0.5) + x.clip(max=0.3), \
+        np.std(x) + np.var(x, 0, None, None, 1, True), \
+        np.repeat(x, [1, 0, 2], axis=0) * np.repeat(x[0], (2, 1, 0, 1)), \
+        np.concatenate((x, x[0]), axis=None)
+def calculus(x):
+    """Integrals and differences along axes, a pad that mirrors."""
+    return np.trapezoid(x) + np.trapezoid(x, x=np.array([0.0, 0.5, 2.0, 2.5]))[0] \
+        + np.trapezoid(x, dx=0.5, axis=0)[:3], \
+        np.gradient(x, axis=1) * np.gradient(x, 0.5)[0] + np.gradient(x, edge_order=2)[1] \
+        + np.pad(x, ((0, 0), (3, 1)), mode="reflect")[:, 1:5]
+def lookups(x):
+    """Pads that copy elements, bins and look-ups (values only)."""
+    v = x[1]
+    return np.pad(x, 2, mode="edge") * np.pad(x, ((3, 1), (1, 3)), mode="symmetric") \
+        + np.pad(x, (2, 2), mode="wrap"), \
+        np.correlate(v, x[0, :2]) + np.correlate(v, x[2, :2], "full")[:3] \
+        + x[np.triu_indices(3, 1, 4)][:3] + x[np.tril_indices(3)][3:] \
+        + np.digitize(v, np.array([-1.0, 0.0, 1.0]))[:3] \
+        + np.isin(x[0, :3], x[0, 1:2]) + np.array_equal(x, x), \
+        np.digitize(v, np.array([1.0, 0.0, -1.0]), right=True), \
+        np.fix(3.0 * x) + x * np.logspace(0, 1, 4) + x * x[1, 2].item()
 def splits(x): return np.array_split(x, 3), np.split(x, 4, axis=1), np.hsplit(x, (1,)), \
     np.vsplit(x, (2,))
 
@@ -389,7 +445,9 @@ def splits(x): return np.array_split(x, 3), np.split(x, 4, axis=1), np.hsplit(x,
 KEYWORD_SUBJECTS = [(cross_2d, MAT), (stacks_and_nan_extrema, MAT), (cumsum_dtype, MAT), (cumsum_of_bools, MAT), (sort_kinds, VEC),
                     (argsort_stable, VEC), (take_modes, VEC), (take_axis_mode, MAT),
                     (interp_period, VEC), (splits, MAT), (statistics, MAT),
-                    (reduction_keywords, MAT)]
+                    (reduction_keywords, MAT), (nan_statistics, MAT), (ufunc_methods, MAT),
+                    (shapes_and_signs, MAT), (extremum_keywords, MAT),
+                    (calculus, MAT), (lookups, MAT)]
 
 def loss_sort_kinds(x): return weighted(np.sin(sort_kinds(x)))
 def loss_take_modes(x): return weighted(np.sin(take_modes(x)))
@@ -403,8 +461,20 @@ def loss_cross_2d(x):
     three, one, two = cross_2d(x)
     return weighted(np.sin(three)) + one * np.sum(two * two)
 def loss_stacks_and_nan_extrema(x):
-    columns, layers, largest, smallest, _ = stacks_and_nan_extrema(x)
-    return weighted(np.sin(columns)) + weighted(np.cos(layers)) + largest * np.sum(smallest)
+    columns, layers, largest, smallest, _, rows = stacks_and_nan_extrema(x)
+    return weighted(np.sin(columns)) + weighted(np.cos(layers)) + largest * np.sum(smallest) \
+        + weighted(np.sin(rows))
+def loss_nan_statistics(x):
+    columns, rows, pairs = nan_statistics(x)
+    return weighted(np.sin(np.nan_to_num(columns))) + weighted(np.cos(np.nan_to_num(rows))) \
+        + weighted(np.sin(np.nan_to_num(pairs)))
+def loss_ufunc_methods(x):
+    first, second, third = ufunc_methods(x)
+    return weighted(np.sin(first)) + weighted(np.cos(second)) + weighted(np.sin(third))
+def loss_extremum_keywords(x):
+    return sum(weighted(np.sin(y)) for y in extremum_keywords(x) if y.dtype != np.int64)
+def loss_calculus(x):
+    return sum(weighted(np.sin(y)) for y in calculus(x))
 def loss_splits(x):
     thirds, quarters, halves, rows = splits(x)
     return weighted(np.sin(np.concatenate(thirds) + np.concatenate(quarters, axis=1)
@@ -415,7 +485,10 @@ KEYWORD_LOSSES = {sort_kinds: loss_sort_kinds, take_modes: loss_take_modes,
                   take_axis_mode: loss_take_axis_mode, interp_period: loss_interp_period,
                   splits: loss_splits, cross_2d: loss_cross_2d,
                   stacks_and_nan_extrema: loss_stacks_and_nan_extrema,
-                  statistics: loss_statistics, reduction_keywords: loss_reduction_keywords}
+                  statistics: loss_statistics, reduction_keywords: loss_reduction_keywords,
+                  nan_statistics: loss_nan_statistics, ufunc_methods: loss_ufunc_methods,
+                  extremum_keywords: loss_extremum_keywords,
+                  calculus: loss_calculus}
 
 
 @pytest.mark.parametrize("f, x", KEYWORD_SUBJECTS, ids=lambda v: getattr(v, "__name__", ""))
@@ -428,6 +501,28 @@ def test_keywords_like_numpy(f, x):
         x = x + np.linspace(0.0, 0.01, x.size).reshape(x.shape)
         assert_grads_close(gradient(loss)(x), numerical_grad(loss, (x,), 0), rtol=1e-5,
                            atol=1e-6)
+
+
+def spread_where(x):
+    return np.std(x, where=x > -0.5), np.var(x, 0, None, None, 1, True, where=x < 0.9), \
+        x.var(axis=1, where=x > -0.3)
+
+
+def loss_spread_where(x):
+    return sum(weighted(np.sin(y)) for y in spread_where(x))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
+def test_spread_with_where_like_numpy_to_rounding(dtype):
+    """np.var and np.std of the elements `where` keeps: numpy's steps, its masked sums in
+    an order of their own (equal to rounding)."""
+    x = MAT.astype(dtype)
+    for got, want in zip(compiled(spread_where)(x), spread_where(x)):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=TVM_TOLERANCE[want.dtype])
+    if dtype == np.float64:
+        assert_grads_close(gradient(loss_spread_where)(MAT),
+                           numerical_grad(loss_spread_where, (MAT,), 0), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("call, message", [

@@ -147,6 +147,11 @@ def einsum_matmul(a, b):
     return np.sum(np.einsum("...ij,...jk->...ik", a, b) ** 2)
 
 
+def eigvalsh(a):
+    return np.sum(np.linalg.eigvalsh(a) * np.linspace(1.0, 2.0, np.shape(a)[-1]) ** 2) + \
+        np.sum(np.linalg.eigvalsh(a, UPLO="U")[..., -1])
+
+
 def einsum_trace_diag(a, b):
     return np.sum(np.einsum("...ii", a)) + np.sum(np.einsum("...ii->...i", a) * b[..., 0])
 
@@ -203,7 +208,7 @@ def searchsorted(x, b):
 
 SQUARE = [(solve_vec, general, "vec"), (solve_mat, general, "mat"), (inv, general, None),
           (det, general, None), (slogdet, general, None), (cholesky, spd, None),
-          (eigh, spd, None), (eigh_values, spd, None), (qr, tall, None), (svd, tall, None),
+          (eigh, spd, None), (eigh_values, spd, None), (eigvalsh, spd, None), (qr, tall, None), (svd, tall, None),
           (singular_values, tall, None), (lstsq, tall, "rows"),
           (norms, general, None),
           (norms_axis, general, None), (matrix_power, general, None),
@@ -214,8 +219,9 @@ SQUARE = [(solve_vec, general, "vec"), (solve_mat, general, "mat"), (inv, genera
 
 # norms of a 2-d matrix only (a stack has no axis=None matrix norm)
 UNBATCHED = {norms, kron, convolve, lstsq}
-# equal to numpy's to rounding: another algorithm than numpy's
-ROUNDED = {lstsq}
+# equal to numpy's to rounding: another algorithm than numpy's (eigvalsh: eigh's
+# eigenvalues; numpy's eigvalsh has LAPACK compute them without the eigenvectors)
+ROUNDED = {lstsq, eigvalsh}
 # the matrix is n x n, n >= 3 (cross products, gathers at index 3 of 4 elements)
 BIG = {cross, gathers}
 
@@ -255,7 +261,7 @@ def test_value_and_gradient(subject, make, second, batch, n, seed):
     got = gradient(subject, *wrt)(*args)
     got = got if isinstance(got, tuple) else (got,)
     want = tuple(numerical_grad(subject, args, i) for i in wrt)
-    if subject in (cholesky, eigh, eigh_values):
+    if subject in (cholesky, eigh, eigh_values, eigvalsh):
         # functions of a's symmetric part: compare the gradients' symmetric parts
         got, want = tuple(map(sym, got)), tuple(map(sym, want))
     assert_grads_close(got, want, rtol=1e-5, atol=1e-6)

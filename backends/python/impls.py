@@ -456,6 +456,9 @@ def select_grad(out, x, dout, count):
 
 
 def concat_grad(arrays, axis, dout):
+    if axis is None:    # the arrays were flattened: each piece back in its array's shape
+        ends = np.cumsum([np.size(a) for a in arrays])[:-1]
+        return tuple(np.reshape(d, np.shape(a)) for d, a in zip(np.split(dout, ends), arrays))
     ends = np.cumsum([np.shape(a)[axis] for a in arrays])[:-1]
     return tuple(np.split(dout, ends, axis=axis))
 
