@@ -1102,19 +1102,22 @@ class FunctionParser:
 
         seq = None
         init = [self.value(block, n) for n in carried]
+        # A dict that gains a key each step: inference follows the loop step by step (the
+        # keys stay constants), as it does a dict comprehension, so its number of steps must
+        # be known when compiling: a `for` loop's length, counted by comp_next, which stops
+        # at the end; a `while` loop's condition at each step (see below).
+        grown = _adds_keys(s.body, self.owned, body_names)
+        if grown is not None:
+            loop_graph.unrolled = True
+            grows = f"this loop adds keys to `{grown}`, a dict whose keys must be known when " \
+                    "compiling"
         if isinstance(s, ast.For):
             seq = self.iteration(s.iter, block)
             counter = loop_graph.add_parameter("k", loc)
             init = [Constant(0)] + init
-            # A dict that gains a key each step: inference follows the loop step by step
-            # (the keys stay constants), as it does a dict comprehension, so its length
-            # must be known when compiling; counted by comp_next, which stops at the end.
-            grown = _adds_keys(s.body, self.owned, body_names)
             if grown is not None:
-                loop_graph.unrolled = True
-                seq = (block.graph.apply(P["comp_length"], seq[0], f"this loop adds keys to "
-                                         f"`{grown}`, a dict whose keys must be known when "
-                                         "compiling", location=self.loc(s.iter)), seq[1])
+                seq = (block.graph.apply(P["comp_length"], seq[0], grows,
+                                         location=self.loc(s.iter)), seq[1])
         else:
             counter = None
         for n in carried:
@@ -1130,6 +1133,9 @@ class FunctionParser:
             exit_.graph.output = self.exit_value(exit_, s)
             if seq is None:
                 test = self.truth(self.expr(s.test, header), s.test, header)
+                if grown is not None:
+                    test = header.graph.apply(P["comp_length"], test, grows,
+                                              location=self.loc(s.test))
             else:
                 length, element = seq
                 test = header.graph.apply(P["lt"], counter, length, location=loc)
@@ -1175,7 +1181,7 @@ class FunctionParser:
     def continue_call(self, block: Block, s: ast.AST) -> Node:
         loop = self.current_loop
         args = [self.value(block, n) for n in loop.carried]
-        if loop.graph.unrolled:
+        if loop.counter is not None and loop.graph.unrolled:
             args = [block.graph.apply(P["comp_next"], loop.counter, loop.length,
                                       location=self.loc(s))] + args
         elif loop.counter is not None:

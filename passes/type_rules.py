@@ -49,6 +49,13 @@ class RuleError(Exception):
         self.about = about
 
 
+class Unsupported(RuleError):
+    """What compiled code cannot do, where CPython would run on (a dict key or a number of
+    steps not known when compiling): an error before running wherever the code may run,
+    not only where it certainly does -- inference would type what follows as if it never
+    ran, and the compiled code would go on from a wrong type."""
+
+
 class TypeFailure(RuleError):
     """A `Fails` of a rule applied by `strict_rule`: CPython's TypeError for these types."""
 
@@ -2200,7 +2207,7 @@ def _constant_key(a, what: str):
     try:
         return key_value(a)
     except _NotConstant:
-        raise RuleError(f"{what} is {type_name(a)} whose value is not known when compiling; "
+        raise Unsupported(f"{what} is {type_name(a)} whose value is not known when compiling; "
                         "compiled dicts have keys known when compiling",
                         "use constant keys (strings, numbers), or a tuple or array indexed by "
                         "an int for values chosen at run time") from None
@@ -2362,8 +2369,14 @@ def iter_keys_grad_rule(x, dout):
 
 
 def comp_length_rule(n, what):
+    """n, a comprehension's or a loop's length, or a `while` loop's condition at one step:
+    a constant, or the keys its dict gains are not known when compiling."""
     if not (isinstance(n, AScalar) and n.known):
-        raise RuleError(f"{what.value}, but it goes over values whose number is not known "
+        if isinstance(n, AScalar) and n.pytype is bool:
+            raise Unsupported(f"{what.value}, but its condition is not known until run time",
+                            "loop over `range` of a constant, a dict's keys or `.items()`, or "
+                            "a tuple; or build a list, tuple or array of the values instead")
+        raise Unsupported(f"{what.value}, but it goes over values whose number is not known "
                         "until run time",
                         "go over a dict's keys or `.items()`, a tuple, or `range` of a "
                         "constant; or build a tuple or array of the values instead")
