@@ -258,9 +258,12 @@ class Update:
             for call in flow.callers.get(id(g), ()):
                 # past an `if` or loop that runs the update: the variable itself is the
                 # updated object there; an alias made on the way (in the other branch) may
-                # be carried round a loop to the update's next run, so it goes on
-                if alias is not None or not any(id(c) in self.enclosing
-                                                for c in flow.callees(call)):
+                # be carried round a loop to the update's next run, so it goes on -- marked
+                # as coming from a run of the `if` without the update
+                if alias is not None and self._exclusive(g, alias):
+                    self._forward(call, path, alias[:2] + (True,), seen)
+                elif alias is not None or not any(id(c) in self.enclosing
+                                                  for c in flow.callees(call)):
                     self._forward(call, path, alias, seen)
 
     def _use(self, n: Node, user: Apply, k: int, path: tuple, alias, seen: set):
@@ -276,6 +279,10 @@ class Update:
         if prim is None:
             callee = user.fn.value if is_graph_constant(user.fn) else None
             if callee is not None and flow.control(callee):
+                if alias is not None and flow.loop(callee) and is_nested_in(user.graph, callee):
+                    alias = alias[:2]   # the next iteration, which may run the update
+                elif alias is not None and self._exclusive(user.graph, alias):
+                    alias = alias[:2] + (True,)   # from a branch without the update
                 self._forward(callee.parameters[k - 1], path, alias, seen)
                 return
             name = _numpy_function(callee)
@@ -318,7 +325,7 @@ class Update:
         self._read(user, alias)
 
     def _read(self, user: Apply, alias):
-        if alias is None:
+        if alias is None or alias[2:] or self._exclusive(user.graph, alias):
             return
         if id(user) not in self.before:
             self._after(alias, f"read{_line(user)} after the update")
@@ -326,12 +333,22 @@ class Update:
             self._after(alias, f"read{_line(user)} in the loop, whose next iteration comes "
                                "after the update")
 
-    def _again(self, user: Apply, alias) -> bool:
-        """Whether `user`, which runs before the update, runs again after it: in the next
-        iteration of a loop the update is in, reading an alias made before the loop (one
-        made in the loop's body is made again, from the updated value)."""
-        made = alias[1]
-        g = user.graph
+    def _exclusive(self, g: Graph, alias) -> bool:
+        """Whether code in g never runs after the update: g is in one branch of an `if` and
+        the update in the other, and each loop around that `if` which runs the update made
+        the alias in its body (one made before the loop would be read in an iteration after
+        the one that ran the update)."""
+        flow = self.flow
+        while flow.control(g) and id(g) not in self.enclosing:
+            for call in flow.callers.get(id(g), ()):
+                if any(id(c) in self.enclosing for c in flow.callees(call)):
+                    return not self._loops_around(call.graph, alias[1])
+            g = g.parent
+        return False
+
+    def _loops_around(self, g: Graph, made) -> bool:
+        """Whether a loop that runs the update and contains g did not make `made` (an alias
+        made before it: a later iteration may read it after the update)."""
         while g is not None and self.flow.control(g):
             if id(g) in self.enclosing and self.flow.loop(g) and not (
                     isinstance(made, Apply) and is_nested_in(made.graph, g)):
@@ -339,8 +356,17 @@ class Update:
             g = g.parent
         return False
 
+    def _again(self, user: Apply, alias) -> bool:
+        """Whether `user`, which runs before the update, runs again after it: in the next
+        iteration of a loop the update is in, reading an alias made before the loop (one
+        made in the loop's body is made again, from the updated value)."""
+        return self._loops_around(user.graph, alias[1])
+
     def _after(self, alias: tuple, how: str):
-        """The alias is seen after the update: an error, unless it may be a number."""
+        """The alias is seen after the update: an error, unless it may be a number or it
+        comes from a run of an `if` without the update (marked by a third item)."""
+        if alias[2:]:
+            return
         what, node = alias
         if _element(node):
             self.elements[id(node)] = node
