@@ -49,8 +49,10 @@ from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_cons
 from myir.ir.primitives import FRESH, VIEWS
 
 # Primitives that build a new container holding their operands (not FRESH: the container
-# holds them): a value an update may start from, like a literal `[a, b]` or `{"k": v}`.
-NEW_CONTAINERS = frozenset({"make_tuple", "make_list", "make_dict", "make_record"})
+# holds them): a value an update may start from, like a literal `[a, b]` or `{"k": v}`, a
+# dict comprehension's step or an earlier `d[k] = v`.
+NEW_CONTAINERS = frozenset({"make_tuple", "make_list", "make_dict", "make_record",
+                            "dict_cons", "dict_setitem"})
 
 # Primitives that store an operand (by position, 1-based as in `_use`) in the container they
 # make or update: the stored object is seen through the container from then on.
@@ -58,9 +60,10 @@ STORES = {"make_list": None, "make_record": None,     # None: every operand but 
           "make_dict": "values", "list_append": (2,), "dict_setitem": (3,),
           "dict_cons": (2,), "record_replace": (3,)}
 
-# List updates (`xs.append(v)`, `xs.extend(ys)`): CPython changes the list itself, so the
-# object goes on in their result (the parser checks the list is the function's own).
-LIST_UPDATES = frozenset({"list_append", "list_extend"})
+# List updates (`xs.append(v)`, `xs.extend(ys)`, `xs.pop(i)`): CPython changes the list
+# itself, so the object goes on in their result (list_pop's second item), and the parser
+# checks them as it checks `y[i] = v`.
+LIST_UPDATES = frozenset({"list_append", "list_extend", "list_pop"})
 
 # Functions of frontend/numpy_functions.py whose numpy counterpart may return a view of its
 # first operand; the others return a new array (or a number).
@@ -144,6 +147,8 @@ class Update:
 
     def __init__(self, flow: Flow, node: Apply, old: Node, name: str):
         self.flow, self.node, self.old, self.name = flow, node, old, name
+        # the object is a list: a slice of it is a new list, not a view
+        self.list = primitive_name(node) in LIST_UPDATES
         self.enclosing = set()        # ids of the graphs the update runs in
         g = node.graph
         while g is not None:
@@ -218,11 +223,19 @@ class Update:
             yield from self._origins(n.args[0], (n.args[1].value,) + path, seen)
         elif prim in ("check_bound", "depend", "unpack"):
             yield from self._origins(n.args[0], path, seen)
-        elif (prim in FRESH or prim in NEW_CONTAINERS) and not path:
+        elif prim == "getitem" and primitive_name(n.args[0]) == "list_pop" and not path \
+                and isinstance(n.args[1], Constant) and n.args[1].value == 1:
+            yield n     # the list an earlier `xs.pop()` updated, like list_append's
+        elif (prim in FRESH or prim in NEW_CONTAINERS or self._list_slice(n)) and not path:
             yield n
         else:
             raise Shared(f"the value it was made from{_line(n)}: "
                          f"`{prim or 'a function call'}` may return a view or a shared value")
+
+    def _list_slice(self, n: Node) -> bool:
+        """Whether n is a slice `xs[a:b]` of the updated object, a list: a new list."""
+        return self.list and primitive_name(n) == "getitem" \
+            and primitive_name(n.args[1]) == "make_slice"
 
     def _packed(self, n: Node) -> bool:
         """Whether n is a tuple the parser packs variables in (a branch's or a loop's
@@ -301,14 +314,16 @@ class Update:
                 self._forward(user, (), alias or (f"an element of a tuple{_line(user)}", None),
                               seen)
             return
-        if prim == "make_tuple":
-            self._forward(user, (k - 1,) + path, alias, seen)
+        if prim == "make_tuple" or prim == "list_pop" and k == 1:
+            # list_pop(xs, i) gives (the item, xs without it): the list goes on as item 1
+            self._forward(user, (k - 1 if prim == "make_tuple" else 1,) + path, alias, seen)
             return
         if prim in ("check_bound", "depend", "unpack") and k == 1 \
-                or prim in LIST_UPDATES and k == 1 or prim == "setitem" and k == 1:
+                or prim in LIST_UPDATES and k == 1 or prim in ("setitem", "dict_setitem") \
+                and k == 1:
             self._forward(user, path, alias, seen)
             return
-        if prim in VIEWS and k == 1:
+        if prim in VIEWS and k == 1 and not (not path and self._list_slice(user)):
             self._forward(user, (), alias, seen)
             return
         if _stored(prim, k, user):

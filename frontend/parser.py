@@ -401,31 +401,6 @@ class _ComprehensionScope(ast.Lambda):
     `_check_captures`)."""
 
 
-# Reads of a dict that do not let it be seen elsewhere: `d[k]`, `k in d`, `len(d)`, `for k in
-# d`, `d.get(k)` and the other methods that give new values.
-_DICT_READERS = frozenset({"get", "items", "keys", "values", "copy"})
-
-
-@functools.lru_cache(maxsize=64)
-def _dict_reads(fn: ast.AST) -> frozenset:
-    """The ids of the Name nodes in `fn` read as a dict is read (see `_DICT_READERS`)."""
-    ids = set()
-    for n in ast.walk(fn):
-        if isinstance(n, ast.Subscript):
-            ids.add(id(n.value))
-        elif isinstance(n, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn))
-                                                for op in n.ops):
-            ids.update(id(c) for c in n.comparators)
-        elif isinstance(n, ast.Attribute) and n.attr in _DICT_READERS:
-            ids.add(id(n.value))
-        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in (
-                "len", "dict") and len(n.args) == 1:
-            ids.add(id(n.args[0]))
-        elif isinstance(n, (ast.For, ast.comprehension)):
-            ids.add(id(n.iter))
-    return frozenset(ids)
-
-
 @functools.lru_cache(maxsize=64)
 def _in_branches(fn: ast.AST) -> frozenset:
     """The ids of the statements of `fn` inside an `if`: a dict assigned there may not be
@@ -466,7 +441,8 @@ class FunctionParser:
         self.loop_stack: tuple = ()
         self.augmented: list[Apply] = []   # of this function and those nested in it
         self.assigned: list[tuple[Node, str | None]] = []   # (value, name), the same
-        self.updates: list[tuple[Apply, str, ast.AST]] = []   # `y[i] = v`: (setitem, y, target)
+        # `y[i] = v`, `xs.append(v)`: (the update, y, its target or call)
+        self.updates: list[tuple[Apply, str, ast.AST]] = []
         self.names_of: dict[int, list[tuple[str, int]]] = {}  # id(value) -> [(name, line)]
         self.owned: set[str] = set()     # names holding a dict this function made (see owns)
         self.dict_copies: set[int] = set()   # ids of the copies `dict(d)` made (not `x.copy()`)
@@ -803,6 +779,7 @@ class FunctionParser:
             old = block.graph.apply(P["getitem"], d, key, location=self.loc(s.target))
             value = self.in_place(s.op, old, s, block)
             update = block.graph.apply(P["dict_setitem"], d, key, value, location=self.loc(s))
+            self.root.updates.append((update, s.target.value.id, s.target))
             self.assign(s.target.value, update, block, s)
             self.owned.add(s.target.value.id)
             return block
@@ -868,13 +845,15 @@ class FunctionParser:
                 update.check()
                 elements.update((k, (v, name, node)) for k, v in update.elements.items())
             except ownership.Shared as e:
+                what = f"`{name}.{target.func.attr}()`" if isinstance(target, ast.Call) \
+                    else f"assignment into `{name}`"
                 if e.argument is not None:
-                    self.error(target, f"assignment into `{name}` would change the argument "
-                               f"`{e.argument}` in place; the caller's data is never changed",
+                    self.error(target, f"{what} would change the argument `{e.argument}` in "
+                               "place; the caller's data is never changed",
                                f"write `{e.argument} = {e.argument}.copy()` first")
-                self.error(target, f"assignment into `{name}` would change its value in place, "
-                           f"and that value is shared with {e.what}: Python would change it "
-                           "there too, compiled code would not",
+                self.error(target, f"{what} would change its value in place, and that value "
+                           f"is shared with {e.what}: Python would change it there too, "
+                           "compiled code would not",
                            f"write `{name} = {name}.copy()` before the update")
         for element, name, update in elements.values():
             self._not_a_view(flow, element, name, update)
@@ -1049,18 +1028,12 @@ class FunctionParser:
         return self.stmts(rest, join)
 
     def owns(self, e: ast.expr) -> bool:
-        """Whether `e[k] = v` may update the dict `e` names: one this function made (a dict
-        literal or comprehension, `dict(...)`) and no other name, container,
-        closure or caller can see -- not read anywhere but as `e[k]`, `k in e`, `e.get(k)`,
-        ... since (nor anywhere in an enclosing loop).  Compiled code then rebinds `e` to the
-        updated dict, which is what CPython's in-place update gives.  A dict that may be seen
-        elsewhere is refused (`dict_update_error`): rebinding would change what the other
-        holder sees."""
-        if not isinstance(e, ast.Name) or e.id not in self.owned:
-            return False
-        reads = _dict_reads(self.node)
-        return not any(isinstance(n, ast.Name) and n.id == e.id and isinstance(n.ctx, ast.Load)
-                       and id(n) not in reads for loop in self.loop_stack for n in ast.walk(loop))
+        """Whether `e[k] = v` updates a dict: `e` names one this function made (a dict
+        literal or comprehension, `dict(...)`, not in one branch of an `if` only).
+        Compiled code then rebinds `e` to the updated dict (`dict_setitem`), which is what
+        CPython's in-place update gives where no other name, container, closure or caller
+        sees it: `_check_updates` proves that, as for `y[i] = v`."""
+        return isinstance(e, ast.Name) and e.id in self.owned
 
     def refuse_update_under_view(self, target: ast.Subscript):
         """`d[k] = v` inside `for ... in d.items():` (or `d.values()`): CPython's loop reads
@@ -1081,7 +1054,9 @@ class FunctionParser:
     def dict_update(self, target: ast.Subscript, value: Node, block: Block) -> Node:
         d = self.read(block, target.value.id, target.value)
         key = self.index(target.slice, block)
-        return block.graph.apply(P["dict_setitem"], d, key, value, location=self.loc(target))
+        update = block.graph.apply(P["dict_setitem"], d, key, value, location=self.loc(target))
+        self.root.updates.append((update, target.value.id, target))
+        return update
 
     # -- loops
 
@@ -1304,8 +1279,6 @@ class FunctionParser:
         return Constant(e.value)
 
     def expr_Name(self, e, block):
-        if e.id in self.owned and id(e) not in _dict_reads(self.node):
-            self.owned.discard(e.id)     # the dict may be seen elsewhere now
         return self.read(block, e.id, e)
 
     def expr_Tuple(self, e, block):
@@ -1418,7 +1391,8 @@ class FunctionParser:
     def list_update(self, e: ast.Call, block: Block) -> Node:
         """`xs.append(v)`, `xs.extend(ys)`, `xs.pop(i)` on a local list: a new list bound to
         `xs` again (`xs = list_append(xs, v)`).  Python changes the list in place, so this
-        is refused where another name, container or closure, or the caller, may see it."""
+        is refused where another name, container or closure, or the caller, may see it:
+        `_check_updates` proves it, as for `y[i] = v`."""
         attr, obj = e.func.attr, e.func.value
         if not isinstance(obj, ast.Name) or obj.id not in self.locals:
             what = ast.unparse(obj)
@@ -1426,8 +1400,6 @@ class FunctionParser:
                        "update a list held by a local variable, by making a new one",
                        f"build a local list first: `xs = list({what})`, then `xs.{attr}(...)`")
         name = obj.id
-        if "." not in name:     # a comprehension's own list is never shared
-            self._check_owned(name, e)
         if e.keywords:
             self.error(e, f"`.{attr}()` takes no keyword arguments")
         arity = {"append": (1,), "extend": (1,), "pop": (0, 1)}[attr]
@@ -1439,59 +1411,20 @@ class FunctionParser:
         xs = self.read(block, name, obj)
         result = Constant(None)
         if attr == "append":
-            new = block.graph.apply(P["list_append"], xs, args[0], location=loc)
+            new = update = block.graph.apply(P["list_append"], xs, args[0], location=loc)
         elif attr == "extend":
-            new = block.graph.apply(P["list_extend"], xs, args[0], location=loc)
+            new = update = block.graph.apply(P["list_extend"], xs, args[0], location=loc)
         else:
-            popped = block.graph.apply(P["list_pop"], *self.bind_primitive(
+            update = block.graph.apply(P["list_pop"], *self.bind_primitive(
                 P["list_pop"], [xs] + args, {}, e), location=loc)
-            result = block.graph.apply(P["getitem"], popped, 0, location=loc)
-            new = block.graph.apply(P["getitem"], popped, 1, location=loc)
+            result = block.graph.apply(P["getitem"], update, 0, location=loc)
+            new = block.graph.apply(P["getitem"], update, 1, location=loc)
+        if "." not in name:     # a comprehension's own list is never shared
+            self.root.updates.append((update, name, e))
         new.debug.name = name
         self.root.assigned.append((new, name))
         self.bind(block, name, new, obj)
         return result
-
-    def _check_owned(self, name: str, e: ast.Call):
-        """That `name` holds a list no one else sees, so updating it in place (CPython) and
-        making a new one (compiled code) agree: every assignment of `name` in the function
-        makes a new list (a literal, a comprehension, `list(...)`, `+`, `*`), an argument
-        is first replaced by a copy, and `name` is never read where the list could be kept
-        under another name, in a container or a closure.  Flow-insensitive, so it may
-        refuse a program CPython would run the same way; it never accepts one it would not."""
-        attr = e.func.attr
-        position = (e.lineno, e.col_offset)
-        hint = f"update a copy: `{name} = list({name})` first"
-        parents = {id(c): p for p in ast.walk(self.node) for c in ast.iter_child_nodes(p)}
-        args = self.node.args
-        if name in {a.arg for a in args.posonlyargs + args.args}:
-            copied = any(isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None
-                         and (s.lineno, s.col_offset) < position and _fresh_list(s.value)
-                         and any(isinstance(t, ast.Name) and t.id == name
-                                 for t in (s.targets if isinstance(s, ast.Assign) else [s.target]))
-                         for s in getattr(self.node, "body", []))
-            if not copied:
-                self.error(e, f"`{name}.{attr}()` would change the caller's list: '{name}' is "
-                           "an argument, and compiled functions never change their arguments",
-                           hint)
-        for node in _walk_same_function(getattr(self.node, "body", [])):
-            if not isinstance(node, ast.Name) or node.id != name:
-                continue
-            parent = parents.get(id(node))
-            if isinstance(node.ctx, ast.Store):
-                if isinstance(parent, ast.comprehension) or isinstance(parent, ast.AugAssign):
-                    continue
-                if isinstance(parent, (ast.Assign, ast.AnnAssign)) and node in (
-                        getattr(parent, "targets", None) or [parent.target]) \
-                        and _fresh_list(parent.value):
-                    continue
-                self.error(e, f"`{name}.{attr}()` changes the list in place, and '{name}' is "
-                           f"assigned at line {node.lineno} a list that may also be seen "
-                           "elsewhere", f"assign a new list there: `{name} = list(...)`")
-            elif not _safe_list_use(node, parent, parents):
-                self.error(e, f"`{name}.{attr}()` changes the list in place, and line "
-                           f"{node.lineno} shares it (`{ast.unparse(parent)}`), which Python "
-                           "would see change", f"share a copy there: `list({name})`")
 
     def binop(self, op: ast.operator, left: Node, right: Node, e: ast.AST, block: Block) -> Node:
         prim = _BINOPS.get(type(op))
@@ -1933,35 +1866,6 @@ _SEQUENCE_MAKERS = frozenset({"make_list", "list_append", "list_extend", "seq_re
 def _is_list_update(e: ast.AST) -> bool:
     return isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) \
         and e.func.attr in resolve.LIST_UPDATES
-
-
-def _fresh_list(e: ast.expr) -> bool:
-    """Whether `e` certainly makes a new list (or no list at all): a slice of a list and
-    `.copy()` are new lists too."""
-    if isinstance(e, (ast.List, ast.ListComp, ast.BinOp, ast.Constant)):
-        return True
-    if isinstance(e, ast.Subscript) and isinstance(e.slice, ast.Slice):
-        return True
-    if isinstance(e, ast.IfExp):
-        return _fresh_list(e.body) and _fresh_list(e.orelse)
-    if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute):
-        return e.func.attr == "copy" and not e.args     # `xs.copy()`
-    return isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id == "list"
-
-
-def _safe_list_use(node: ast.Name, parent: ast.AST, parents: dict) -> bool:
-    """Whether reading a list here cannot keep it under another name, in a container or a
-    closure: indexing it, calling its methods or a function with it, iterating over it,
-    an operator, a comparison, returning it (in a tuple or list too: the function ends)."""
-    while isinstance(parent, (ast.Tuple, ast.List)) and isinstance(
-            parents.get(id(parent)), (ast.Tuple, ast.List, ast.Return)):
-        parent = parents.get(id(parent))
-    if isinstance(parent, (ast.Subscript, ast.Attribute)):
-        return parent.value is node
-    if isinstance(parent, ast.keyword):
-        return isinstance(parents.get(id(parent)), ast.Call)
-    return isinstance(parent, (ast.Call, ast.For, ast.comprehension, ast.BinOp, ast.Compare,
-                               ast.UnaryOp, ast.Return, ast.FormattedValue, ast.AugAssign))
 
 
 class _Renamer(ast.NodeTransformer):

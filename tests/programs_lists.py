@@ -226,6 +226,17 @@ def append_shared_in_tuple(a):
     return t
 
 
+def identity(v):
+    return v
+
+
+def pop_shared_by_a_function(a):
+    xs = [a, 2.0 * a]
+    ys = identity(xs)
+    xs.pop()
+    return ys
+
+
 def append_to_element(a):
     xs = [[a]]
     xs[0].append(1.0)

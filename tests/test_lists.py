@@ -138,9 +138,10 @@ def test_second_order_through_a_list():
 # ------------------------------------------------------------------ refused updates
 
 @pytest.mark.parametrize("f, args, needle, words", [
-    (L.append_to_argument, ([1.0],), "xs.append(1.0)", ("argument", "xs = list(xs)")),
-    (L.append_to_alias, (1.0,), "xs.append(2.0)", ("ys = xs", "list(xs)")),
-    (L.append_shared_in_tuple, (1.0,), "xs.append(2.0)", ("(xs, 1)",)),
+    (L.append_to_argument, ([1.0],), "xs.append(1.0)", ("argument", "xs = xs.copy()")),
+    (L.append_to_alias, (1.0,), "xs.append(2.0)", ("the variable `ys`", "xs = xs.copy()")),
+    (L.append_shared_in_tuple, (1.0,), "xs.append(2.0)", ("the tuple `t`",)),
+    (L.pop_shared_by_a_function, (1.0,), "xs.pop()", ("the result of `identity()`",)),
     (L.append_to_element, (1.0,), "xs[0].append(1.0)", ("local variable",)),
     (L.append_in_branch_copy, ([1.0], True), "xs.append(1.0)", ("argument",)),
     (L.append_value_used, (1.0,), "ys.append(2.0)", ("statement",)),
