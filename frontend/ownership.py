@@ -47,6 +47,7 @@ from frontend import builtin_functions, numpy_functions
 from myir.ir.analysis import computed_before, is_nested_in, primitive_name
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
 from myir.ir.primitives import FRESH, VIEWS
+from myir.ir.values import GradMacro
 
 # Primitives that build a new container holding their operands (not FRESH: the container
 # holds them): a value an update may start from, like a literal `[a, b]` or `{"k": v}`, a
@@ -299,7 +300,7 @@ class Update:
                 self._forward(callee.parameters[k - 1], path, alias, seen)
                 return
             name = _numpy_function(callee)
-            if name is not None and name not in NUMPY_VIEWS:
+            if name is not None and name not in NUMPY_VIEWS or _gradient(user.fn):
                 return self._read(user, alias)
             what = f"np.{name}()" if name else f"`{callee.name}()`" if callee else "a call"
             self._forward(user, (), alias or (f"the result of {what}{_line(user)}",
@@ -419,6 +420,13 @@ def _extremum(g: Graph | None) -> bool:
     result is an item of xs, which is no alias where it is a number, like `y[i]`."""
     loc = g.location if g is not None else None
     return loc is not None and loc.filename == builtin_functions.__file__
+
+
+def _gradient(fn: Node) -> bool:
+    """Whether fn is `grad(f)` or `value_and_grad(f)`: its result is new values (the
+    gradients, and f's value, a float), never its arguments or views of them."""
+    return isinstance(fn, Apply) and isinstance(fn.fn, Constant) \
+        and isinstance(fn.fn.value, GradMacro)
 
 
 def _numpy_function(g: Graph | None) -> str | None:

@@ -448,6 +448,8 @@ class FunctionParser:
         self.dict_copies: set[int] = set()   # ids of the copies `dict(d)` made (not `x.copy()`)
         self.root = enclosing[0].root if enclosing is not None else self
         self.root.function_graphs = getattr(self.root, "function_graphs", set()) | {graph}
+        if self.root is self:   # dict comprehensions: parsed as functions, run where written
+            self.dict_comprehensions: set[Graph] = set()
 
     # -- errors and locations
 
@@ -811,7 +813,8 @@ class FunctionParser:
         if not isinstance(base, ast.Name):
             self.error(target, "assignment into an element of an expression changes a value "
                        "no variable of this function holds",
-                       "assign the value to a local variable first and update that")
+                       f"update a local copy: `v = {ast.unparse(base)}.copy()`, then "
+                       f"`v[...] = ...`")
         name = base.id
         if name not in self.locals:
             self.error(base, f"assignment into `{name}`, which is not a local variable of "
@@ -836,7 +839,8 @@ class FunctionParser:
         (and is the plain operator for numbers)."""
         if not self.updates and not self.augmented:
             return
-        flow = ownership.Flow(self.graph, self.function_graphs, self.names_of,
+        flow = ownership.Flow(self.graph, self.function_graphs - self.dict_comprehensions,
+                              self.names_of,
                               [n for n, _ in self.assigned] + [n for n, _, _ in self.updates])
         elements: dict[int, tuple[Apply, str, Apply]] = {}
         for node, name, target in self.updates:
@@ -1317,6 +1321,7 @@ class FunctionParser:
             kwonlyargs=[], kw_defaults=[], defaults=[]), body=e)
         ast.copy_location(names, e)     # the comprehension's own scope: its target's names
         parser = FunctionParser(self.source, (self, block), names, g, self.worklist)
+        self.root.dict_comprehensions.add(g)
         i = g.add_parameter("i", loc)
         head = Block(g, None)
         step = Block(Graph("dictcomp_step", g, loc), head)
@@ -1384,7 +1389,10 @@ class FunctionParser:
         return result
 
     def makes_sequence(self, node: Node) -> bool:
-        """Whether node certainly is a list or a tuple (so `node * n` is `seq_repeat`)."""
+        """Whether node certainly is a list or a tuple (so `node * n` is `seq_repeat`): made
+        as one, or a slice of one."""
+        if primitive_name(node) == "getitem" and primitive_name(node.args[1]) == "make_slice":
+            node = node.args[0]
         return primitive_name(node) in _SEQUENCE_MAKERS \
             or id(node) in getattr(self.root, "lists_made", ())
 

@@ -508,10 +508,11 @@ def _augmented(name, symbol):
     def apply(x, y):
         if isinstance(x, AArray):
             raise RuleError(
-                f"`x {symbol}= y` on an array would update it in place, and here the array "
+                f"`{symbol}=` on the array x would update it in place, and here the array "
                 "is shared (with another variable, a tuple, a closure or the caller); "
                 "compiled functions never mutate arrays",
-                f"write `x = x {symbol} y` to make a new array")
+                f"write `x = x {symbol} y` to make a new array, or copy it first: "
+                "`x = x.copy()`", about=(0, "the array x"))
         return TYPE_RULES[name](x, y)
     return apply
 
@@ -1359,7 +1360,7 @@ def sum_to_like_rule(d, x):
 
 # The abstract values of containers whose `+` concatenates (`sum_to_side`): the sensitivity
 # of an operand is the result's items at its side.
-CONCATENATED = (ATuple,)
+CONCATENATED = (ATuple, AList)
 
 
 def _side(whole, part, right):

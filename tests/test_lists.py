@@ -49,6 +49,12 @@ VALUE_CASES = [
     (L.atleast, (1.5, V)),
     (L.list_of_arrays_param, ([np.eye(3) * 0.5, np.ones((3, 3))], V)),
     (L.nested_param, ([(W, 1.0), (W * 2.0, 2.0)],)),
+    (L.read_in_an_exclusive_branch, (1.5, 0)),
+    (L.read_in_an_exclusive_branch, (1.5, 1)),
+    (L.read_in_an_exclusive_branch, (1.5, 2)),
+    (L.shared_in_an_exclusive_branch, (1.5, 0)),
+    (L.shared_in_an_exclusive_branch, (1.5, 1)),
+    (L.loss_slice_repeat_and_array, (0.7,)),
 ]
 
 
@@ -111,6 +117,8 @@ GRADIENT_CASES = [
     (L.loss_grad_inside, ([0.5, -1.5, 2.0], 0.3)),
     (L.loss_numpy_of_lists, (0.7, V)),
     (L.loss_repeat, (0.7,)),
+    (L.loss_slice_repeat_and_array, (0.7,)),
+    (L.read_in_an_exclusive_branch, (0.7, 1)),
 ]
 
 
