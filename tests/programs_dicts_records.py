@@ -432,20 +432,6 @@ def adam_in_place_train(params, x, y, lr, steps):
     return params
 
 
-def adam_in_place_reference(params, x, y, lr, steps):
-    params = dict(params)
-    m = {k: v * 0.0 for k, v in params.items()}
-    v = {k: p * 0.0 for k, p in params.items()}
-    for t in range(1, steps + 1):
-        g = mlp_grad_by_hand(params, x, y)
-        for k in params:
-            m[k] = 0.9 * m[k] + 0.1 * g[k]
-            v[k] = 0.999 * v[k] + 0.001 * g[k] ** 2
-            params[k] = params[k] - lr * (m[k] / (1.0 - 0.9 ** t)) \
-                / (np.sqrt(v[k] / (1.0 - 0.999 ** t)) + 1e-8)
-    return params
-
-
 def loss_sum_of_values(p, x):
     """sum() over a dict's values (a view at run time), differentiated."""
     d = {"u": p["W"] * x, "v": p["b"] * p["b"]}

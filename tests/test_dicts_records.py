@@ -208,7 +208,7 @@ def test_adam_over_a_dict_in_a_compiled_loop(backend):
         np.testing.assert_allclose(got[k], want[k], rtol=1e-8, atol=1e-12)
     before = {k: v.copy() for k, v in params.items()}
     got = myir.compile(P.adam_in_place_train, backend=backend)(params, x, y, 0.01, 3)
-    want = P.adam_in_place_reference(params, x, y, 0.01, 3)
+    want = P.adam_in_place_train(params, x, y, 0.01, 3)    # CPython, its grad compiled alone
     for k in want:
         np.testing.assert_allclose(got[k], want[k], rtol=1e-8, atol=1e-12)
         assert np.array_equal(params[k], before[k])
