@@ -353,12 +353,13 @@ class Update:
         """Whether code in g never runs after the update: g is in one branch of an `if` and
         the update in the other, and each loop around that `if` which runs the update made
         the alias in its body (one made before the loop would be read in an iteration after
-        the one that ran the update)."""
+        the one that ran the update).  Not a loop's exit, which runs after its body."""
         flow = self.flow
         while flow.control(g) and id(g) not in self.enclosing:
             for call in flow.callers.get(id(g), ()):
                 if any(id(c) in self.enclosing for c in flow.callees(call)):
-                    return not self._loops_around(call.graph, alias[1])
+                    return not flow.loop(call.graph) \
+                        and not self._loops_around(call.graph, alias[1])
             g = g.parent
         return False
 

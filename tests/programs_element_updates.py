@@ -525,3 +525,13 @@ def view_read_in_the_other_branch_of_a_later_iteration(x):
         else:
             s = s + z[0]
     return s, y
+
+
+def view_made_in_the_loop_returned_after_it(x):
+    """The loop's exit runs after its body: the last iteration's view sees its update."""
+    y = x.copy()
+    z = x
+    for i in range(3):
+        z = y[0:2]
+        y[0] = 5.0 + i  # error
+    return z

@@ -166,6 +166,7 @@ def _located_error(f, args, words):
     (U.appended_to_a_list, (1.0,), ["`y`", "the container it was stored in (line"]),
     (U.view_made_in_a_branch_read_in_the_next_iteration, (x4,), ["`y`", "`z` (line"]),
     (U.view_read_in_the_other_branch_of_a_later_iteration, (x4,), ["`y`", "`z` (line"]),
+    (U.view_made_in_the_loop_returned_after_it, (x4,), ["`y`", "`z` (line"]),
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_shared_update_is_a_located_error(f, args, words):
     before = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
