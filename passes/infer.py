@@ -620,8 +620,9 @@ class Interpreter:
 
 
     def first_unsupported(self, frames: list[Frame]):
-        """The first `Unsupported` error of code that may run (see its docstring):
-        (node, error)."""
+        """The first `Unsupported` error of code that may run (see its docstring) in
+        `frames`, those the program calls (not closures typed with unknown arguments only
+        because they escape): (node, error)."""
         for frame in frames:
             for node in self.applies_of(frame.graph):
                 if isinstance(frame.errors.get(node), Unsupported):
@@ -657,7 +658,7 @@ def infer(graph: Graph, args: tuple) -> Typed:
         frames = interp.reachable(root)
         for frame in extra:
             frames += [f for f in interp.reachable(frame) if f not in frames]
-    found = interp.first_error(root) or interp.first_unsupported(frames)
+    found = interp.first_error(root) or interp.first_unsupported(interp.reachable(root))
     if found is not None:
         node, err = found
         location = node.location or node.graph.location
