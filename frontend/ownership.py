@@ -47,10 +47,13 @@ from frontend import builtin_functions, numpy_functions
 from myir.ir.analysis import computed_before, is_nested_in, primitive_name
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
 from myir.ir.primitives import FRESH, VIEWS
+from myir.ir.values import GradMacro
 
 # Primitives that build a new container holding their operands (not FRESH: the container
-# holds them): a value an update may start from, like a literal `[a, b]` or `{"k": v}`.
-NEW_CONTAINERS = frozenset({"make_tuple", "make_list", "make_dict", "make_record"})
+# holds them): a value an update may start from, like a literal `[a, b]` or `{"k": v}`, a
+# dict comprehension's step or an earlier `d[k] = v`.
+NEW_CONTAINERS = frozenset({"make_tuple", "make_list", "make_dict", "make_record",
+                            "dict_cons", "dict_setitem"})
 
 # Primitives that store an operand (by position, 1-based as in `_use`) in the container they
 # make or update: the stored object is seen through the container from then on.
@@ -58,9 +61,10 @@ STORES = {"make_list": None, "make_record": None,     # None: every operand but 
           "make_dict": "values", "list_append": (2,), "dict_setitem": (3,),
           "dict_cons": (2,), "record_replace": (3,)}
 
-# List updates (`xs.append(v)`, `xs.extend(ys)`): CPython changes the list itself, so the
-# object goes on in their result (the parser checks the list is the function's own).
-LIST_UPDATES = frozenset({"list_append", "list_extend"})
+# List updates (`xs.append(v)`, `xs.extend(ys)`, `xs.pop(i)`): CPython changes the list
+# itself, so the object goes on in their result (list_pop's second item), and the parser
+# checks them as it checks `y[i] = v`.
+LIST_UPDATES = frozenset({"list_append", "list_extend", "list_pop"})
 
 # Functions of frontend/numpy_functions.py whose numpy counterpart may return a view of its
 # first operand; the others return a new array (or a number).
@@ -144,6 +148,8 @@ class Update:
 
     def __init__(self, flow: Flow, node: Apply, old: Node, name: str):
         self.flow, self.node, self.old, self.name = flow, node, old, name
+        # the object is a list: a slice of it is a new list, not a view
+        self.list = primitive_name(node) in LIST_UPDATES
         self.enclosing = set()        # ids of the graphs the update runs in
         g = node.graph
         while g is not None:
@@ -218,11 +224,19 @@ class Update:
             yield from self._origins(n.args[0], (n.args[1].value,) + path, seen)
         elif prim in ("check_bound", "depend", "unpack"):
             yield from self._origins(n.args[0], path, seen)
-        elif (prim in FRESH or prim in NEW_CONTAINERS) and not path:
+        elif prim == "getitem" and primitive_name(n.args[0]) == "list_pop" and not path \
+                and isinstance(n.args[1], Constant) and n.args[1].value == 1:
+            yield n     # the list an earlier `xs.pop()` updated, like list_append's
+        elif (prim in FRESH or prim in NEW_CONTAINERS or self._list_slice(n)) and not path:
             yield n
         else:
             raise Shared(f"the value it was made from{_line(n)}: "
                          f"`{prim or 'a function call'}` may return a view or a shared value")
+
+    def _list_slice(self, n: Node) -> bool:
+        """Whether n is a slice `xs[a:b]` of the updated object, a list: a new list."""
+        return self.list and primitive_name(n) == "getitem" \
+            and primitive_name(n.args[1]) == "make_slice"
 
     def _packed(self, n: Node) -> bool:
         """Whether n is a tuple the parser packs variables in (a branch's or a loop's
@@ -258,9 +272,12 @@ class Update:
             for call in flow.callers.get(id(g), ()):
                 # past an `if` or loop that runs the update: the variable itself is the
                 # updated object there; an alias made on the way (in the other branch) may
-                # be carried round a loop to the update's next run, so it goes on
-                if alias is not None or not any(id(c) in self.enclosing
-                                                for c in flow.callees(call)):
+                # be carried round a loop to the update's next run, so it goes on -- marked
+                # as coming from a run of the `if` without the update
+                if alias is not None and self._exclusive(g, alias):
+                    self._forward(call, path, alias[:2] + (True,), seen)
+                elif alias is not None or not any(id(c) in self.enclosing
+                                                  for c in flow.callees(call)):
                     self._forward(call, path, alias, seen)
 
     def _use(self, n: Node, user: Apply, k: int, path: tuple, alias, seen: set):
@@ -276,10 +293,14 @@ class Update:
         if prim is None:
             callee = user.fn.value if is_graph_constant(user.fn) else None
             if callee is not None and flow.control(callee):
+                if alias is not None and flow.loop(callee) and is_nested_in(user.graph, callee):
+                    alias = alias[:2]   # the next iteration, which may run the update
+                elif alias is not None and self._exclusive(user.graph, alias):
+                    alias = alias[:2] + (True,)   # from a branch without the update
                 self._forward(callee.parameters[k - 1], path, alias, seen)
                 return
             name = _numpy_function(callee)
-            if name is not None and name not in NUMPY_VIEWS:
+            if name is not None and name not in NUMPY_VIEWS or _gradient(user.fn):
                 return self._read(user, alias)
             what = f"np.{name}()" if name else f"`{callee.name}()`" if callee else "a call"
             self._forward(user, (), alias or (f"the result of {what}{_line(user)}",
@@ -294,14 +315,16 @@ class Update:
                 self._forward(user, (), alias or (f"an element of a tuple{_line(user)}", None),
                               seen)
             return
-        if prim == "make_tuple":
-            self._forward(user, (k - 1,) + path, alias, seen)
+        if prim == "make_tuple" or prim == "list_pop" and k == 1:
+            # list_pop(xs, i) gives (the item, xs without it): the list goes on as item 1
+            self._forward(user, (k - 1 if prim == "make_tuple" else 1,) + path, alias, seen)
             return
         if prim in ("check_bound", "depend", "unpack") and k == 1 \
-                or prim in LIST_UPDATES and k == 1 or prim == "setitem" and k == 1:
+                or prim in LIST_UPDATES and k == 1 or prim in ("setitem", "dict_setitem") \
+                and k == 1:
             self._forward(user, path, alias, seen)
             return
-        if prim in VIEWS and k == 1:
+        if prim in VIEWS and k == 1 and not (not path and self._list_slice(user)):
             self._forward(user, (), alias, seen)
             return
         if _stored(prim, k, user):
@@ -318,7 +341,7 @@ class Update:
         self._read(user, alias)
 
     def _read(self, user: Apply, alias):
-        if alias is None:
+        if alias is None or alias[2:] or self._exclusive(user.graph, alias):
             return
         if id(user) not in self.before:
             self._after(alias, f"read{_line(user)} after the update")
@@ -326,12 +349,23 @@ class Update:
             self._after(alias, f"read{_line(user)} in the loop, whose next iteration comes "
                                "after the update")
 
-    def _again(self, user: Apply, alias) -> bool:
-        """Whether `user`, which runs before the update, runs again after it: in the next
-        iteration of a loop the update is in, reading an alias made before the loop (one
-        made in the loop's body is made again, from the updated value)."""
-        made = alias[1]
-        g = user.graph
+    def _exclusive(self, g: Graph, alias) -> bool:
+        """Whether code in g never runs after the update: g is in one branch of an `if` and
+        the update in the other, and each loop around that `if` which runs the update made
+        the alias in its body (one made before the loop would be read in an iteration after
+        the one that ran the update).  Not a loop's exit, which runs after its body."""
+        flow = self.flow
+        while flow.control(g) and id(g) not in self.enclosing:
+            for call in flow.callers.get(id(g), ()):
+                if any(id(c) in self.enclosing for c in flow.callees(call)):
+                    return not flow.loop(call.graph) \
+                        and not self._loops_around(call.graph, alias[1])
+            g = g.parent
+        return False
+
+    def _loops_around(self, g: Graph, made) -> bool:
+        """Whether a loop that runs the update and contains g did not make `made` (an alias
+        made before it: a later iteration may read it after the update)."""
         while g is not None and self.flow.control(g):
             if id(g) in self.enclosing and self.flow.loop(g) and not (
                     isinstance(made, Apply) and is_nested_in(made.graph, g)):
@@ -339,8 +373,17 @@ class Update:
             g = g.parent
         return False
 
+    def _again(self, user: Apply, alias) -> bool:
+        """Whether `user`, which runs before the update, runs again after it: in the next
+        iteration of a loop the update is in, reading an alias made before the loop (one
+        made in the loop's body is made again, from the updated value)."""
+        return self._loops_around(user.graph, alias[1])
+
     def _after(self, alias: tuple, how: str):
-        """The alias is seen after the update: an error, unless it may be a number."""
+        """The alias is seen after the update: an error, unless it may be a number or it
+        comes from a run of an `if` without the update (marked by a third item)."""
+        if alias[2:]:
+            return
         what, node = alias
         if _element(node):
             self.elements[id(node)] = node
@@ -378,6 +421,13 @@ def _extremum(g: Graph | None) -> bool:
     result is an item of xs, which is no alias where it is a number, like `y[i]`."""
     loc = g.location if g is not None else None
     return loc is not None and loc.filename == builtin_functions.__file__
+
+
+def _gradient(fn: Node) -> bool:
+    """Whether fn is `grad(f)` or `value_and_grad(f)`: its result is new values (the
+    gradients, and f's value, a float), never its arguments or views of them."""
+    return isinstance(fn, Apply) and isinstance(fn.fn, Constant) \
+        and isinstance(fn.fn.value, GradMacro)
 
 
 def _numpy_function(g: Graph | None) -> str | None:

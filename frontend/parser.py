@@ -430,31 +430,6 @@ class _ComprehensionScope(ast.Lambda):
     `_check_captures`)."""
 
 
-# Reads of a dict that do not let it be seen elsewhere: `d[k]`, `k in d`, `len(d)`, `for k in
-# d`, `d.get(k)` and the other methods that give new values.
-_DICT_READERS = frozenset({"get", "items", "keys", "values", "copy"})
-
-
-@functools.lru_cache(maxsize=64)
-def _dict_reads(fn: ast.AST) -> frozenset:
-    """The ids of the Name nodes in `fn` read as a dict is read (see `_DICT_READERS`)."""
-    ids = set()
-    for n in ast.walk(fn):
-        if isinstance(n, ast.Subscript):
-            ids.add(id(n.value))
-        elif isinstance(n, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn))
-                                                for op in n.ops):
-            ids.update(id(c) for c in n.comparators)
-        elif isinstance(n, ast.Attribute) and n.attr in _DICT_READERS:
-            ids.add(id(n.value))
-        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in (
-                "len", "dict") and len(n.args) == 1:
-            ids.add(id(n.args[0]))
-        elif isinstance(n, (ast.For, ast.comprehension)):
-            ids.add(id(n.iter))
-    return frozenset(ids)
-
-
 @functools.lru_cache(maxsize=64)
 def _in_branches(fn: ast.AST) -> frozenset:
     """The ids of the statements of `fn` inside an `if`: a dict assigned there may not be
@@ -495,12 +470,15 @@ class FunctionParser:
         self.loop_stack: tuple = ()
         self.augmented: list[Apply] = []   # of this function and those nested in it
         self.assigned: list[tuple[Node, str | None]] = []   # (value, name), the same
-        self.updates: list[tuple[Apply, str, ast.AST]] = []   # `y[i] = v`: (setitem, y, target)
+        # `y[i] = v`, `xs.append(v)`: (the update, y, its target or call)
+        self.updates: list[tuple[Apply, str, ast.AST]] = []
         self.names_of: dict[int, list[tuple[str, int]]] = {}  # id(value) -> [(name, line)]
         self.owned: set[str] = set()     # names holding a dict this function made (see owns)
         self.dict_copies: set[int] = set()   # ids of the copies `dict(d)` made (not `x.copy()`)
         self.root = enclosing[0].root if enclosing is not None else self
         self.root.function_graphs = getattr(self.root, "function_graphs", set()) | {graph}
+        if self.root is self:   # dict comprehensions: parsed as functions, run where written
+            self.dict_comprehensions: set[Graph] = set()
 
     # -- errors and locations
 
@@ -832,6 +810,7 @@ class FunctionParser:
             old = block.graph.apply(P["getitem"], d, key, location=self.loc(s.target))
             value = self.in_place(s.op, old, s, block)
             update = block.graph.apply(P["dict_setitem"], d, key, value, location=self.loc(s))
+            self.root.updates.append((update, s.target.value.id, s.target))
             self.assign(s.target.value, update, block, s)
             self.owned.add(s.target.value.id)
             return block
@@ -863,7 +842,8 @@ class FunctionParser:
         if not isinstance(base, ast.Name):
             self.error(target, "assignment into an element of an expression changes a value "
                        "no variable of this function holds",
-                       "assign the value to a local variable first and update that")
+                       f"update a local copy: `v = {ast.unparse(base)}.copy()`, then "
+                       f"`v[...] = ...`")
         name = base.id
         if name not in self.locals:
             self.error(base, f"assignment into `{name}`, which is not a local variable of "
@@ -888,7 +868,8 @@ class FunctionParser:
         (and is the plain operator for numbers)."""
         if not self.updates and not self.augmented:
             return
-        flow = ownership.Flow(self.graph, self.function_graphs, self.names_of,
+        flow = ownership.Flow(self.graph, self.function_graphs - self.dict_comprehensions,
+                              self.names_of,
                               [n for n, _ in self.assigned] + [n for n, _, _ in self.updates])
         elements: dict[int, tuple[Apply, str, Apply]] = {}
         for node, name, target in self.updates:
@@ -897,13 +878,15 @@ class FunctionParser:
                 update.check()
                 elements.update((k, (v, name, node)) for k, v in update.elements.items())
             except ownership.Shared as e:
+                what = f"`{name}.{target.func.attr}()`" if isinstance(target, ast.Call) \
+                    else f"assignment into `{name}`"
                 if e.argument is not None:
-                    self.error(target, f"assignment into `{name}` would change the argument "
-                               f"`{e.argument}` in place; the caller's data is never changed",
+                    self.error(target, f"{what} would change the argument `{e.argument}` in "
+                               "place; the caller's data is never changed",
                                f"write `{e.argument} = {e.argument}.copy()` first")
-                self.error(target, f"assignment into `{name}` would change its value in place, "
-                           f"and that value is shared with {e.what}: Python would change it "
-                           "there too, compiled code would not",
+                self.error(target, f"{what} would change its value in place, and that value "
+                           f"is shared with {e.what}: Python would change it there too, "
+                           "compiled code would not",
                            f"write `{name} = {name}.copy()` before the update")
         for element, name, update in elements.values():
             self._not_a_view(flow, element, name, update)
@@ -1078,18 +1061,12 @@ class FunctionParser:
         return self.stmts(rest, join)
 
     def owns(self, e: ast.expr) -> bool:
-        """Whether `e[k] = v` may update the dict `e` names: one this function made (a dict
-        literal or comprehension, `dict(...)`) and no other name, container,
-        closure or caller can see -- not read anywhere but as `e[k]`, `k in e`, `e.get(k)`,
-        ... since (nor anywhere in an enclosing loop).  Compiled code then rebinds `e` to the
-        updated dict, which is what CPython's in-place update gives.  A dict that may be seen
-        elsewhere is refused (`dict_update_error`): rebinding would change what the other
-        holder sees."""
-        if not isinstance(e, ast.Name) or e.id not in self.owned:
-            return False
-        reads = _dict_reads(self.node)
-        return not any(isinstance(n, ast.Name) and n.id == e.id and isinstance(n.ctx, ast.Load)
-                       and id(n) not in reads for loop in self.loop_stack for n in ast.walk(loop))
+        """Whether `e[k] = v` updates a dict: `e` names one this function made (a dict
+        literal or comprehension, `dict(...)`, not in one branch of an `if` only).
+        Compiled code then rebinds `e` to the updated dict (`dict_setitem`), which is what
+        CPython's in-place update gives where no other name, container, closure or caller
+        sees it: `_check_updates` proves that, as for `y[i] = v`."""
+        return isinstance(e, ast.Name) and e.id in self.owned
 
     def refuse_update_under_view(self, target: ast.Subscript):
         """`d[k] = v` inside `for ... in d.items():` (or `d.values()`): CPython's loop reads
@@ -1110,7 +1087,9 @@ class FunctionParser:
     def dict_update(self, target: ast.Subscript, value: Node, block: Block) -> Node:
         d = self.read(block, target.value.id, target.value)
         key = self.index(target.slice, block)
-        return block.graph.apply(P["dict_setitem"], d, key, value, location=self.loc(target))
+        update = block.graph.apply(P["dict_setitem"], d, key, value, location=self.loc(target))
+        self.root.updates.append((update, target.value.id, target))
+        return update
 
     # -- loops
 
@@ -1131,19 +1110,22 @@ class FunctionParser:
 
         seq = None
         init = [self.value(block, n) for n in carried]
+        # A dict that gains a key each step: inference follows the loop step by step (the
+        # keys stay constants), as it does a dict comprehension, so its number of steps must
+        # be known when compiling: a `for` loop's length, counted by comp_next, which stops
+        # at the end; a `while` loop's condition at each step (see below).
+        grown = _adds_keys(s.body, self.owned, body_names)
+        if grown is not None:
+            loop_graph.unrolled = True
+            grows = f"this loop adds keys to `{grown}`, a dict whose keys must be known when " \
+                    "compiling"
         if isinstance(s, ast.For):
             seq = self.iteration(s.iter, block)
             counter = loop_graph.add_parameter("k", loc)
             init = [Constant(0)] + init
-            # A dict that gains a key each step: inference follows the loop step by step
-            # (the keys stay constants), as it does a dict comprehension, so its length
-            # must be known when compiling; counted by comp_next, which stops at the end.
-            grown = _adds_keys(s.body, self.owned, body_names)
             if grown is not None:
-                loop_graph.unrolled = True
-                seq = (block.graph.apply(P["comp_length"], seq[0], f"this loop adds keys to "
-                                         f"`{grown}`, a dict whose keys must be known when "
-                                         "compiling", location=self.loc(s.iter)), seq[1])
+                seq = (block.graph.apply(P["comp_length"], seq[0], grows,
+                                         location=self.loc(s.iter)), seq[1])
         else:
             counter = None
         for n in carried:
@@ -1159,6 +1141,9 @@ class FunctionParser:
             exit_.graph.output = self.exit_value(exit_, s)
             if seq is None:
                 test = self.truth(self.expr(s.test, header), s.test, header)
+                if grown is not None:
+                    test = header.graph.apply(P["comp_length"], test, grows,
+                                              location=self.loc(s.test))
             else:
                 length, element = seq
                 test = header.graph.apply(P["lt"], counter, length, location=loc)
@@ -1204,7 +1189,7 @@ class FunctionParser:
     def continue_call(self, block: Block, s: ast.AST) -> Node:
         loop = self.current_loop
         args = [self.value(block, n) for n in loop.carried]
-        if loop.graph.unrolled:
+        if loop.counter is not None and loop.graph.unrolled:
             args = [block.graph.apply(P["comp_next"], loop.counter, loop.length,
                                       location=self.loc(s))] + args
         elif loop.counter is not None:
@@ -1327,8 +1312,6 @@ class FunctionParser:
         return Constant(e.value)
 
     def expr_Name(self, e, block):
-        if e.id in self.owned and id(e) not in _dict_reads(self.node):
-            self.owned.discard(e.id)     # the dict may be seen elsewhere now
         return self.read(block, e.id, e)
 
     def expr_Tuple(self, e, block):
@@ -1367,6 +1350,7 @@ class FunctionParser:
             kwonlyargs=[], kw_defaults=[], defaults=[]), body=e)
         ast.copy_location(names, e)     # the comprehension's own scope: its target's names
         parser = FunctionParser(self.source, (self, block), names, g, self.worklist)
+        self.root.dict_comprehensions.add(g)
         i = g.add_parameter("i", loc)
         head = Block(g, None)
         step = Block(Graph("dictcomp_step", g, loc), head)
@@ -1434,14 +1418,18 @@ class FunctionParser:
         return result
 
     def makes_sequence(self, node: Node) -> bool:
-        """Whether node certainly is a list or a tuple (so `node * n` is `seq_repeat`)."""
+        """Whether node certainly is a list or a tuple (so `node * n` is `seq_repeat`): made
+        as one, or a slice of one."""
+        if primitive_name(node) == "getitem" and primitive_name(node.args[1]) == "make_slice":
+            node = node.args[0]
         return primitive_name(node) in _SEQUENCE_MAKERS \
             or id(node) in getattr(self.root, "lists_made", ())
 
     def list_update(self, e: ast.Call, block: Block) -> Node:
         """`xs.append(v)`, `xs.extend(ys)`, `xs.pop(i)` on a local list: a new list bound to
         `xs` again (`xs = list_append(xs, v)`).  Python changes the list in place, so this
-        is refused where another name, container or closure, or the caller, may see it."""
+        is refused where another name, container or closure, or the caller, may see it:
+        `_check_updates` proves it, as for `y[i] = v`."""
         attr, obj = e.func.attr, e.func.value
         if not isinstance(obj, ast.Name) or obj.id not in self.locals:
             what = ast.unparse(obj)
@@ -1449,8 +1437,6 @@ class FunctionParser:
                        "update a list held by a local variable, by making a new one",
                        f"build a local list first: `xs = list({what})`, then `xs.{attr}(...)`")
         name = obj.id
-        if "." not in name:     # a comprehension's own list is never shared
-            self._check_owned(name, e)
         if e.keywords:
             self.error(e, f"`.{attr}()` takes no keyword arguments")
         arity = {"append": (1,), "extend": (1,), "pop": (0, 1)}[attr]
@@ -1462,59 +1448,20 @@ class FunctionParser:
         xs = self.read(block, name, obj)
         result = Constant(None)
         if attr == "append":
-            new = block.graph.apply(P["list_append"], xs, args[0], location=loc)
+            new = update = block.graph.apply(P["list_append"], xs, args[0], location=loc)
         elif attr == "extend":
-            new = block.graph.apply(P["list_extend"], xs, args[0], location=loc)
+            new = update = block.graph.apply(P["list_extend"], xs, args[0], location=loc)
         else:
-            popped = block.graph.apply(P["list_pop"], *self.bind_primitive(
+            update = block.graph.apply(P["list_pop"], *self.bind_primitive(
                 P["list_pop"], [xs] + args, {}, e), location=loc)
-            result = block.graph.apply(P["getitem"], popped, 0, location=loc)
-            new = block.graph.apply(P["getitem"], popped, 1, location=loc)
+            result = block.graph.apply(P["getitem"], update, 0, location=loc)
+            new = block.graph.apply(P["getitem"], update, 1, location=loc)
+        if "." not in name:     # a comprehension's own list is never shared
+            self.root.updates.append((update, name, e))
         new.debug.name = name
         self.root.assigned.append((new, name))
         self.bind(block, name, new, obj)
         return result
-
-    def _check_owned(self, name: str, e: ast.Call):
-        """That `name` holds a list no one else sees, so updating it in place (CPython) and
-        making a new one (compiled code) agree: every assignment of `name` in the function
-        makes a new list (a literal, a comprehension, `list(...)`, `+`, `*`), an argument
-        is first replaced by a copy, and `name` is never read where the list could be kept
-        under another name, in a container or a closure.  Flow-insensitive, so it may
-        refuse a program CPython would run the same way; it never accepts one it would not."""
-        attr = e.func.attr
-        position = (e.lineno, e.col_offset)
-        hint = f"update a copy: `{name} = list({name})` first"
-        parents = {id(c): p for p in ast.walk(self.node) for c in ast.iter_child_nodes(p)}
-        args = self.node.args
-        if name in {a.arg for a in args.posonlyargs + args.args}:
-            copied = any(isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None
-                         and (s.lineno, s.col_offset) < position and _fresh_list(s.value)
-                         and any(isinstance(t, ast.Name) and t.id == name
-                                 for t in (s.targets if isinstance(s, ast.Assign) else [s.target]))
-                         for s in getattr(self.node, "body", []))
-            if not copied:
-                self.error(e, f"`{name}.{attr}()` would change the caller's list: '{name}' is "
-                           "an argument, and compiled functions never change their arguments",
-                           hint)
-        for node in _walk_same_function(getattr(self.node, "body", [])):
-            if not isinstance(node, ast.Name) or node.id != name:
-                continue
-            parent = parents.get(id(node))
-            if isinstance(node.ctx, ast.Store):
-                if isinstance(parent, ast.comprehension) or isinstance(parent, ast.AugAssign):
-                    continue
-                if isinstance(parent, (ast.Assign, ast.AnnAssign)) and node in (
-                        getattr(parent, "targets", None) or [parent.target]) \
-                        and _fresh_list(parent.value):
-                    continue
-                self.error(e, f"`{name}.{attr}()` changes the list in place, and '{name}' is "
-                           f"assigned at line {node.lineno} a list that may also be seen "
-                           "elsewhere", f"assign a new list there: `{name} = list(...)`")
-            elif not _safe_list_use(node, parent, parents):
-                self.error(e, f"`{name}.{attr}()` changes the list in place, and line "
-                           f"{node.lineno} shares it (`{ast.unparse(parent)}`), which Python "
-                           "would see change", f"share a copy there: `list({name})`")
 
     def binop(self, op: ast.operator, left: Node, right: Node, e: ast.AST, block: Block) -> Node:
         prim = _BINOPS.get(type(op))
@@ -1982,35 +1929,6 @@ _SEQUENCE_MAKERS = frozenset({"make_list", "list_append", "list_extend", "seq_re
 def _is_list_update(e: ast.AST) -> bool:
     return isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) \
         and e.func.attr in resolve.LIST_UPDATES
-
-
-def _fresh_list(e: ast.expr) -> bool:
-    """Whether `e` certainly makes a new list (or no list at all): a slice of a list and
-    `.copy()` are new lists too."""
-    if isinstance(e, (ast.List, ast.ListComp, ast.BinOp, ast.Constant)):
-        return True
-    if isinstance(e, ast.Subscript) and isinstance(e.slice, ast.Slice):
-        return True
-    if isinstance(e, ast.IfExp):
-        return _fresh_list(e.body) and _fresh_list(e.orelse)
-    if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute):
-        return e.func.attr == "copy" and not e.args     # `xs.copy()`
-    return isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id == "list"
-
-
-def _safe_list_use(node: ast.Name, parent: ast.AST, parents: dict) -> bool:
-    """Whether reading a list here cannot keep it under another name, in a container or a
-    closure: indexing it, calling its methods or a function with it, iterating over it,
-    an operator, a comparison, returning it (in a tuple or list too: the function ends)."""
-    while isinstance(parent, (ast.Tuple, ast.List)) and isinstance(
-            parents.get(id(parent)), (ast.Tuple, ast.List, ast.Return)):
-        parent = parents.get(id(parent))
-    if isinstance(parent, (ast.Subscript, ast.Attribute)):
-        return parent.value is node
-    if isinstance(parent, ast.keyword):
-        return isinstance(parents.get(id(parent)), ast.Call)
-    return isinstance(parent, (ast.Call, ast.For, ast.comprehension, ast.BinOp, ast.Compare,
-                               ast.UnaryOp, ast.Return, ast.FormattedValue, ast.AugAssign))
 
 
 class _Renamer(ast.NodeTransformer):

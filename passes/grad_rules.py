@@ -310,9 +310,9 @@ def bprop_asarray(x, dtype, out, dout):
 
 
 def bprop_array(x, dtype, out, dout):
-    """np.array copies its operand: the identity, like np.asarray (of a tuple of numbers,
-    the tuple's gradient is taken apart by make_tuple's rule)."""
-    return (grad_cast(dout, x), zeros(dtype))
+    """np.array copies its operand: the identity, like np.asarray; dout's parts for a list
+    or tuple (a list's gradient is a list, which other uses of it add to)."""
+    return (array_grad(x, dout), zeros(dtype))
 
 
 def bprop_astype(x, dtype, out, dout):

@@ -33,7 +33,10 @@ that may not return.  An error in a branch the arguments may not take -- even on
 happen if the branch runs, such as `(3,4) @ (5,6)` -- is no error before running: CPython
 runs such a program whenever the branch is not taken, and so does the compiled code; when the
 branch runs, the operation raises CPython's own exception with CPython's message (the code
-generated for it is the operation itself), as the differential tests require.
+generated for it is the operation itself), as the differential tests require.  Not so what
+compiled code cannot do where CPython runs on (`type_rules.Unsupported`: a dict key not known
+when compiling): that is an error wherever it may run, since what follows would be typed as
+if it never ran.
 
 **Values of several types.**  Python lets the branches of an `if` give a variable different
 types; their join is an `AUnion` (passes/abstract.py), which the program may return, store
@@ -76,7 +79,8 @@ from passes.abstract import (ANY, BOTTOM, AArray, AbstractValue, ADict, AEnv, AF
                              ANone, AObject, ARecord, AScalar, ASlice, ATuple, AUnion, Closure,
                              abstract_of, conforms, function, join, kind, located, options,
                              truncate, widen)
-from passes.type_rules import TYPE_RULES, RuleError, TypeFailure, strict_rule, type_name
+from passes.type_rules import (TYPE_RULES, RuleError, TypeFailure, Unsupported, strict_rule,
+                               truthiness, type_name)
 
 # A non-recursive graph gets one frame per argument values, up to this many per parent frame;
 # then one frame with the join of them all.
@@ -564,11 +568,21 @@ class Interpreter:
     def type_uncalled_closures(self, frames: list[Frame]) -> list[Frame]:
         """Closures that are made but never called here (returned, or passed to a function
         that inference cannot see into) get a frame with unknown arguments, so their nodes
-        are typed too."""
+        are typed too.  Not a branch of a `switch` that never takes it (its condition is
+        known, or never computed): it never runs, and typing it would run on into what it
+        calls (a loop's body past its last step would go round again without end)."""
         new = []
         for frame in frames:
             for node in self.applies_of(frame.graph):
+                untaken = ()
+                if primitive_name(node) == "switch":
+                    cond = frame.types.get(node.args[0], BOTTOM)
+                    taken = truthiness(cond)
+                    untaken = node.args[1:] if cond is BOTTOM else () if taken is None \
+                        else (node.args[2 if taken else 1],)
                 for inp in node.inputs:
+                    if any(inp is u for u in untaken):
+                        continue
                     if isinstance(inp, Constant) and isinstance(inp.value, Graph):
                         fn = self.value(frame, inp)
                         if isinstance(fn, AFunction):
@@ -605,6 +619,17 @@ class Interpreter:
         return None
 
 
+    def first_unsupported(self, frames: list[Frame]):
+        """The first `Unsupported` error of code that may run (see its docstring) in
+        `frames`, those the program calls (not closures typed with unknown arguments only
+        because they escape): (node, error)."""
+        for frame in frames:
+            for node in self.applies_of(frame.graph):
+                if isinstance(frame.errors.get(node), Unsupported):
+                    return node, frame.errors[node]
+        return None
+
+
 @dataclass
 class Typed:
     """The result of inference: the specialised program, every node's abstract value, and
@@ -633,7 +658,7 @@ def infer(graph: Graph, args: tuple) -> Typed:
         frames = interp.reachable(root)
         for frame in extra:
             frames += [f for f in interp.reachable(frame) if f not in frames]
-    found = interp.first_error(root)
+    found = interp.first_error(root) or interp.first_unsupported(interp.reachable(root))
     if found is not None:
         node, err = found
         location = node.location or node.graph.location

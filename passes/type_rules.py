@@ -49,6 +49,13 @@ class RuleError(Exception):
         self.about = about
 
 
+class Unsupported(RuleError):
+    """What compiled code cannot do, where CPython would run on (a dict key or a number of
+    steps not known when compiling): an error before running wherever the code may run,
+    not only where it certainly does -- inference would type what follows as if it never
+    ran, and the compiled code would go on from a wrong type."""
+
+
 class TypeFailure(RuleError):
     """A `Fails` of a rule applied by `strict_rule`: CPython's TypeError for these types."""
 
@@ -501,10 +508,11 @@ def _augmented(name, symbol):
     def apply(x, y):
         if isinstance(x, AArray):
             raise RuleError(
-                f"`x {symbol}= y` on an array would update it in place, and here the array "
+                f"`{symbol}=` on the array x would update it in place, and here the array "
                 "is shared (with another variable, a tuple, a closure or the caller); "
                 "compiled functions never mutate arrays",
-                f"write `x = x {symbol} y` to make a new array")
+                f"write `x = x {symbol} y` to make a new array, or copy it first: "
+                "`x = x.copy()`", about=(0, "the array x"))
         return TYPE_RULES[name](x, y)
     return apply
 
@@ -1356,7 +1364,7 @@ def sum_to_like_rule(d, x):
 
 # The abstract values of containers whose `+` concatenates (`sum_to_side`): the sensitivity
 # of an operand is the result's items at its side.
-CONCATENATED = (ATuple,)
+CONCATENATED = (ATuple, AList)
 
 
 def _side(whole, part, right):
@@ -2209,7 +2217,7 @@ def _constant_key(a, what: str):
     try:
         return key_value(a)
     except _NotConstant:
-        raise RuleError(f"{what} is {type_name(a)} whose value is not known when compiling; "
+        raise Unsupported(f"{what} is {type_name(a)} whose value is not known when compiling; "
                         "compiled dicts have keys known when compiling",
                         "use constant keys (strings, numbers), or a tuple or array indexed by "
                         "an int for values chosen at run time") from None
@@ -2371,8 +2379,14 @@ def iter_keys_grad_rule(x, dout):
 
 
 def comp_length_rule(n, what):
+    """n, a comprehension's or a loop's length, or a `while` loop's condition at one step:
+    a constant, or the keys its dict gains are not known when compiling."""
     if not (isinstance(n, AScalar) and n.known):
-        raise RuleError(f"{what.value}, but it goes over values whose number is not known "
+        if isinstance(n, AScalar) and n.pytype is bool:
+            raise Unsupported(f"{what.value}, but its condition is not known until run time",
+                            "loop over `range` of a constant, a dict's keys or `.items()`, or "
+                            "a tuple; or build a list, tuple or array of the values instead")
+        raise Unsupported(f"{what.value}, but it goes over values whose number is not known "
                         "until run time",
                         "go over a dict's keys or `.items()`, a tuple, or `range` of a "
                         "constant; or build a tuple or array of the values instead")

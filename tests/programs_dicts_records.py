@@ -375,3 +375,68 @@ def update_in_loop_over_values(x):
     for v in d.values():
         d["b"] += v
     return d["b"]
+
+
+def dict_grown_in_while_loop(x):
+    """A dict gaining a key each step of a `while` loop whose condition is known at each
+    step: followed step by step, as a `for` loop over `range` of a constant is."""
+    d = {}
+    i = 0
+    while i < 4:
+        d[i] = x * i
+        i += 1
+    return sum(d.values()) + d[3], list(d)
+
+
+def dict_grown_in_unknown_while_loop(x, n):
+    d = {}
+    i = 0
+    while i < n:
+        d[i] = x * i
+        i += 1
+    return d[2]
+
+
+def key_not_constant_in_a_branch(x, name):
+    """A key chosen at run time, in a branch that may not run: still an error before
+    running (the dict's keys after the `if` would be wrong)."""
+    d = {"a": x}
+    if x > 0:
+        d[name] = x
+    return len(d)
+
+
+def read_in_an_exclusive_branch(x, k):
+    d = {"a": x}
+    e = d
+    if k == 0:
+        d["b"] = 2.0 * x
+    elif k == 1:
+        return e["a"] * x
+    return d["a"] * len(d)
+
+
+def adam_in_place_train(params, x, y, lr, steps):
+    """Adam written with updates in place of dicts the function owns (a copy of the
+    parameters), the gradient taken inside the loop."""
+    params = dict(params)
+    m = {k: v * 0.0 for k, v in params.items()}
+    v = {k: p * 0.0 for k, p in params.items()}
+    for t in range(1, steps + 1):
+        g = myir.grad(mlp_loss)(params, x, y)
+        for k in params:
+            m[k] = 0.9 * m[k] + 0.1 * g[k]
+            v[k] = 0.999 * v[k] + 0.001 * g[k] ** 2
+            params[k] = params[k] - lr * (m[k] / (1.0 - 0.9 ** t)) \
+                / (np.sqrt(v[k] / (1.0 - 0.999 ** t)) + 1e-8)
+    return params
+
+
+def loss_sum_of_values(p, x):
+    """sum() over a dict's values (a view at run time), differentiated."""
+    d = {"u": p["W"] * x, "v": p["b"] * p["b"]}
+    i = 0
+    while i < 2:
+        d[i] = p["W"] * i
+        i += 1
+    return np.sum(sum(d.values()))

@@ -477,3 +477,61 @@ def list_updates(a, n):
     d = {"w": a, "b": 1.0}
     d["b"] = d["w"] * a
     return sum(xs) + sum(ys) + d["b"]
+
+
+def read_in_the_other_branch(x, k):
+    """A view made before an `if`, read only in the branch that does not update: no run
+    reads it after the update."""
+    y = x.copy()
+    z = y[0:2]
+    if k == 0:
+        y[0] = 5.0 * x[1]
+    elif k == 1:
+        return np.sum(z * x[:2])
+    return np.sum(y * x)
+
+
+def view_made_in_the_other_branch(x, k):
+    y = x.copy()
+    if k == 0:
+        y[0] = 5.0
+    else:
+        z = y[0:2]
+        return z * 2.0
+    return y
+
+
+def view_made_in_a_branch_read_in_the_next_iteration(x):
+    """The other branch's view, made in one iteration, read after the update in a later one."""
+    y = x.copy()
+    z = x
+    s = 0.0
+    for i in range(3):
+        if i == 1:
+            z = y[0:2]
+        else:
+            y[0] = 5.0 + i  # error
+        s = s + z[0]
+    return s, y
+
+
+def view_read_in_the_other_branch_of_a_later_iteration(x):
+    y = x.copy()
+    z = y[0:2]
+    s = 0.0
+    for i in range(3):
+        if i == 1:
+            y[0] = 5.0  # error
+        else:
+            s = s + z[0]
+    return s, y
+
+
+def view_made_in_the_loop_returned_after_it(x):
+    """The loop's exit runs after its body: the last iteration's view sees its update."""
+    y = x.copy()
+    z = x
+    for i in range(3):
+        z = y[0:2]
+        y[0] = 5.0 + i  # error
+    return z

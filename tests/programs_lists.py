@@ -226,6 +226,17 @@ def append_shared_in_tuple(a):
     return t
 
 
+def identity(v):
+    return v
+
+
+def pop_shared_by_a_function(a):
+    xs = [a, 2.0 * a]
+    ys = identity(xs)
+    xs.pop()
+    return ys
+
+
 def append_to_element(a):
     xs = [[a]]
     xs[0].append(1.0)
@@ -267,3 +278,34 @@ def loss_repeat(a):
 def repeat_argument(xs, a):
     ys = xs * 2
     return ys[0] * a + ys[-1]
+
+
+def read_in_an_exclusive_branch(a, k):
+    """`ys` sees the list `xs.append` changes, but only in the `elif` the append never
+    runs with."""
+    xs = [a, 2.0 * a]
+    ys = xs
+    if k == 0:
+        xs.append(3.0)
+    elif k == 1:
+        return ys[0] * a
+    return xs[-1] * a
+
+
+def shared_in_an_exclusive_branch(a, k):
+    xs = [a, 2.0 * a]
+    if k == 0:
+        xs.append(3.0)
+    elif k == 1:
+        zs = [xs]
+        return zs[0][0] * a
+    return xs[-1] * a
+
+
+def loss_slice_repeat_and_array(a):
+    """A slice of a list repeated, and a list used by np.array and by other reads (their
+    gradients, a list's and an array's rows, are added)."""
+    xs = [a, 2.0 * a, 3.0]
+    ys = xs[1:] + xs[:1] * 2
+    rows = [np.array([a, 1.0]) * a, np.array([2.0, a])]
+    return sum(ys) * ys[-2] + np.sum(np.array(rows) ** 2) + np.sum(rows[0])

@@ -53,6 +53,10 @@ VALUE_CASES = [
     (P.dataclass_replace, P.Dense(_v(3, 2), _v(2), 2.0)),
     (P.frozen_replace, P.Frozen(1.0, 2.0)),
     (P.records_nested, {"hidden": P.Layer(_v(3, 2), _v(2)), "out": {"W": _v(2, 1)}}, _v(4, 3)),
+    (P.dict_grown_in_while_loop, 1.5),
+    (P.read_in_an_exclusive_branch, 1.5, 0),
+    (P.read_in_an_exclusive_branch, 1.5, 1),
+    (P.read_in_an_exclusive_branch, 1.5, 2),
 ]
 
 
@@ -136,6 +140,7 @@ GRAD_CASES = [
     (P.loss_comprehension, 0, {"W": _v(3, 2), "b": _v(2)}, _v(4, 3)),
     (P.loss_iterate, 0, {"W": _v(3, 2), "b": _v(2)}),
     (P.loss_dict_grown_in_loop, 0, {"W": _v(3, 2), "b": _v(2), "c": _v(2)}, 0.7),
+    (P.loss_sum_of_values, 0, {"W": _v(2), "b": _v(2)}, 0.7),
 ]
 
 
@@ -201,6 +206,12 @@ def test_adam_over_a_dict_in_a_compiled_loop(backend):
     assert list(got) == list(want)
     for k in want:
         np.testing.assert_allclose(got[k], want[k], rtol=1e-8, atol=1e-12)
+    before = {k: v.copy() for k, v in params.items()}
+    got = myir.compile(P.adam_in_place_train, backend=backend)(params, x, y, 0.01, 3)
+    want = P.adam_in_place_train(params, x, y, 0.01, 3)    # CPython, its grad compiled alone
+    for k in want:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-8, atol=1e-12)
+        assert np.array_equal(params[k], before[k])
 
 
 # ------------------------------------------------------------------ optimizer
@@ -291,6 +302,14 @@ def test_dict_grown_in_a_loop_of_unknown_length_is_refused():
 def test_key_not_known_when_compiling_is_refused():
     message = _error(P.key_not_constant, 1.0, "k")
     assert "not known when compiling" in message and "{name: x}" in message
+    message = _error(P.key_not_constant_in_a_branch, 1.0, "k")
+    assert "not known when compiling" in message and "d[name] = x" in message
+
+
+def test_dict_grown_in_a_while_loop_of_unknown_length_is_refused():
+    message = _error(P.dict_grown_in_unknown_while_loop, 1.0, 3)
+    assert "this loop adds keys to `d`" in message and "its condition is not known" in message
+    assert "while i < n" in message and "`range` of a constant" in message
 
 
 def test_missing_field_and_methods_of_user_classes():

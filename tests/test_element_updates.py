@@ -47,6 +47,10 @@ x4 = np.array([0.5, -1.25, 2.0, 3.5])
     (U.swap_in_loop, (x4[::-1].copy(),)),
     (U.rows_swap, (np.arange(6.0).reshape(2, 3),)),
     (U.extremum_read_after, (1.5,)),
+    (U.read_in_the_other_branch, (x4, 0)),
+    (U.read_in_the_other_branch, (x4, 1)),
+    (U.view_made_in_the_other_branch, (x4, 0)),
+    (U.view_made_in_the_other_branch, (x4, 1)),
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_values_match_cpython(jit, f, args):
     check(jit, f, *args)
@@ -160,6 +164,9 @@ def _located_error(f, args, words):
     (U.stored_in_a_list, (1.0,), ["`y`", "the container it was stored in (line"]),
     (U.stored_in_a_dict, (1.0,), ["`y`", "the container it was stored in (line"]),
     (U.appended_to_a_list, (1.0,), ["`y`", "the container it was stored in (line"]),
+    (U.view_made_in_a_branch_read_in_the_next_iteration, (x4,), ["`y`", "`z` (line"]),
+    (U.view_read_in_the_other_branch_of_a_later_iteration, (x4,), ["`y`", "`z` (line"]),
+    (U.view_made_in_the_loop_returned_after_it, (x4,), ["`y`", "`z` (line"]),
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_shared_update_is_a_located_error(f, args, words):
     before = [a.copy() if isinstance(a, np.ndarray) else a for a in args]

@@ -49,6 +49,12 @@ VALUE_CASES = [
     (L.atleast, (1.5, V)),
     (L.list_of_arrays_param, ([np.eye(3) * 0.5, np.ones((3, 3))], V)),
     (L.nested_param, ([(W, 1.0), (W * 2.0, 2.0)],)),
+    (L.read_in_an_exclusive_branch, (1.5, 0)),
+    (L.read_in_an_exclusive_branch, (1.5, 1)),
+    (L.read_in_an_exclusive_branch, (1.5, 2)),
+    (L.shared_in_an_exclusive_branch, (1.5, 0)),
+    (L.shared_in_an_exclusive_branch, (1.5, 1)),
+    (L.loss_slice_repeat_and_array, (0.7,)),
 ]
 
 
@@ -111,6 +117,8 @@ GRADIENT_CASES = [
     (L.loss_grad_inside, ([0.5, -1.5, 2.0], 0.3)),
     (L.loss_numpy_of_lists, (0.7, V)),
     (L.loss_repeat, (0.7,)),
+    (L.loss_slice_repeat_and_array, (0.7,)),
+    (L.read_in_an_exclusive_branch, (0.7, 1)),
 ]
 
 
@@ -138,9 +146,10 @@ def test_second_order_through_a_list():
 # ------------------------------------------------------------------ refused updates
 
 @pytest.mark.parametrize("f, args, needle, words", [
-    (L.append_to_argument, ([1.0],), "xs.append(1.0)", ("argument", "xs = list(xs)")),
-    (L.append_to_alias, (1.0,), "xs.append(2.0)", ("ys = xs", "list(xs)")),
-    (L.append_shared_in_tuple, (1.0,), "xs.append(2.0)", ("(xs, 1)",)),
+    (L.append_to_argument, ([1.0],), "xs.append(1.0)", ("argument", "xs = xs.copy()")),
+    (L.append_to_alias, (1.0,), "xs.append(2.0)", ("the variable `ys`", "xs = xs.copy()")),
+    (L.append_shared_in_tuple, (1.0,), "xs.append(2.0)", ("the tuple `t`",)),
+    (L.pop_shared_by_a_function, (1.0,), "xs.pop()", ("the result of `identity()`",)),
     (L.append_to_element, (1.0,), "xs[0].append(1.0)", ("local variable",)),
     (L.append_in_branch_copy, ([1.0], True), "xs.append(1.0)", ("argument",)),
     (L.append_value_used, (1.0,), "ys.append(2.0)", ("statement",)),

@@ -117,7 +117,8 @@ def _augmented(op, symbol):
                 f"`x {symbol}= y` on an array would update it in place, and here the array "
                 "is shared (with another variable, a tuple, a closure or the caller); "
                 "compiled functions never mutate arrays", _caller_location(),
-                hint=f"write `x = x {symbol} y` to make a new array")
+                hint=f"write `x = x {symbol} y` to make a new array, or copy it first: "
+                "`x = x.copy()`")
         return op(x, y)
     aug.__name__ = f"aug_{op.__name__}"
     return aug
@@ -478,12 +479,13 @@ def _list_unpop(rest, index, x):
 
 def sum_grad(xs, dout):
     """The gradient of each item of `xs` in `sum(xs, start)` with gradient dout: dout summed
-    to the item's shape, in xs's structure (the rows of an array)."""
+    to the item's shape, in xs's structure (the rows of an array; a tuple for a dict's
+    `.values()`, which compiled code treats as the tuple of its values)."""
     if isinstance(xs, np.ndarray):
         if not len(xs):
             return np.zeros_like(xs)
         return np.array(np.broadcast_to(sum_to_like(dout, xs[0]), xs.shape))
-    return type(xs)(sum_to_like(dout, x) for x in xs)
+    return (list if type(xs) is list else tuple)(sum_to_like(dout, x) for x in xs)
 
 
 def seq_grad(d, x):

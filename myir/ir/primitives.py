@@ -236,8 +236,9 @@ primitive("dict_items", "d")                  # tuple(d.items())
 primitive("dict_cons", "key, value, rest")    # {key: value, **rest}: a dict comprehension's step
 primitive("contains", "item, x")              # item in x
 primitive("iter_keys", "x")                   # what `for v in x` walks: x, or a dict's keys
-primitive("comp_length", "n, what")           # n, a length that must be known when compiling
-                                              # (`what` says why, for the error)
+primitive("comp_length", "n, what")           # n, a length (or a `while` loop's condition)
+                                              # that must be known when compiling (`what`
+                                              # says why, for the error)
 primitive("comp_next", "i, n")                # i + 1, the next step of a comprehension (or a
                                               # loop adding keys to a dict) of n steps
 # Their gradients' helpers.
