@@ -98,7 +98,7 @@ def fabs(x): return np.fabs(x)
 def float_power(x): return np.float_power(np.abs(x) + 0.5, 1.5)
 def fmax_fmin(x): return np.fmax(x, -x) + np.fmin(np.nan, x) + np.fmax(x, np.nan)
 def nansum_nanmean(x):
-    y = np.where(x > 1.5, np.nan, x)
+    y = np.where(x > 1.37, np.nan, x)
     return np.nansum(y, axis=0, keepdims=True) + np.nanmean(np.append(y, 1.0)) + np.nansum(y)
 def round_method(x): return x.round(1) + x.round()
 def heaviside(x): return np.heaviside(x, 0.5) * x + np.heaviside(x - x, x)
