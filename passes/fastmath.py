@@ -40,7 +40,7 @@ from myir.ir.edit import replace
 from myir.ir.graph import Apply, Constant, Graph, Node
 from myir.ir.primitives import PRIMITIVES
 from passes.abstract import AArray, AScalar, abstract_of
-from passes.opt import is_kind, optimize_typed
+from passes.opt import is_kind, optimize_typed, same_type
 from passes.raising import ARITHMETIC_ERRORS
 from passes.type_rules import TYPE_RULES
 
@@ -365,7 +365,7 @@ class _Tree:
                 and _shape_of(got) != want.shape and got.dtype == want.dtype:
             new = self.make("broadcast_to_like", new, self._like(want))
             got = self.type_of(new)
-        if not _same_type(got, want):
+        if not same_type(got, want):
             raise _Unsupported(self.root)
         return new
 
@@ -514,13 +514,6 @@ def _shape_of(t) -> tuple | None:
     if isinstance(t, AScalar):
         return ()
     return t.shape if isinstance(t, AArray) else None
-
-
-def _same_type(a, b) -> bool:
-    if isinstance(a, AScalar) and isinstance(b, AScalar):
-        return a.pytype is b.pytype
-    return isinstance(a, AArray) and isinstance(b, AArray) and a.dtype == b.dtype \
-        and a.shape == b.shape
 
 
 def _applies_below(start: Node, g: Graph, enter=lambda n: True) -> set:

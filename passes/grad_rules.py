@@ -88,7 +88,10 @@ def bprop_mul(x, y, out, dout):
 
 
 def bprop_truediv(x, y, out, dout):
-    return (sum_to(dout / y, x), sum_to(-dout * x / (y * y), y))
+    # -x / y**2 as -(x / y) / y: it divides by y where x / y did, so it cannot raise where
+    # the forward ran; y * y underflows to 0 for |y| < 1e-162 (ZeroDivisionError) and
+    # overflows for |y| > 1e154 (a gradient of 0)
+    return (sum_to(dout / y, x), sum_to(-(out / y) * dout, y))
 
 
 # numpy's arithmetic (np.add, ...) has the operators' derivatives; np.divide divides by 0
@@ -99,7 +102,7 @@ bprop_np_multiply = bprop_mul
 
 
 def bprop_np_divide(x, y, out, dout):
-    return (sum_to(ieee_truediv(dout, y), x), sum_to(ieee_truediv(-dout * x, y * y), y))
+    return (sum_to(ieee_truediv(dout, y), x), sum_to(-ieee_truediv(out, y) * dout, y))
 
 
 def bprop_pow(x, y, out, dout):
@@ -700,7 +703,7 @@ def bprop_jvp_check_tangent(x, t, index, out, dout):
 
 
 def bprop_ieee_truediv(x, y, out, dout):
-    return (sum_to(ieee_truediv(dout, y), x), sum_to(ieee_truediv(-dout * x, y * y), y))
+    return (sum_to(ieee_truediv(dout, y), x), sum_to(-ieee_truediv(out, y) * dout, y))
 
 
 bprop_ieee_pow = bprop_pow

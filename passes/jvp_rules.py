@@ -26,11 +26,13 @@ ieee_pow = _P["ieee_pow"]
 # ------------------------------------------------------------------ arithmetic
 
 def jvp_truediv(x, y, out, dx, dy):
-    return dx / y - dy * x / (y * y)
+    # dx / y - dy * x / y**2 divided by y once, where x / y divided: it cannot raise where
+    # the forward ran (y * y underflows to 0 for |y| < 1e-162)
+    return (dx - dy * out) / y
 
 
 def jvp_ieee_truediv(x, y, out, dx, dy):
-    return ieee_truediv(dx, y) - ieee_truediv(dy * x, y * y)
+    return ieee_truediv(dx - dy * out, y)
 
 
 def jvp_pow(x, y, out, dx, dy):

@@ -916,7 +916,7 @@ def mul_one(node: Apply, ctx) -> Node | None:
     if primitive_name(node) != "mul":
         return None
     for one, x in (node.args, list(reversed(node.args))):
-        if _is_number(one, 1) and _same_type(ctx.type_of(node), ctx.type_of(x)):
+        if _is_number(one, 1) and same_type(ctx.type_of(node), ctx.type_of(x)):
             return x
     return None
 
@@ -957,7 +957,7 @@ def negation_absorbed(node: Apply, ctx) -> Node | None:
     if name == "mul":
         for c, y in (args, args[::-1]):
             if _is_number(c, -1) and is_kind(ctx.type_of(y), "f") \
-                    and _same_type(ctx.type_of(node), ctx.type_of(y)):
+                    and same_type(ctx.type_of(node), ctx.type_of(y)):
                 return apply(P["neg"], y, location=node.location)
             if _const(c, (float, np.floating)) and _real_negation(y, ctx):
                 minus_c = Constant(-c.value)
@@ -979,7 +979,7 @@ def negation_absorbed(node: Apply, ctx) -> Node | None:
 def _real_negation(node: Node, ctx) -> bool:
     """neg(x) of a real float x, with x's type."""
     return primitive_name(node) == "neg" and is_kind(ctx.type_of(node.args[0]), "f") \
-        and _same_type(ctx.type_of(node), ctx.type_of(node.args[0]))
+        and same_type(ctx.type_of(node), ctx.type_of(node.args[0]))
 
 
 def add_zero(node: Apply, ctx) -> Node | None:
@@ -995,7 +995,7 @@ def add_zero(node: Apply, ctx) -> Node | None:
             continue
         negative = math.copysign(1.0, zero.value) < 0
         exact = (negative if name == "add" else not negative) or not is_float(ctx.type_of(x))
-        if exact and _same_type(ctx.type_of(node), ctx.type_of(x)):
+        if exact and same_type(ctx.type_of(node), ctx.type_of(x)):
             return x
     return None
 
@@ -1343,8 +1343,14 @@ def _keeps_axes(spread: Apply) -> bool:
     return _const(axis, type(None)) or (_const(keepdims, bool) and keepdims.value)
 
 
-def _same_type(a, b) -> bool:
-    return a is not None and b is not None and a == b
+def same_type(a, b) -> bool:
+    """Whether inference knows both values to be numbers of one type: scalars of one Python
+    or numpy type, or arrays of one dtype and shape.  Unknown (None, ANY) or a union is no
+    knowledge: an ANY beside an ANY may be a bool beside the int that `bool + 0` makes."""
+    if isinstance(a, AScalar) and isinstance(b, AScalar):
+        return a.pytype is b.pytype
+    return isinstance(a, AArray) and isinstance(b, AArray) and a.dtype == b.dtype \
+        and a.shape == b.shape
 
 
 TYPED_REWRITES = [checks_proved, grad_check_passes, grad_cast_by_type, seq_grad_of_same_kind,

@@ -130,6 +130,14 @@ def neg_neg_bool(x, y):
     return -(-(x < y))  # 1 or 0, not True or False: stays
 
 
+def add_zero_unknown_type(x):
+    values = [x]
+    values[0] += x
+    # inference does not type the comparison of an updated list's element: bool + 0 is
+    # an int, and an unknown type beside an unknown type is not the same type
+    return (1.0 < values[0]) + 0
+
+
 # --------------------------------------------------------------------------------------------
 # specialize_call
 

@@ -624,6 +624,17 @@ def test_infinite_slopes_are_inf_as_in_numpy_and_jax():
         myir.compile(G.pow_neg_half, backend=BACKEND)(0.0)
 
 
+@pytest.mark.parametrize("x, y", [(0.0, 5.7e-249), (0.0, 5e-324), (1e-200, 1e-180),
+                                  (1e300, 1e200)])
+def test_quotient_derivatives_where_the_divisor_squared_leaves_the_floats(x, y):
+    """d(x / y)/dy = -x / y**2 is computed as -(x / y) / y, in both modes: y * y underflows to
+    0 for |y| < 1e-162 (the gradient of 0.0 / y raised ZeroDivisionError where x / y ran) and
+    overflows for |y| > 1e154."""
+    want = -(x / y) / y
+    assert gradient(G.quotient, 0, 1)(x, y) == (1.0 / y, want)
+    assert myir.jvp(G.quotient, (x, y), (0.0, 1.0), backend=BACKEND) == (x / y, want)
+
+
 @pytest.mark.parametrize("n, want", [(0, 0.0), (0.0, 0.0), (1, 1.0), (1.0, 1.0), (2, 0.0),
                                      (2.0, 0.0), (3, 0.0), (1.5, 0.0), (0.5, math.inf)])
 def test_power_slopes_at_zero(n, want):
