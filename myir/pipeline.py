@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import gc
 import os
-import sys
 import time
 
 from backends.python import entry_function, generate, module_code
@@ -25,11 +24,6 @@ from passes.expand import expand
 from passes.fastmath import optimize_fastmath
 from passes.infer import infer
 from passes.opt import optimize, optimize_typed
-
-# A gradient runs a chain of backpropagators as deep as the loop or recursion it
-# differentiates (100,000 iterations: a few hundred thousand frames).  Since CPython 3.11,
-# Python-to-Python calls do not use the C stack, so a high limit is safe.
-_RECURSION_LIMIT = 1_000_000
 
 
 def run_pipeline(fn, args, backend: str, options: dict, transforms=(),
@@ -64,7 +58,6 @@ def _run_pipeline(fn, args, backend: str, options: dict, transforms, report) -> 
     expanded = step("expand", expand, root, optimizing)
     if expanded is not parsed:
         stages["expanded"] = expanded
-        sys.setrecursionlimit(max(sys.getrecursionlimit(), _RECURSION_LIMIT))
     final = expanded
     if optimizing:
         final = stages["optimized"] = step("optimize", optimize, expanded)

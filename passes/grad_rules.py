@@ -90,8 +90,10 @@ def bprop_mul(x, y, out, dout):
 def bprop_truediv(x, y, out, dout):
     # -x / y**2 as -(x / y) / y: it divides by y where x / y did, so it cannot raise where
     # the forward ran; y * y underflows to 0 for |y| < 1e-162 (ZeroDivisionError) and
-    # overflows for |y| > 1e154 (a gradient of 0)
-    return (sum_to(dout / y, x), sum_to(-(out / y) * dout, y))
+    # overflows for |y| > 1e154 (a gradient of 0).  x / y is written again rather than read
+    # from `out`: in straight-line code the optimizer merges the two, and a loop's backward
+    # pass then needs only x and y, not the quotient too, on its residual stack.
+    return (sum_to(dout / y, x), sum_to(-(x / y / y) * dout, y))
 
 
 # numpy's arithmetic (np.add, ...) has the operators' derivatives; np.divide divides by 0
@@ -102,7 +104,8 @@ bprop_np_multiply = bprop_mul
 
 
 def bprop_np_divide(x, y, out, dout):
-    return (sum_to(ieee_truediv(dout, y), x), sum_to(-ieee_truediv(out, y) * dout, y))
+    return (sum_to(ieee_truediv(dout, y), x),
+            sum_to(-ieee_truediv(ieee_truediv(x, y), y) * dout, y))
 
 
 def bprop_pow(x, y, out, dout):
@@ -703,7 +706,8 @@ def bprop_jvp_check_tangent(x, t, index, out, dout):
 
 
 def bprop_ieee_truediv(x, y, out, dout):
-    return (sum_to(ieee_truediv(dout, y), x), sum_to(-ieee_truediv(out, y) * dout, y))
+    return (sum_to(ieee_truediv(dout, y), x),
+            sum_to(-ieee_truediv(ieee_truediv(x, y), y) * dout, y))
 
 
 bprop_ieee_pow = bprop_pow
