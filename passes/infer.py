@@ -83,8 +83,11 @@ from passes.type_rules import (TYPE_RULES, RuleError, TypeFailure, Unsupported, 
                                truthiness, type_name)
 
 # A non-recursive graph gets one frame per argument values, up to this many per parent frame;
-# then one frame with the join of them all.
-FRAMES_PER_GRAPH = 8
+# then one frame with the join of them all.  The code after an `if` is lifted to a graph of
+# its own, called from every specialisation of the function it came from (passes/lift.py),
+# so a numpy function that the program calls in nine ways (np.quantile's helper) needs nine
+# frames: a join would mix a list q with a float q and refuse a program CPython runs.
+FRAMES_PER_GRAPH = 32
 # A graph marked `unrolled` (a dict comprehension, a `for` loop adding keys to a dict:
 # frontend/parser.py) is recursive but gets one frame per argument values, like a
 # non-recursive one, so that its counter stays a constant at each step (its length is a
