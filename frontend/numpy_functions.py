@@ -1062,15 +1062,12 @@ def round(a, decimals=0):
 around = round
 
 
-def remainder(x1, x2):
-    return np.asarray(x1) % x2
-
-
-mod = remainder
-
-
-def floor_divide(x1, x2):
-    return np.asarray(x1) // x2
+def fmod(x1, x2):
+    """C's fmod: the remainder with x1's sign, where numpy's remainder takes x2's.  For
+    operands of one sign the two are the same (and exact), so: |x1|'s remainder by |x2|,
+    negated where x1 has its sign bit (-0.0 too)."""
+    m = np.remainder(abs(x1), abs(x2))   # abs, not np.abs: a Python float stays weak
+    return np.where(np.signbit(x1), -m, m)[()]
 
 
 # ------------------------------------------------ copies, signs, NaN-aware maxima and sums

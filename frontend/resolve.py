@@ -39,7 +39,7 @@ NUMPY.update({name: getattr(numpy_functions, name) for name in (
     "atleast_1d atleast_2d atleast_3d moveaxis hstack vstack split flip fliplr flipud roll "
     "repeat tile pad diagonal trace diag triu tril linspace identity full_like diff append "
     "median isclose allclose logical_and logical_or logical_xor logical_not deg2rad rad2deg "
-    "empty_like round around remainder mod floor_divide copy").split()})
+    "empty_like round around fmod copy").split()})
 NUMPY.update({name: getattr(numpy_functions, name) for name in (
     "copy positive fabs float_power fmax fmin nansum nanmean heaviside").split()})
 NUMPY.update({name: getattr(numpy_functions, name) for name in (
@@ -47,7 +47,9 @@ NUMPY.update({name: getattr(numpy_functions, name) for name in (
 NUMPY.update({"radians": NUMPY["deg2rad"], "degrees": NUMPY["rad2deg"]})
 NUMPY.update({"absolute": P["abs"], "amax": P["max"], "amin": P["min"],
               "add": P["np_add"], "subtract": P["np_subtract"], "multiply": P["np_multiply"],
-              "divide": P["np_divide"], "true_divide": P["np_divide"]})
+              "divide": P["np_divide"], "true_divide": P["np_divide"],
+              "remainder": P["np_remainder"], "mod": P["np_remainder"],
+              "floor_divide": P["np_floor_divide"]})
 
 # numpy's linear algebra, contractions, scans, sorting and gathers: `np.NAME` and
 # `np.linalg.NAME` (a namespace of its own).

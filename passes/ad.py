@@ -90,7 +90,7 @@ P = PRIMITIVES
 
 # Primitives whose gradient is zero for every input (or that never return a value).
 NON_DIFFERENTIABLE = frozenset("""
-    lt le gt ge eq ne is_ is_not not_ truth invert floordiv bitand bitor bitxor lshift rshift sign floor ceil argmax argmin
+    lt le gt ge eq ne is_ is_not not_ truth invert floordiv np_floor_divide bitand bitor bitxor lshift rshift sign floor ceil argmax argmin
     argsort shape ndim size dtype len range make_slice to_int to_bool zeros ones empty full
     zeros_like ones_like arange eye make_exception raise_ format concat_str grad_seed
     math_floor math_ceil stack_empty isnan isinf isfinite print_ rint trunc builtin_round

@@ -140,6 +140,10 @@ def bprop_floordiv(x, y, out, dout):
     return (zeros(x), zeros(y))
 
 
+bprop_np_remainder = bprop_mod
+bprop_np_floor_divide = bprop_floordiv
+
+
 def bprop_builtin_divmod(x, y, out, dout):
     """The quotient's gradient is 0: the remainder's."""
     return bprop_mod(x, y, out[1], dout[1])

@@ -49,6 +49,9 @@ def jvp_mod(x, y, out, dx, dy):
     return dx - dy * ((x - out) / y)
 
 
+jvp_np_remainder = jvp_mod
+
+
 def jvp_builtin_divmod(x, y, out, dx, dy):
     """The quotient is piecewise constant: the remainder's tangent only."""
     return (zeros(out[0]), jvp_mod(x, y, out[1], dx, dy))

@@ -1164,7 +1164,8 @@ def shape_from_input(node: Apply, ctx) -> Node | None:
 
 # Primitives whose array operands numpy broadcasts against each other.
 BROADCASTING = frozenset("add sub mul truediv floordiv mod pow power lt le gt ge eq ne "
-                         "maximum minimum arctan2 where".split())
+                         "maximum minimum arctan2 where np_add np_subtract np_multiply "
+                         "np_divide np_remainder np_floor_divide".split())
 SPREADS = frozenset({"reduce_grad", "broadcast_to_like"})
 # Elementwise primitives of numbers (and arrays, elementwise).
 ELEMENTWISE = BROADCASTING | frozenset("neg exp log log1p expm1 sqrt sin cos tan tanh sinh "

@@ -275,7 +275,8 @@ RAISES = _table([
 CANNOT_RAISE = _table([
     ("add sub mul neg pos matmul dot", "numbers overflow to inf, not an exception; shapes "
      "inference knows were checked at compile time"),
-    ("np_add np_subtract np_multiply np_divide", "numpy: inf or nan (x / 0 too), with a "
+    ("np_add np_subtract np_multiply np_divide np_remainder np_floor_divide", "numpy: inf, "
+     "nan or 0 (x / 0 and x % 0 too), with a "
      "warning; shapes inference knows were checked at compile time"),
     ("lt le gt ge eq ne is_ is_not", "comparisons of numbers are exact (int with float "
      "too); arrays of shapes inference knows broadcast"),

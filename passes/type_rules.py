@@ -2455,7 +2455,7 @@ TYPE_RULES = {
     **{name: elementwise(fn) for name, fn in _OPERATORS.items()},
     **{name: elementwise(getattr(np, name)) for name in _NUMPY_ELEMENTWISE},
     **{"np_" + name: elementwise(getattr(np, name))
-       for name in ("add", "subtract", "multiply", "divide")},
+       for name in ("add", "subtract", "multiply", "divide", "remainder", "floor_divide")},
     **{"math_" + name: _math(getattr(math, name)) for name in _MATH + MATH_MORE.split()},
     "add": add_rule,
     "mul": mul_rule,

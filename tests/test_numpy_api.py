@@ -90,7 +90,11 @@ def compare(x): return np.less_equal(x, 0.5) == np.greater(0.5, x)
 def degrees(x): return np.deg2rad(np.degrees(x))
 def methods(x): return x.var(axis=0) + x.std() + np.sum(x.flatten()) * x.ravel()[0]
 def round2(x): return np.round(x * 10.0, 1) + np.around(x, -1) + np.rint(x) + np.trunc(x)
-def remainder(x): return np.remainder(x, 0.75) + np.floor_divide(x, 0.5)
+def remainder(x):
+    return np.remainder(x, 0.75) + np.floor_divide(x, 0.5) + np.fmod(x, -0.75) \
+        + np.fmod(-x, 0.6) + np.fmod(np.floor(x * 4), 2.0) \
+        + np.remainder(2.5, np.exp(x)) + np.floor_divide(2.5, np.exp(x))   # x's float32 kept
+def fmod(x): return np.fmod(x, -0.75) * x + np.fmod(-x, np.exp(x))
 def inverse_hyperbolic(x): return np.arcsinh(x) + np.arccosh(x * x + 1.5) + np.arctanh(x / 3.0)
 def np_copy(x): return np.copy(x) * x
 def positive(x): return np.positive(x) - x * 0.5
@@ -120,7 +124,7 @@ ANY_RANK = [var_all, var_ax0_ddof1, var_last_keep, std_all, std_ax0_keep, averag
             atleast_2d, atleast_3d, moveaxis, flip_all, flip0, roll_flat, roll0, repeat_flat,
             repeat0, tile, pad, pad_values, hstack, vstack, split, full_like, diff0, diff2,
             append, median_all, median0, isclose, logical, compare, degrees, methods, round2,
-            remainder, inverse_hyperbolic, np_copy, positive, fabs, float_power, fmax_fmin,
+            remainder, fmod, inverse_hyperbolic, np_copy, positive, fabs, float_power, fmax_fmin,
             nansum_nanmean, round_method, heaviside]
 MATRIX = [trace, diagonal, diag_of_matrix, triu, tril, diag_of_row, fliplr, swap_last,
           matrix_methods]
@@ -135,7 +139,7 @@ NOT_DIFFERENTIABLE = {any_ax0, all_all, count_nonzero_all, isfinite, isinf_isnan
                       logical, compare, round2, remainder, round_method}
 # Subjects whose values the finite differences must keep away from a kink or a pole.
 KINKED = {ptp_all, ptp_ax0, cbrt, hypot, log2, log10, nan_to_num, average_w, sinc, median_all,
-          median0, fabs, fmax_fmin, float_power, heaviside}
+          median0, fabs, fmax_fmin, float_power, heaviside, fmod}
 
 
 def arrays(kind, dtype=np.float64, low=-2.0, high=2.0):
@@ -228,6 +232,7 @@ def loss_positive(x): return weighted(np.sin(positive(x)))
 def loss_fabs(x): return weighted(np.sin(fabs(x)))
 def loss_float_power(x): return weighted(np.sin(float_power(x)))
 def loss_fmax_fmin(x): return weighted(np.sin(fmax_fmin(x)))
+def loss_fmod(x): return weighted(np.sin(fmod(x)))
 def loss_nansum_nanmean(x): return weighted(np.sin(nansum_nanmean(x)))
 def loss_heaviside(x): return weighted(np.sin(heaviside(x)))
 def loss_trace(x): return weighted(np.sin(trace(x)))

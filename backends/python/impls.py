@@ -625,7 +625,7 @@ _NUMPY_UFUNCS = ("cbrt log2 exp2 log10 arcsinh arccosh arctanh rint trunc isnan 
                  "hypot logaddexp logaddexp2").split()
 
 # np.add and co.: numpy's arithmetic, apart from Python's operators (myir.ir.primitives).
-_NUMPY_ARITHMETIC = ("add", "subtract", "multiply", "divide")
+_NUMPY_ARITHMETIC = ("add", "subtract", "multiply", "divide", "remainder", "floor_divide")
 
 IMPLS = {
     **{name: getattr(np, name) for name in (

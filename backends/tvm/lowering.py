@@ -528,7 +528,8 @@ KEPT_IN_NUMPY: dict[str, str] = {
     "jvp_check_tangent": "checks a jvp tangent against its primal, once, where the glue "
                          "receives it: nothing to compute",
     **{p: "integer division by zero must give numpy's 0/inf with a warning, not a SIGFPE; "
-          "float floor division has numpy's own rounding" for p in ("floordiv", "mod")},
+          "float floor division has numpy's own rounding"
+       for p in ("floordiv", "mod", "np_floor_divide", "np_remainder")},
     **{p: "bitwise and shift operations on integer arrays are rare in differentiable code; "
           "numpy is exact" for p in ("bitand", "bitor", "bitxor", "lshift", "rshift", "invert")},
     **{p: _PYTHON_ONLY for p in (

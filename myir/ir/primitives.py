@@ -118,10 +118,12 @@ def plain_operator(name: str) -> str:
 _family("exp log log1p expm1 sqrt sin cos tan arcsin arccos arctan sinh cosh tanh abs sign "
         "floor ceil square negative reciprocal", "x")
 _family("maximum minimum arctan2 power", "x, y")
-# np.add, np.subtract, np.multiply, np.divide: numpy's arithmetic, which differs from Python's
-# operators on Python numbers (np.multiply(2.0, 3.0) is an np.float64, np.add(True, True) is
-# True, np.divide(1.0, 0.0) is inf with a warning).
-_family("np_add np_subtract np_multiply np_divide", "x, y")
+# np.add, np.subtract, np.multiply, np.divide, np.remainder, np.floor_divide: numpy's
+# arithmetic, which differs from Python's operators on Python numbers (np.multiply(2.0, 3.0) is
+# an np.float64, np.add(True, True) is True, np.divide(1.0, 0.0) is inf with a warning), and
+# from a composition through np.asarray, which would make a Python float operand a strong
+# float64 (np.remainder(2.5, x) keeps x's float32).
+_family("np_add np_subtract np_multiply np_divide np_remainder np_floor_divide", "x, y")
 primitive("where", "cond, x, y")
 # numpy ufuncs that no composition of the others reproduces to the last bit (numpy's own loops).
 _family("cbrt log2 exp2 log10 arcsinh arccosh arctanh rint trunc isnan isinf isfinite", "x")
