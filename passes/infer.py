@@ -83,10 +83,11 @@ from passes.type_rules import (TYPE_RULES, RuleError, TypeFailure, Unsupported, 
                                truthiness, type_name)
 
 # A non-recursive graph gets one frame per argument values, up to this many per parent frame;
-# then one frame with the join of them all.  The code after an `if` is lifted to a graph of
-# its own, called from every specialisation of the function it came from (passes/lift.py),
-# so a numpy function that the program calls in nine ways (np.quantile's helper) needs nine
-# frames: a join would mix a list q with a float q and refuse a program CPython runs.
+# then one frame with the join of them all.  The join can refuse a program CPython runs: a
+# helper called with a list in one place and a float in another gets their union, and an
+# operation that works on each fails on the union.  So the bound is well above what a
+# program's own functions need: np.quantile's helper, which the optimizer leaves a call,
+# takes nine signatures in a program of nine quantile calls (tests/test_numpy_api.py).
 FRAMES_PER_GRAPH = 32
 # A graph marked `unrolled` (a dict comprehension, a `for` loop adding keys to a dict:
 # frontend/parser.py) is recursive but gets one frame per argument values, like a
@@ -620,7 +621,6 @@ class Interpreter:
             else:
                 del stack[-1]
         return None
-
 
     def first_unsupported(self, frames: list[Frame]):
         """The first `Unsupported` error of code that may run (see its docstring) in

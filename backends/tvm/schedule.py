@@ -425,7 +425,8 @@ def gpu_pipeline(target, float32: bool):
     cuda = relax.backend.cuda.pipeline
     rules = [_safe(r) for r in (dlight.gpu.Matmul(), dlight.gpu.Reduction(),
                                dlight.gpu.GeneralReduction(), dlight.gpu.Fallback())]
-    passes = legalize_passes(target, float32) + _fusion_passes() + [dlight.ApplyDefaultSchedule(*rules)] \
+    passes = legalize_passes(target, float32) + _fusion_passes() \
+        + [dlight.ApplyDefaultSchedule(*rules)] \
         + cuda.dataflow_lower_passes(target) + cuda.finalize_passes(target)
     return _sequential(target, passes)
 
