@@ -331,6 +331,12 @@ def _prints(node: ast.AST, fn_globals: dict, quiet: set) -> bool:
     return _code_prints([resolve.unwrap_function(fn_globals.get(n)) for n in names], quiet)
 
 
+def _shown_default(node) -> str:
+    """A parameter's default as a signature shows it: its value, or `...` where it is
+    computed."""
+    return repr(node.value) if isinstance(node, Constant) else "..."
+
+
 def _code_prints(fns: list, quiet: set) -> bool:
     """Whether any of `fns` names print in its code, or any function it names does, and so
     on, skipping the functions of `quiet`.  A search that finds none adds every function
@@ -1688,8 +1694,8 @@ class FunctionParser:
                     fn = self.global_value(resolve.ITERABLE_EXTREMA[value.name],
                                            value.name, e.func)
                     return block.graph.apply(fn, *args, location=loc)
-                return block.graph.apply(value, *self.bind_primitive(value, args, kwargs, e),
-                                         location=loc)
+                return block.graph.apply(value, *self.bind_primitive(
+                    value, args, kwargs, e, ast.unparse(e.func)), location=loc)
             if isinstance(value, Graph):
                 bound = self.bind_graph(value, args, kwargs, e)
                 if PRINTED in self.locals and bound:   # it may print: after the last print
@@ -1860,32 +1866,40 @@ class FunctionParser:
             return block.graph.apply(P["cast"], args[0], cls, location=self.loc(e))
         self.error(e.func, f"calling {cls.__name__} is not supported")
 
-    def bind_primitive(self, prim: Primitive, args, kwargs, e) -> list:
+    def bind_primitive(self, prim: Primitive, args, kwargs, e, called: str | None = None
+                       ) -> list:
         if prim.name == "where" and len(args) + len(kwargs) == 1:
             self.error(e, "np.where(condition) with one argument (np.nonzero) is not "
                        "supported in compiled code: its result's shape depends on the values",
                        "write np.where(condition, x, y), or use the mask in arithmetic: "
                        "x * (x > 0), np.sum(x, where=x > 0)")
-        return prim.bind(args, kwargs, lambda msg: self.error(e, msg))
+        name = called or prim.name
+        return prim.bind(args, kwargs, lambda msg: self.error(
+            e, msg, f"call it as {name}({prim.signature()})"), called)
 
     def bind_graph(self, g: Graph, args: list, kwargs: dict, e) -> list:
         names = [p.debug.name for p in g.parameters]
+
+        def fail(message: str):
+            shown = [n if n not in g.defaults else f"{n}={_shown_default(g.defaults[n])}"
+                     for n in names]
+            self.error(e, message, f"call it as {g.name}({', '.join(shown)})")
         if len(args) > len(names):
-            self.error(e, f"{g.name}() takes {len(names)} positional arguments but "
-                       f"{len(args)} were given")
+            fail(f"{g.name}() takes {len(names)} positional arguments but {len(args)} were "
+                 "given")
         bound: list = list(args) + [None] * (len(names) - len(args))
         for key, value in kwargs.items():
             if key not in names:
-                self.error(e, f"{g.name}() got an unexpected keyword argument '{key}'")
+                fail(f"{g.name}() got an unexpected keyword argument '{key}'")
             i = names.index(key)
             if bound[i] is not None:
-                self.error(e, f"{g.name}() got multiple values for argument '{key}'")
+                fail(f"{g.name}() got multiple values for argument '{key}'")
             bound[i] = value
         for i, value in enumerate(bound):
             if value is None:
                 default = g.defaults.get(names[i])
                 if default is None:
-                    self.error(e, f"{g.name}() missing required argument '{names[i]}'")
+                    fail(f"{g.name}() missing required argument '{names[i]}'")
                 bound[i] = default
         return bound
 

@@ -94,6 +94,10 @@ def sort_param(x):
     return x
 
 
+def np_add_four_arguments(x):
+    return np.add(x, 1.0, 2.0, 3.0)
+
+
 def linalg_eig(a):
     return np.linalg.eig(a)
 

@@ -64,6 +64,8 @@ CASES = [
          ("sort", "mutat", "method") + DROPPED_WORDS),
     Case("linalg_eig", E.linalg_eig, (np.eye(2),), ("np.linalg.eig",), ast.Attribute,
          ("numpy.linalg.eig",)),
+    Case("np_add_four_arguments", E.np_add_four_arguments, (np.ones(2),), ("np.add(",), ast.Call,
+         ("np.add() takes at most 2 arguments",)),
     Case("fft_of", E.fft_of, (np.ones(2),), ("np.fft.fft",), ast.Attribute, ("numpy.fft.fft",)),
     Case("imported_eigen", E.imported_eigen, (np.eye(2),), ("eig(a)",), ast.Name,
          ("numpy.linalg.eig",)),

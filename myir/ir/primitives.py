@@ -25,28 +25,38 @@ class Primitive:
     def __repr__(self) -> str:
         return self.name
 
-    def bind(self, args: list, kwargs: dict, error) -> list:
+    def signature(self) -> str:
+        """The parameters as a call would pass them: `x, y` or `x, axis=None`."""
+        if self.varargs:
+            return "*args"
+        first_default = len(self.params) - len(self.defaults)
+        return ", ".join(p if i < first_default else f"{p}={self.defaults[i - first_default]!r}"
+                         for i, p in enumerate(self.params))
+
+    def bind(self, args: list, kwargs: dict, error, called: str | None = None) -> list:
         """Map positional and keyword arguments onto the signature, filling defaults.
-        `error(msg)` raises the caller's located error."""
+        `error(msg)` raises the caller's located error, naming the function as the program
+        `called` it (`np.add`, not the primitive's own name `np_add`)."""
+        name = called or self.name
         if self.varargs:
             if kwargs:
-                error(f"{self.name}() takes no keyword arguments")
+                error(f"{name}() takes no keyword arguments")
             return list(args)
         if len(args) > len(self.params):
-            error(f"{self.name}() takes at most {len(self.params)} arguments, got {len(args)}")
+            error(f"{name}() takes at most {len(self.params)} arguments, got {len(args)}")
         bound = list(args) + [_NO_DEFAULT] * (len(self.params) - len(args))
         for key, value in kwargs.items():
             if key not in self.params:
-                error(f"{self.name}() got an unexpected keyword argument '{key}'")
+                error(f"{name}() got an unexpected keyword argument '{key}'")
             i = self.params.index(key)
             if bound[i] is not _NO_DEFAULT:
-                error(f"{self.name}() got multiple values for argument '{key}'")
+                error(f"{name}() got multiple values for argument '{key}'")
             bound[i] = value
         first_default = len(self.params) - len(self.defaults)
         for i, value in enumerate(bound):
             if value is _NO_DEFAULT:
                 if i < first_default:
-                    error(f"{self.name}() missing required argument '{self.params[i]}'")
+                    error(f"{name}() missing required argument '{self.params[i]}'")
                 bound[i] = self.defaults[i - first_default]
         return bound
 
