@@ -331,6 +331,7 @@ class Emitter:
         self.home: Location | None = None   # see `call_site`
         self.in_place = InPlace(root, self.users, self.layout)
         self.list_stacks = self.in_place.stacks_in_place(root)
+        self.drained: set[int] = set()      # pops that are a `for`'s target (`drain_loop`)
 
     # -- output
 
@@ -704,6 +705,8 @@ class Emitter:
             self.line(indent, f"{var} = {self.ref(x)}", node.location)
         elif primitive_name(node) == "getitem" and self._same_object(node) is not None:
             pass    # a pop's top or rest: the pop's variable or its stack's
+        elif id(node) in self.drained:
+            pass    # the target of a backward loop's `for` (`drain_loop`)
         elif primitive_name(node) in ("stack_push", "stack_pop") and self.list_stacks:
             stack, item = node.args[0], node.args[1:]
             if not pending.takes(node, [*item, stack]):
@@ -759,6 +762,9 @@ class Emitter:
         self.bind_parameters(g, node.args, node.location, indent, pending)
         if self.layout.kind[g] == "block":
             return self.block(g, tail, indent)
+        drain = self._drain(g)
+        if drain is not None:
+            return self.drain_loop(g, drain, tail, indent)
         # a loop: its exits produce the call's result
         inner = tail if tail.var is None else Tail(tail.var, exits_loop=True)
         self.line(indent, "while True:", g.location)
@@ -771,6 +777,52 @@ class Emitter:
             self.line(indent, "break", g.location)
             return False
         return tail.var is not None
+
+    def _drain(self, g: Graph) -> tuple[SwitchCall, Apply] | None:
+        """Where g, a loop, is a gradient's backward loop over a list stack
+        (passes/ad.py's `backward_loop`: `if not stack: done(...)`, else pop one record,
+        apply its adjoint and go round again), its `if` and the pop.  Such a loop is
+        written `for top in reversed(stack): ...` then the exit's code, which reads each
+        record where `stack.pop()` and the emptiness test cost twice as much per
+        iteration.  The list is left whole: nothing reads it after the loop (the exit's
+        stack is unused, and `InPlace` proved nothing else sees it)."""
+        out = g.output
+        sc = switch_call(out) if self.list_stacks and isinstance(out, Apply) else None
+        if sc is None or not self._is_branch_pair(sc) or primitive_name(sc.cond) != "stack_empty" \
+                or not isinstance(sc.cond.args[0], Parameter) or sc.args != g.parameters:
+            return None
+        k = g.parameters.index(sc.cond.args[0])
+        own = [n for n in toposort(g) if isinstance(n, Apply) and n.graph is g and n is not out]
+        if any(n is not sc.cond and id(n) not in self.layout.switch_apps for n in own) \
+                or self.users.get(sc.cond.args[0], ()) != [(sc.cond, 1), (out, k + 1)] \
+                or self.users.get(sc.then.parameters[k]):
+            return None
+        step = sc.else_
+        pops = self.users.get(step.parameters[k], ())
+        if len(pops) != 1 or primitive_name(pops[0][0]) != "stack_pop":
+            return None
+        pop = pops[0][0]
+        call = step.output
+        rests = [u for u, _ in self.users.get(pop, ()) if u.args[1].value == 1]
+        if not (_taken_apart(pop, self.users) and isinstance(call, Apply)
+                and is_graph_constant(call.fn) and call.fn.value is g and len(rests) == 1
+                and self.users.get(rests[0]) == [(call, k + 1)]):
+            return None
+        return sc, pop
+
+    def drain_loop(self, g: Graph, drain: tuple[SwitchCall, Apply], tail: Tail,
+                   indent: int) -> bool:
+        """`for top in reversed(stack):` the step, then the exit (`_drain`)."""
+        sc, pop = drain
+        stack = self.name(sc.cond.args[0])
+        self.drained.add(id(pop))
+        self.line(indent, f"for {self.name(pop)} in reversed({stack}):", g.location)
+        self.loop_stack.append(g)
+        self.branch(sc.else_, sc.args, tail, g.location, indent + 1)
+        self.loop_stack.pop()
+        if self.lines[-1][0] == "    " * (indent + 1) + "continue":
+            self.lines.pop()    # the step's last statement: `for` goes round anyway
+        return self.branch(sc.then, sc.args, tail, g.location, indent)
 
     def if_statement(self, sc: SwitchCall, tail: Tail, location, indent: int,
                      pending: Pending) -> bool:
