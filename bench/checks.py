@@ -18,7 +18,7 @@ import numpy as np
 
 from bench.systems import to_numpy
 from myir import tree
-from bench.workloads import handwritten, programs
+from bench import workloads
 
 RTOL = {"float32": 1e-4, "float64": 1e-6}
 FD_DIRECTIONS = 3
@@ -69,9 +69,9 @@ def _in_order_of(g, a):
 
 def fd_errors(workload, args, grads):
     """Relative errors of <grads, d> against central differences along random d."""
-    f = getattr(programs, workload)
+    f = workloads.function(workload)
     args = _in_float64(args)
-    wrt = programs.WRT[workload]
+    wrt = workloads.WRT[workload]
     rng = np.random.default_rng(1)
     errors = []
     for _ in range(FD_DIRECTIONS):
@@ -95,8 +95,8 @@ def hessian_by_differences(workload, args):
     """The Hessian of the first differentiated argument, column by column: central
     differences of the hand-written gradient, in float64."""
     args = _in_float64(args)
-    i = programs.WRT[workload][0]
-    grad = handwritten.GRADS[workload]
+    i = workloads.WRT[workload][0]
+    grad = workloads.GRADS[workload]
     step = 1e-5
     columns = []
     for k in range(np.size(args[i])):
@@ -111,7 +111,7 @@ def hessian_by_differences(workload, args):
 def check(workload, mode, args, out, reference):
     """`reference`: the CPython forward value (forward), the hand-written gradient tuple,
     or None (gradient checked by finite differences)."""
-    tol = RTOL[programs.DTYPE[workload]]
+    tol = RTOL[workloads.DTYPE[workload]]
     out = to_numpy(out)
     if mode == "forward":
         err = _rel_error(out, reference)
@@ -122,7 +122,7 @@ def check(workload, mode, args, out, reference):
             return Check(err <= tol, err, tol, "hand-derived Hessian")
         err = _rel_error(out, hessian_by_differences(workload, args))
         return Check(err <= tol, err, tol, "differences of the hand-written gradient")
-    wrt = programs.WRT[workload]
+    wrt = workloads.WRT[workload]
     if not isinstance(out, tuple):  # one position: a single value
         out = (out,)
     out = tuple(_in_order_of(g, args[i]) for i, g in zip(wrt, out))

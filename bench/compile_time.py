@@ -25,7 +25,7 @@ from pathlib import Path  # noqa: E402
 
 from bench.systems import Myir, Unavailable  # noqa: E402
 from bench.timing import timed_calls  # noqa: E402
-from bench.workloads import programs  # noqa: E402
+from bench import workloads  # noqa: E402
 
 
 def one_compile_ms(system, workload, mode, args):
@@ -43,7 +43,7 @@ def one_compile_ms(system, workload, mode, args):
 
 
 def compile_times(system, workload, mode, repeats):
-    args = programs.make_inputs(workload, 0)
+    args = workloads.make_inputs(workload, 0)
     row = {"workload": workload, "mode": mode}
     try:
         runs = [one_compile_ms(system, workload, mode, args) for _ in range(repeats + 1)]
@@ -75,7 +75,7 @@ def main(argv=None):
     p.add_argument("--threads", type=int, help="threads for every library (default 2)")
     p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     args = p.parse_args(argv)
-    workloads = args.only.split(",") if args.only else programs.WORKLOADS
+    workloads = args.only.split(",") if args.only else workloads.WORKLOADS
     modes = ("forward", "grad") if args.mode == "both" else (args.mode,)
     system = Myir(args.backend)
     try:

@@ -17,7 +17,7 @@ import json  # noqa: E402
 import time  # noqa: E402
 
 from bench.systems import NotApplicable, Unavailable, make_system  # noqa: E402
-from bench.workloads import programs  # noqa: E402
+from bench import workloads  # noqa: E402
 
 
 def first_call(system_name, workload, mode):
@@ -25,7 +25,7 @@ def first_call(system_name, workload, mode):
     system = make_system(system_name)
     try:
         system.load()
-        args = system.inputs(workload, mode, programs.make_inputs(workload, 0))
+        args = system.inputs(workload, mode, workloads.make_inputs(workload, 0))
         t0 = time.perf_counter_ns()
         fn = system.build(workload, mode, args)
         fn(*args)

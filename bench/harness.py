@@ -20,7 +20,8 @@ import numpy as np
 from bench import hessians, report, steady_malloc, threads, timing
 from bench.checks import check
 from bench.systems import NotApplicable, Unavailable, make_system, short
-from bench.workloads import check_shared, handwritten, programs
+from bench import workloads
+from bench.workloads import check_shared
 
 BASE_SYSTEMS = ("cpython", "handwritten", "jax", "torch")
 FIRSTCALL_SYSTEMS = ("jax", "myir")  # systems that compile on their first call
@@ -75,10 +76,10 @@ def parse_args(argv=None):
     args.sample_ms = args.sample_ms or (20.0 if args.quick else 30.0)
     if args.firstcall_runs is None:
         args.firstcall_runs = 0 if args.quick else 3
-    args.workloads = args.only.split(",") if args.only else list(programs.WORKLOADS)
-    unknown = set(args.workloads) - set(programs.WORKLOADS)
+    args.workloads = args.only.split(",") if args.only else list(workloads.WORKLOADS)
+    unknown = set(args.workloads) - set(workloads.WORKLOADS)
     if unknown:
-        p.error(f"unknown workload(s) {sorted(unknown)}; known: {', '.join(programs.WORKLOADS)}")
+        p.error(f"unknown workload(s) {sorted(unknown)}; known: {', '.join(workloads.WORKLOADS)}")
     args.modes = ("forward", "grad") if args.mode == "both" else (args.mode,)
     all_systems = list(BASE_SYSTEMS) + [f"myir-{b}" for b in args.backend.split(",")]
     args.system_names = args.systems.split(",") if args.systems else all_systems
@@ -170,10 +171,10 @@ def run(args):
     sample_ns, warmup_ns = int(args.sample_ms * 1e6), int(args.sample_ms * 2e6)
     cells = []
     for workload in args.workloads:
-        inputs = programs.make_inputs(workload, 0)
-        references = {"forward": getattr(programs, workload)(*inputs),
-                      "grad": handwritten.GRADS[workload](*inputs)
-                      if workload in handwritten.GRADS else None,
+        inputs = workloads.make_inputs(workload, 0)
+        references = {"forward": workloads.function(workload)(*inputs),
+                      "grad": workloads.GRADS[workload](*inputs)
+                      if workload in workloads.GRADS else None,
                       "hessian": hessians.HESSIANS[workload](*inputs)
                       if workload in hessians.HESSIANS else None}
         for mode in args.modes:

@@ -3,7 +3,7 @@
 A system is `load()`ed once (imports; raises `Unavailable` when it cannot run at all), then
 for each workload and mode ("forward", "grad" or "hessian") it converts the numpy inputs to its own
 (`inputs`) and `build`s a callable taking them.  A gradient callable returns one value per
-position in programs.WRT[workload].  Every callable's result is complete when it returns
+position in workloads.WRT[workload].  Every callable's result is complete when it returns
 (JAX's is blocked on), so the harness can time all of them the same way.
 """
 
@@ -14,7 +14,8 @@ import numpy as np
 
 from bench import threads
 from bench import hessians
-from bench.workloads import handwritten, load_programs, programs
+from bench import workloads
+from bench.workloads import load_programs
 
 
 class Unavailable(Exception):
@@ -66,11 +67,11 @@ class CPython(System):
     def build(self, workload, mode, args):
         if mode != "forward":
             raise NotApplicable("forward only")
-        return getattr(programs, workload)
+        return workloads.function(workload)
 
 
 class Handwritten(System):
-    """handwritten.GRADS: hand-derived numpy gradients, the "limit" baseline."""
+    """workloads.GRADS: hand-derived numpy gradients, the "limit" baseline."""
     name = "handwritten"
 
     def build(self, workload, mode, args):
@@ -80,9 +81,9 @@ class Handwritten(System):
             return hessians.HESSIANS[workload]
         if mode != "grad":
             raise NotApplicable("gradients only")
-        if workload not in handwritten.GRADS:
+        if workload not in workloads.GRADS:
             raise NotApplicable("no hand-written gradient")
-        return handwritten.GRADS[workload]
+        return workloads.GRADS[workload]
 
 
 class Myir(System):
@@ -123,19 +124,19 @@ class Myir(System):
             if workload not in hessians.HESSIANS:
                 raise NotApplicable("no Hessian row for this workload")
             try:
-                return self.myir.compile(self.myir.hessian(getattr(programs, workload),
-                                                           *programs.WRT[workload]),
+                return self.myir.compile(self.myir.hessian(workloads.function(workload),
+                                                           *workloads.WRT[workload]),
                                          backend=self.backend, **self.options)
             except Exception as e:
                 raise Unavailable(f"not available: myir.hessian raised {short(e)}")
         api = "compile" if mode == "forward" else "grad"
         if not callable(getattr(self.myir, api, None)):
             raise Unavailable(f"not available: myir.{api} does not exist yet")
-        f = getattr(programs, workload)
+        f = workloads.function(workload)
         try:
             if mode == "forward":
                 return self.myir.compile(f, backend=self.backend, **self.options)
-            return self.grad(f, programs.WRT[workload])
+            return self.grad(f, workloads.WRT[workload])
         except Exception as e:
             raise Unavailable(f"not available: myir.{api} raised {short(e)}")
 
@@ -173,11 +174,11 @@ class Jax(System):
         jax = self.jax
         f = getattr(self.programs, workload)
         if mode == "grad":
-            f = jax.grad(f, argnums=programs.WRT[workload])
+            f = jax.grad(f, argnums=workloads.WRT[workload])
         if mode == "hessian":
             if workload not in hessians.HESSIANS:
                 raise NotApplicable("no Hessian row for this workload")
-            f = jax.hessian(f, argnums=programs.WRT[workload][0])
+            f = jax.hessian(f, argnums=workloads.WRT[workload][0])
         jitted = jax.jit(f, static_argnums=static_positions(args))
         return lambda *a: jax.block_until_ready(jitted(*a))
 
@@ -214,7 +215,7 @@ class Torch(System):
         return f"torch {self.torch.__version__}"
 
     def inputs(self, workload, mode, args):
-        wrt = programs.WRT[workload] if mode == "grad" else ()
+        wrt = workloads.WRT[workload] if mode == "grad" else ()
         torch = self.torch
 
         def convert(i, a):
@@ -231,7 +232,7 @@ class Torch(System):
             return f
         if mode == "hessian":
             raise NotApplicable("no Hessian row for torch")
-        wrt = programs.WRT[workload]
+        wrt = workloads.WRT[workload]
         autograd = self.torch.autograd
         return lambda *a: autograd.grad(f(*a), [a[i] for i in wrt])
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import myir
-from bench.workloads import programs as W
+from bench.workloads import models, programs as W
 from myir import tree
 from myir.errors import MyirError
 from passes.abstract import ADict, ARecord, abstract_of, conforms
@@ -229,7 +229,7 @@ def test_dict_mlp_gradient_is_as_small_as_the_positional_one():
     params = {"W1": _v(6, 5).astype(f32), "b1": _v(5).astype(f32),
               "W2": _v(5, 3).astype(f32), "b2": _v(3).astype(f32)}
     x, onehot = _v(4, 6).astype(f32), np.eye(3, dtype=f32)[[0, 2, 1, 1]]
-    by_dict = myir.grad(W.mlp_dict, backend="python").lower(params, x, onehot).graph("typed")
+    by_dict = myir.grad(models.mlp_dict, backend="python").lower(params, x, onehot).graph("typed")
     positional = myir.grad(W.mlp, 1, 2, 3, 4, backend="python").lower(
         x, *params.values(), onehot).graph("typed")
     stats, base = by_dict.stats(), positional.stats()

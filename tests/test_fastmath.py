@@ -19,6 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import myir
+from bench import workloads
 from bench.workloads import programs as W
 from myir import tree
 from myir.errors import MyirError
@@ -193,11 +194,11 @@ RTOL = {np.dtype("float32"): 1e-4, np.dtype("float64"): 1e-9}
 
 
 @pytest.mark.parametrize("backend", ["python", "tvm"])
-@pytest.mark.parametrize("name", W.WORKLOADS)
+@pytest.mark.parametrize("name", workloads.WORKLOADS)
 def test_workload_gradients_agree(name, backend):
-    fn = getattr(W, name)
-    args = W.make_inputs(name, 0)
-    exact = myir.grad(fn, *W.WRT[name], backend="python")
+    fn = workloads.function(name)
+    args = workloads.make_inputs(name, 0)
+    exact = myir.grad(fn, *workloads.WRT[name], backend="python")
     fast = myir.compile(exact, backend=backend, fastmath=True)
     got, want = fast(*args), exact(*args)
     for g, w in zip(tree.leaves(got), tree.leaves(want)):   # a dict's gradient too

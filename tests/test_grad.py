@@ -27,7 +27,7 @@ import myir
 from myir import tree
 import passes.ad
 import passes.grad_rules
-from bench.workloads import handwritten as H
+from bench import workloads
 from bench.workloads import programs as W
 from tests import programs_grad as G
 from tests.test_grad_primitives import (BACKEND, assert_grads_close, check_gradient, examples,
@@ -524,13 +524,13 @@ def _workload_reference(name, args):
     """Handwritten gradients where present, else central differences in float64: for
     scalars directly, for arrays along random directions (one per differentiated
     argument), returned as (direction, derivative) pairs."""
-    fn = getattr(W, name)
-    if name in H.GRADS:
-        return "exact", H.GRADS[name](*args)
+    fn = workloads.function(name)
+    if name in workloads.GRADS:
+        return "exact", workloads.GRADS[name](*args)
     args64 = tuple(a.astype(np.float64) if isinstance(a, np.ndarray) else a for a in args)
     rng = np.random.default_rng(7)
     out = []
-    for i in W.WRT[name]:
+    for i in workloads.WRT[name]:
         if isinstance(args64[i], float):
             out.append((None, numerical_grad(fn, args64, i)))
             continue
@@ -544,15 +544,15 @@ def _workload_reference(name, args):
     return "directional", tuple(out)
 
 
-@pytest.mark.parametrize("name", W.WORKLOADS)
+@pytest.mark.parametrize("name", workloads.WORKLOADS)
 def test_workload(name):
-    args = W.make_inputs(name)
-    wrt = W.WRT[name]
-    got = gradient(getattr(W, name), *wrt)(*args)
+    args = workloads.make_inputs(name)
+    wrt = workloads.WRT[name]
+    got = gradient(workloads.function(name), *wrt)(*args)
     if len(wrt) == 1:
         got = (got,)
     assert isinstance(got, tuple) and len(got) == len(wrt)
-    f32 = W.DTYPE[name] == "float32"
+    f32 = workloads.DTYPE[name] == "float32"
     rtol = 1e-3 if f32 else 1e-7
     kind, ref = _workload_reference(name, args)
     params = [args[i] for i in wrt]
@@ -576,8 +576,8 @@ def test_workload(name):
     pytest.param("mlp"),
 ])
 def test_float32_workload_gradients_are_float32(name):
-    args = W.make_inputs(name)
-    got = gradient(getattr(W, name), *W.WRT[name])(*args)
+    args = workloads.make_inputs(name)
+    got = gradient(workloads.function(name), *workloads.WRT[name])(*args)
     assert [np.asarray(d).dtype for d in got] == [np.dtype(np.float32)] * len(got)
 
 

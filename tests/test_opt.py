@@ -34,6 +34,7 @@ from hypothesis.extra import numpy as hnp
 import myir
 from myir import tree
 from backends.python import compile_module, generate
+from bench import workloads
 from bench.workloads import programs as W
 from frontend import parse
 from myir.ir.analysis import primitive_name, reachable_graphs, toposort
@@ -1747,17 +1748,17 @@ def test_environment_variable_turns_the_optimizer_off(monkeypatch):
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-@pytest.mark.parametrize("name", W.WORKLOADS)
+@pytest.mark.parametrize("name", workloads.WORKLOADS)
 def test_workloads_with_and_without_optimizer(name, seed):
-    fn = getattr(W, name)
-    args = W.make_inputs(name, seed)
+    fn = workloads.function(name)
+    args = workloads.make_inputs(name, seed)
     expected = fn(*args)
     fwd_opt = compiled(fn, None, True)(*args)
     fwd_plain = compiled(fn, None, False)(*args)
     assert_same(fwd_opt, expected)      # the same operations in the same order: exact
     assert_same(fwd_plain, expected)
-    grad_opt = compiled(fn, W.WRT[name], True)(*args)
-    grad_plain = compiled(fn, W.WRT[name], False)(*args)
+    grad_opt = compiled(fn, workloads.WRT[name], True)(*args)
+    grad_plain = compiled(fn, workloads.WRT[name], False)(*args)
     assert_same(grad_opt, grad_plain, exact=False)
 
 

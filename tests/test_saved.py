@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import myir
+from bench import workloads
 from bench.workloads import programs as W
 from frontend.fingerprint import fingerprint
 from myir import saved
@@ -52,12 +53,12 @@ CASES = [
 @pytest.mark.parametrize("workload, mode, backend", CASES)
 @pytest.mark.usefixtures("optimizer_on")  # the tvm cases need regions: the optimizer's work
 def test_the_second_compiled_function_loads_the_program(cache_dir, workload, mode, backend):
-    f = getattr(W, workload)
-    args = W.make_inputs(workload, 0)
+    f = workloads.function(workload)
+    args = workloads.make_inputs(workload, 0)
 
     def make():
         if mode == "grad":
-            return myir.grad(f, *W.WRT[workload], backend=backend)
+            return myir.grad(f, *workloads.WRT[workload], backend=backend)
         return myir.compile(f, backend=backend)
 
     before = dict(saved.STATS)
@@ -73,11 +74,11 @@ def test_the_second_compiled_function_loads_the_program(cache_dir, workload, mod
 
 
 def test_lower_of_a_loaded_program_shows_the_stages(cache_dir):
-    compile_twice(lambda: myir.compile(W.logsumexp), W.make_inputs("logsumexp", 0))
+    compile_twice(lambda: myir.compile(W.logsumexp), workloads.make_inputs("logsumexp", 0))
     again = myir.compile(W.logsumexp)
-    again(*W.make_inputs("logsumexp", 0))
+    again(*workloads.make_inputs("logsumexp", 0))
     assert program_of(again).from_disk
-    lowered = again.lower(*W.make_inputs("logsumexp", 0))
+    lowered = again.lower(*workloads.make_inputs("logsumexp", 0))
     assert not lowered.from_disk and "typed" in lowered.stages and lowered.regions
 
 
@@ -285,7 +286,7 @@ def test_a_second_process_loads_the_program_and_its_regions(tmp_path):
 def test_the_cli_shows_and_clears_the_cache(cache_dir, capsys):
     from myir.cli import main
 
-    myir.compile(W.logsumexp)(*W.make_inputs("logsumexp", 0))
+    myir.compile(W.logsumexp)(*workloads.make_inputs("logsumexp", 0))
     assert main(["cache"]) == 0
     shown = capsys.readouterr().out
     assert str(cache_dir) in shown and "programs: 1 " in shown and "regions: " in shown
