@@ -101,11 +101,11 @@ class _Legalized:
     its operands is left to the pipeline."""
 
     def __init__(self, bb, target, program: Program):
-        from backends.tvm.schedule import _sequential, fast_math, legalize_passes
+        from backends.tvm.schedule import fast_math, legalize_passes, sequential
 
         self.bb = bb
         self.made: dict = {}
-        self.passes = _sequential(target, legalize_passes(target, fast_math(program)))
+        self.passes = sequential(target, legalize_passes(target, fast_math(program)))
 
     def __call__(self, expr):
         key = self._key(expr)

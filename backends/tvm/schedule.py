@@ -398,7 +398,7 @@ def cpu_pipeline(target, float32: bool, kept_aligned: list):
     passes = legalize_passes(target, float32) + _fusion_passes() \
         + [dlight.ApplyDefaultSchedule(rule), _takes_inputs_unaligned(kept_aligned)] \
         + generic.dataflow_lower_passes(target) + generic.finalize_passes(target)
-    return _sequential(target, passes)
+    return sequential(target, passes)
 
 
 def _safe(rule):
@@ -428,7 +428,7 @@ def gpu_pipeline(target, float32: bool):
     passes = legalize_passes(target, float32) + _fusion_passes() \
         + [dlight.ApplyDefaultSchedule(*rules)] \
         + cuda.dataflow_lower_passes(target) + cuda.finalize_passes(target)
-    return _sequential(target, passes)
+    return sequential(target, passes)
 
 
 def _fusion_passes() -> list:
@@ -439,7 +439,10 @@ def _fusion_passes() -> list:
             relax.transform.FuseOps(), relax.transform.FuseTIR()]
 
 
-def _sequential(target, passes):
+def sequential(target, passes):
+    """`passes` in order as one module pass that runs them with `target` as the current
+    target, which LegalizeOps' dispatch and dlight's rules read (the CPU and CUDA
+    pipelines, and `region._Legalized`'s operations legalized alone)."""
     tvm = load_tvm()
 
     @tvm.transform.module_pass(opt_level=0)
