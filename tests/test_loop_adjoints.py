@@ -285,6 +285,9 @@ def test_generated_source_has_a_forward_and_a_backward_loop():
     # either: indexing the tuple the loop returns cannot raise
     assert not re.search(r"^\s*\w+\[\d+\]$", source, re.M), source
     assert re.search(r"\w+\.append\(r\)", source), source    # r alone: i is unread
+    # pushed first, so that the next iteration's values, which cannot raise, are computed
+    # in the assignment of the loop's variables rather than named one line each
+    assert re.search(r"^\s*r, i = r \* \w+, i \+ 1$", source, re.M), source
     assert source.count("def ") == 2, source
 
 

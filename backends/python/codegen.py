@@ -42,6 +42,7 @@ from myir.ir.primitives import FRESH, Primitive
 from myir.ir.values import EMPTY_STACK, STACK_CELL
 from passes.abstract import AArray, AScalar, holds_stack
 from passes.opt import RULE_FILES
+from passes.raising import may_raise
 
 
 def _real_scalar(node: Node) -> bool:
@@ -332,6 +333,7 @@ class Emitter:
         self.in_place = InPlace(root, self.users, self.layout)
         self.list_stacks = self.in_place.stacks_in_place(root)
         self.drained: set[int] = set()      # pops that are a `for`'s target (`drain_loop`)
+        self.raising: dict[int, bool] = {}  # `_note_raising`, by node
 
     # -- output
 
@@ -564,8 +566,9 @@ class Emitter:
     def block(self, g: Graph, tail: Tail, indent: int) -> bool:
         """Emit graph `g`'s nodes and its output according to `tail`; return whether the code
         falls through (False when it ends in return/raise/continue/break)."""
-        order = [n for n in toposort(g) if isinstance(n, Apply) and n.graph is g
-                 and n is not g.output]
+        order = self._pushes_early([n for n in toposort(g) if isinstance(n, Apply)
+                                    and n.graph is g and n is not g.output])
+        self._note_raising(order)
         closures = self._closures_of(g)
         self._emit_ready_closures(closures, indent)
         releases = self._releases(order)
@@ -583,6 +586,25 @@ class Emitter:
                     self.line(indent, f"del {', '.join(names)}", None)
                 dead.clear()
         return self.tail(g, tail, indent, pending)
+
+    def _pushes_early(self, order: list[Apply]) -> list[Apply]:
+        """`order` with each push onto a list stack moved up to just after its operands: a
+        push cannot raise, so it may go before anything, and the values computed after it
+        are then the last ones, which the loop's next iteration takes into the assignment
+        of its variables (`r, i = r * x, i + 1`) rather than naming each one first.  A push
+        of a closure stays: its `def` is written when what it captures is computed."""
+        if not self.list_stacks:
+            return order
+        moved: list[Apply] = []
+        for node in order:
+            if primitive_name(node) == "stack_push" \
+                    and not any(is_graph_constant(x) for x in node.inputs[1:]):
+                at = max((i + 1 for i, n in enumerate(moved)
+                          if any(n is x for x in node.inputs)), default=0)
+                moved.insert(at, node)
+            else:
+                moved.append(node)
+        return moved
 
     def _releases(self, order: list[Apply]) -> dict[int, list[Apply]]:
         """Array temporaries to `del` after the statement at each position of `order`: those
@@ -654,11 +676,23 @@ class Emitter:
         user, index = uses[0]
         if index == OUTPUT or user.graph is not node.graph:
             return False
-        if node.location and user.location and node.location.line != user.location.line:
+        if _other_line(node, user) and self.raising.get(id(node), True):
             return False  # keep one statement per source line: tracebacks name the right one
         if id(user) in self.layout.switch_apps:       # the test of an `if`
             return True
         return switch_call(user) is None
+
+    def _note_raising(self, order: list[Apply]):
+        """`raising[node]` for the nodes of a block, in evaluation order: whether node's
+        expression may raise, given its operands' types (passes/raising.py), node itself
+        or an operand on its line (written inside it).  An expression that cannot raise is
+        never named by a traceback, so it may be written on its user's line."""
+        for node in order:
+            name = primitive_name(node)
+            self.raising[id(node)] = name is None \
+                or may_raise(name, [a.abstract for a in node.args], node.abstract) \
+                or any(self.raising.get(id(a), False) and not _other_line(a, node)
+                       for a in node.args)
 
     def _waited_for(self, node: Apply) -> bool:
         """Whether node's value is unused: only `depend` waits for it, for the exception it
@@ -1131,6 +1165,11 @@ MADE_NEW = FRESH | {"stack_empty"}
 # primitive -> the input positions (1: the first operand) that may take it.
 _STACK_USES = {"stack_push": {1}, "stack_pop": {1}, "stack_empty": {1}, "getitem": {1},
                "make_tuple": None}
+
+
+def _other_line(node: Node, user: Node) -> bool:
+    """Whether node and its user come from different source lines."""
+    return bool(node.location and user.location and node.location.line != user.location.line)
 
 
 def _taken_apart(pop: Apply, users: dict) -> bool:
