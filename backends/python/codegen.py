@@ -458,6 +458,9 @@ class Emitter:
             return self.operand(node.args[0], pending)   # own, before it; not_a_view: checked
         if prim == "stack_pop" and _taken_apart(node, self.users):
             return self.operand(node.args[0], pending)  # the cell is (top, rest, mark)
+        if prim == "grad_zeros" and _python_number(node.args[0]):
+            # impls.grad_zeros' answer for a Python number, without its checks of the type
+            return Expr("0.0" if node.args[0].abstract.pytype is float else "0", ATOM)
         if prim in _CONTAINER_SYNTAX:
             return _CONTAINER_SYNTAX[prim](self, [self.operand(a, pending) for a in node.args])
         if prim is None or prim not in SYNTAX and prim not in VARIADIC_SYNTAX:
@@ -1165,6 +1168,12 @@ MADE_NEW = FRESH | {"stack_empty"}
 # primitive -> the input positions (1: the first operand) that may take it.
 _STACK_USES = {"stack_push": {1}, "stack_pop": {1}, "stack_empty": {1}, "getitem": {1},
                "make_tuple": None}
+
+
+def _python_number(node: Node) -> bool:
+    """Whether node is typed as a Python bool, int or float (not a numpy scalar)."""
+    t = node.abstract
+    return isinstance(t, AScalar) and t.pytype in (bool, int, float)
 
 
 def _other_line(node: Node, user: Node) -> bool:
