@@ -39,6 +39,7 @@ from myir import tree
 from myir.errors import Location, MyirSyntaxError
 from myir.ir.analysis import primitive_name, scope
 from myir.ir.graph import Apply, Constant, Graph, Node, is_graph_constant
+from myir.ir.signature import bind_arguments, shown_parameters
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
 from myir.ir.values import GradMacro, JacobianMacro, JvpMacro, VectorizeMacro
 from passes.raising import evaluates, raising_node
@@ -1879,29 +1880,9 @@ class FunctionParser:
 
     def bind_graph(self, g: Graph, args: list, kwargs: dict, e) -> list:
         names = [p.debug.name for p in g.parameters]
-
-        def fail(message: str):
-            shown = [n if n not in g.defaults else f"{n}={_shown_default(g.defaults[n])}"
-                     for n in names]
-            self.error(e, message, f"call it as {g.name}({', '.join(shown)})")
-        if len(args) > len(names):
-            fail(f"{g.name}() takes {len(names)} positional arguments but {len(args)} were "
-                 "given")
-        bound: list = list(args) + [None] * (len(names) - len(args))
-        for key, value in kwargs.items():
-            if key not in names:
-                fail(f"{g.name}() got an unexpected keyword argument '{key}'")
-            i = names.index(key)
-            if bound[i] is not None:
-                fail(f"{g.name}() got multiple values for argument '{key}'")
-            bound[i] = value
-        for i, value in enumerate(bound):
-            if value is None:
-                default = g.defaults.get(names[i])
-                if default is None:
-                    fail(f"{g.name}() missing required argument '{names[i]}'")
-                bound[i] = default
-        return bound
+        hint = f"call it as {g.name}({shown_parameters(names, g.defaults, _shown_default)})"
+        return bind_arguments(g.name, names, g.defaults, args, kwargs,
+                              lambda message: self.error(e, message, hint))
 
     def expr_JoinedStr(self, e, block):
         """f"a{x!r:>5}b" is concat_str("a", format(x, "r", ">5"), "b")."""

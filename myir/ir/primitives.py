@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-_NO_DEFAULT = object()
+from myir.ir.signature import bind_arguments, shown_parameters
 
 
 @dataclass(frozen=True, eq=False)
@@ -27,11 +27,7 @@ class Primitive:
 
     def signature(self) -> str:
         """The parameters as a call would pass them: `x, y` or `x, axis=None`."""
-        if self.varargs:
-            return "*args"
-        first_default = len(self.params) - len(self.defaults)
-        return ", ".join(p if i < first_default else f"{p}={self.defaults[i - first_default]!r}"
-                         for i, p in enumerate(self.params))
+        return "*args" if self.varargs else shown_parameters(self.params, self._defaults())
 
     def bind(self, args: list, kwargs: dict, error, called: str | None = None) -> list:
         """Map positional and keyword arguments onto the signature, filling defaults.
@@ -42,23 +38,10 @@ class Primitive:
             if kwargs:
                 error(f"{name}() takes no keyword arguments")
             return list(args)
-        if len(args) > len(self.params):
-            error(f"{name}() takes at most {len(self.params)} arguments, got {len(args)}")
-        bound = list(args) + [_NO_DEFAULT] * (len(self.params) - len(args))
-        for key, value in kwargs.items():
-            if key not in self.params:
-                error(f"{name}() got an unexpected keyword argument '{key}'")
-            i = self.params.index(key)
-            if bound[i] is not _NO_DEFAULT:
-                error(f"{name}() got multiple values for argument '{key}'")
-            bound[i] = value
-        first_default = len(self.params) - len(self.defaults)
-        for i, value in enumerate(bound):
-            if value is _NO_DEFAULT:
-                if i < first_default:
-                    error(f"{name}() missing required argument '{self.params[i]}'")
-                bound[i] = self.defaults[i - first_default]
-        return bound
+        return bind_arguments(name, self.params, self._defaults(), args, kwargs, error)
+
+    def _defaults(self) -> dict:
+        return dict(zip(self.params[len(self.params) - len(self.defaults):], self.defaults))
 
 
 class _Unbound:
