@@ -35,10 +35,13 @@ class SwitchCall(NamedTuple):
 
 
 def primitive_name(node: Node) -> str | None:
-    """The name of the primitive an apply calls, or None."""
-    if isinstance(node, Apply) and isinstance(node.fn, Constant) \
-            and isinstance(node.fn.value, Primitive):
-        return node.fn.value.name
+    """The name of the primitive an apply calls, or None.  (Exact type tests: the node
+    classes and Primitive have no subclasses, and the optimizer asks this of every node it
+    visits, several times.)"""
+    if type(node) is Apply:
+        fn = node.inputs[0]
+        if type(fn) is Constant and type(fn.value) is Primitive:
+            return fn.value.name
     return None
 
 
@@ -391,11 +394,21 @@ OUTPUT = -1
 
 @cached
 def graph_uses(root: Graph) -> dict[Graph, list[tuple[Apply, int]]]:
-    """Graph -> every use of a constant holding that graph, as in `users`."""
+    """Graph -> every use of a constant holding that graph, as in `users` (gathered without
+    it: the optimizer asks for these at every sweep, and the users of every node of the
+    program cost several times as much)."""
+    by_constant: dict[Constant, list[tuple[Apply, int]]] = {}    # in `users`'s order
+    for g in reachable_graphs(root):
+        for node in toposort(g):
+            if type(node) is Apply and node.graph is g:
+                for i, inp in enumerate(node.inputs):
+                    if type(inp) is Constant and type(inp.value) is Graph:
+                        by_constant.setdefault(inp, []).append((node, i))
+        if is_graph_constant(g.output):
+            by_constant.setdefault(g.output, []).append((g, OUTPUT))
     result: dict[Graph, list[tuple[Apply, int]]] = {g: [] for g in reachable_graphs(root)}
-    for node, uses in users(root).items():
-        if is_graph_constant(node):
-            result.setdefault(node.value, []).extend(uses)
+    for node, uses in by_constant.items():
+        result.setdefault(node.value, []).extend(uses)
     return result
 
 
