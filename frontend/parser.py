@@ -272,7 +272,7 @@ def _parse_definitions(filename: str, text: str) -> dict[tuple[str, int], list[a
 
 def _nested_bodies(node: ast.AST):
     """The bodies of the functions defined inside `node`, as nodes with a text span."""
-    for inner in ast.walk(node):
+    for inner in _subtree(node):
         if inner is node:
             continue
         if isinstance(inner, ast.Lambda):
@@ -300,17 +300,43 @@ def _within(inner: ast.AST, outer: ast.AST) -> bool:
 _TERMINATORS = (ast.Return, ast.Break, ast.Continue, ast.Raise, ast.Assert)
 
 
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _child_nodes(node: ast.AST) -> list[ast.AST]:
+    """`ast.iter_child_nodes(node)` as a list, without its generators (walking the AST was
+    most of the parse of a module of many small functions)."""
+    children = []
+    for field in node._fields:
+        value = getattr(node, field, None)
+        if isinstance(value, list):
+            children.extend(v for v in value if isinstance(v, ast.AST))
+        elif isinstance(value, ast.AST):
+            children.append(value)
+    return children
+
+
+@functools.lru_cache(maxsize=1024)
+def _subtree(node: ast.AST) -> tuple[ast.AST, ...]:
+    """`node` and every AST node in it, in `ast.walk`'s order: one walk of a function
+    answers all the questions the parser asks of its whole text (its nested definitions,
+    its prints, the names it reads)."""
+    found = [node]
+    for inner in found:     # grows as it goes: breadth first, as ast.walk
+        found.extend(_child_nodes(inner))
+    return tuple(found)
+
+
 def _walk_same_function(nodes):
     """AST nodes in statements `nodes`, not descending into nested functions or classes."""
     stack = list(nodes)[::-1]
     while stack:
         node = stack.pop()
         yield node
-        for child in reversed(list(ast.iter_child_nodes(node))):
-            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
-                                      ast.ClassDef)):
+        for child in reversed(_child_nodes(node)):
+            if not isinstance(child, _SCOPES):
                 stack.append(child)
-            elif isinstance(child, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
+            elif not isinstance(child, ast.Lambda):
                 yield child  # the definition binds its name here
 
 
@@ -324,7 +350,7 @@ def _prints(node: ast.AST, fn_globals: dict, quiet: set) -> bool:
     functions it calls by name (read from their code objects: no source is parsed);
     `quiet`: functions known not to (`_code_prints`)."""
     names = set()
-    for sub in ast.walk(node):
+    for sub in _subtree(node):
         if _is_print(sub):
             return True
         if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name):
@@ -375,11 +401,11 @@ def _assigned_names(nodes, updates: bool = True) -> list[str]:
     and `PRINTED` where they print or call a function by name (it may print: a function that
     prints passes its last print on through its branches and loops, see `print_call`)."""
     names: dict[str, None] = {}
-    comprehension_targets = {id(n) for node in _walk_same_function(nodes)
-                             if isinstance(node, ast.comprehension)
-                             for n in ast.walk(node.target)}
+    comprehension_targets: set[int] = set()  # met before their names: the walk is preorder
     for node in _walk_same_function(nodes):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) \
+        if isinstance(node, ast.comprehension):
+            comprehension_targets.update(id(n) for n in _subtree(node.target))
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) \
                 and id(node) not in comprehension_targets:
             names[node.id] = None
         elif updates and isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) \
@@ -441,7 +467,7 @@ class _ComprehensionScope(ast.Lambda):
 def _in_branches(fn: ast.AST) -> frozenset:
     """The ids of the statements of `fn` inside an `if`: a dict assigned there may not be
     the one the name holds after it."""
-    return frozenset(id(s) for n in ast.walk(fn) if isinstance(n, ast.If)
+    return frozenset(id(s) for n in _subtree(fn) if isinstance(n, ast.If)
                      for part in (n.body, n.orelse) for st in part for s in ast.walk(st))
 
 
@@ -704,7 +730,7 @@ class FunctionParser:
         callees = {id(n.func) for n in _walk_same_function(loop.body)
                    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
                    and (n.lineno, n.col_offset) > def_pos}
-        loads = [n for n in ast.walk(self.node)
+        loads = [n for n in _subtree(self.node)
                  if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
         return all(id(n) in callees for n in loads)
 
@@ -937,7 +963,7 @@ class FunctionParser:
         if not self.assigned:
             return
         uses = _use_counts(self.graph)
-        read = {n.id for n in ast.walk(self.node)
+        read = {n.id for n in _subtree(self.node)
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
         for node, name in reversed(self.assigned):   # a loop before what its body assigns
             if isinstance(node, Apply) and (not uses.get(id(node)) or name not in read

@@ -1742,7 +1742,7 @@ class Context:
         self.types = types
         self.specialised = {} if specialised is None else specialised
         self._sizes: dict[Graph, int] = {}
-        self._ids: dict[Graph, list[float]] = {}
+        self._ids: dict[Graph, SortedIds] = {}
         self.present = {n for g in reachable_graphs(root) for n in toposort(g)}
         self._graphs = {id(g.debug): g for g in reachable_graphs(root)}
         self._typed_debug: dict | None = None
@@ -1815,12 +1815,49 @@ class Context:
     def id_before(self, node: Node) -> float:
         """The largest id below node's among the nodes of its graph visited in this sweep:
         inlined copies go between that node and `node`."""
-        ids = self._ids.get(node.graph, [])
-        k = bisect.bisect_left(ids, node.debug.id)
-        return ids[k - 1] if k else node.debug.id - 1
+        ids = self._ids.get(node.graph)
+        before = ids.below(node.debug.id) if ids is not None else None
+        return before if before is not None else node.debug.id - 1
 
     def visited(self, node: Apply) -> None:
-        bisect.insort(self._ids.setdefault(node.graph, []), node.debug.id)
+        ids = self._ids.get(node.graph)
+        if ids is None:
+            ids = self._ids[node.graph] = SortedIds()
+        ids.add(node.debug.id)
+
+
+class SortedIds:
+    """A sorted collection of numbers, in runs of at most `2 * RUN` (each sorted, the runs
+    in order), so that adding one costs a search and a move of at most one run's items.  In
+    one sorted list, a sweep over a gradient of 800 calls added ids 8,000 places from the
+    end on average: time in the square of the graph's size."""
+
+    RUN = 256
+
+    def __init__(self):
+        self.runs: list[list[float]] = []
+        self.firsts: list[float] = []   # each run's smallest
+
+    def add(self, x: float) -> None:
+        if not self.runs:
+            self.runs.append([x])
+            self.firsts.append(x)
+            return
+        i = max(bisect.bisect_right(self.firsts, x) - 1, 0)
+        run = self.runs[i]
+        bisect.insort(run, x)
+        self.firsts[i] = run[0]
+        if len(run) > 2 * self.RUN:
+            self.runs[i:i + 1] = [run[:self.RUN], run[self.RUN:]]
+            self.firsts[i:i + 1] = [run[0], run[self.RUN]]
+
+    def below(self, x: float) -> float | None:
+        """The largest number added that is below x, or None."""
+        i = bisect.bisect_left(self.firsts, x) - 1     # the last run starting below x
+        if i < 0:
+            return None
+        run = self.runs[i]
+        return run[bisect.bisect_left(run, x) - 1]
 
 
 def _resolve(node: Node, subst: dict) -> Node:

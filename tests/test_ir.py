@@ -594,6 +594,27 @@ def test_clone_copies_nested_graphs_with_parents_remapped():
     assert copy.stats() == g.stats()
 
 
+def test_copy_is_in_creation_order(monkeypatch):
+    """A copy is made in its original's node order, closures' constants included (each a
+    new id): sorting it by creation is a valid order, and `toposort` needs no Kahn's heap
+    for it (it did for every copied graph with a closure, a closure's constant keeping the
+    original's id, below those of the copies of the values it captures)."""
+    g = parse(three_levels)
+    expected = [str(n) for h in analysis.reachable_graphs(g) for n in analysis.toposort(h)]
+
+    def no_kahn(*_):
+        raise AssertionError("a copy's creation order was not a valid order")
+
+    monkeypatch.setattr(analysis, "_kahn", no_kahn)
+    copy = edit.clone_program(g)
+    closures = [n for h in analysis.reachable_graphs(copy) for n in analysis.toposort(h)
+                if isinstance(n, Constant) and isinstance(n.value, Graph)
+                and analysis.free_variables(n.value)]
+    assert closures and all(c.debug.relation == "copy of" for c in closures)
+    assert [str(n) for h in analysis.reachable_graphs(copy)
+            for n in analysis.toposort(h)] == expected
+
+
 @pytest.mark.parametrize("fn, args", [
     (straight, (2.0, 3.0)),
     (nested, (1.5, 4)),

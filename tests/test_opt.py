@@ -1774,3 +1774,21 @@ def test_every_rewrite_says_which_primitives_it_can_match():
     from passes.opt import MATCHES, REWRITES, TYPED_REWRITES
     missing = [r.__name__ for r in REWRITES + TYPED_REWRITES if r not in MATCHES]
     assert missing == []
+
+
+@given(st.lists(st.one_of(st.integers(-40, 40).map(float),
+                          st.floats(-1e3, 1e3, allow_nan=False)), max_size=1500),
+       st.lists(st.floats(-1e3, 1e3, allow_nan=False), max_size=50))
+def test_sorted_ids_find_the_largest_id_below(added, queries):
+    """The ids a sweep visited (`opt.SortedIds`: runs of a bounded length) answer as one
+    sorted list would, duplicates and runs split included."""
+    import bisect
+
+    ids, reference = opt.SortedIds(), []
+    for x in added:
+        ids.add(x)
+        bisect.insort(reference, x)
+    assert [x for run in ids.runs for x in run] == reference
+    for q in queries + added[:50]:
+        k = bisect.bisect_left(reference, q)
+        assert ids.below(q) == (reference[k - 1] if k else None)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import heapq
+import operator
 from collections import Counter
 from typing import NamedTuple
 
@@ -35,10 +36,13 @@ class SwitchCall(NamedTuple):
 
 
 def primitive_name(node: Node) -> str | None:
-    """The name of the primitive an apply calls, or None."""
-    if isinstance(node, Apply) and isinstance(node.fn, Constant) \
-            and isinstance(node.fn.value, Primitive):
-        return node.fn.value.name
+    """The name of the primitive an apply calls, or None.  (Exact type tests: the node
+    classes and Primitive have no subclasses, and the optimizer asks this of every node it
+    visits, several times.)"""
+    if type(node) is Apply:
+        fn = node.inputs[0]
+        if type(fn) is Constant and type(fn.value) is Primitive:
+            return fn.value.name
     return None
 
 
@@ -289,6 +293,8 @@ def toposort(graph: Graph) -> list[Node]:
     _read(graph)
     nodes: dict[int, Node] = {}
     deps_of: dict[int, list[Node]] = {}  # node -> its inputs (captured values) in `graph`
+    constants: list[Node] = []  # other than graphs: they come first
+    computing: list[Node] = []
     stack = [graph.output]
     while stack:
         node = stack.pop()
@@ -296,24 +302,37 @@ def toposort(graph: Graph) -> list[Node]:
         if key in nodes:
             continue
         nodes[key] = node
-        if type(node) is Apply:
+        kind = type(node)
+        if kind is Apply:
+            computing.append(node)
             if node.graph is graph:
                 deps_of[key] = node.inputs
                 stack.extend(node.inputs)
-        elif type(node) is Constant and isinstance(node.value, Graph) \
-                and node.value is not graph:
-            deps = [fv for fv in free_variables(node.value) if fv.graph is graph]
-            if deps:
-                deps_of[key] = deps
-                stack.extend(deps)
+        elif kind is Constant and type(node.value) is not Graph:
+            constants.append(node)
+        else:
+            computing.append(node)
+            if kind is Constant and node.value is not graph:
+                deps = [fv for fv in free_variables(node.value) if fv.graph is graph]
+                if deps:
+                    deps_of[key] = deps
+                    stack.extend(deps)
     # The order wanted is the smallest by (computes, id) among the valid ones: the sorted
     # order itself where it is valid, as it is for code made in order (inputs first), the
     # usual case; else Kahn's algorithm picks it, a heap holding the nodes ready to place.
-    order = sorted(nodes.values(), key=_order_key)
+    # (Sorted by the id alone, a float, in two groups: a key of tuples took twice as long.
+    # Nodes sharing an id keep the order they were found in; Kahn's breaks such ties by
+    # identity, as `_order_key` does.)
+    constants.sort(key=_debug_id)
+    computing.sort(key=_debug_id)
+    order = constants + computing
     position = {id(n): i for i, n in enumerate(order)}
     if all(position[id(d)] < position[key] for key, deps in deps_of.items() for d in deps):
         return order
     return _kahn(nodes, deps_of)
+
+
+_debug_id = operator.attrgetter("debug.id")
 
 
 def _order_key(node: Node) -> tuple:
@@ -391,11 +410,21 @@ OUTPUT = -1
 
 @cached
 def graph_uses(root: Graph) -> dict[Graph, list[tuple[Apply, int]]]:
-    """Graph -> every use of a constant holding that graph, as in `users`."""
+    """Graph -> every use of a constant holding that graph, as in `users` (gathered without
+    it: the optimizer asks for these at every sweep, and the users of every node of the
+    program cost several times as much)."""
+    by_constant: dict[Constant, list[tuple[Apply, int]]] = {}    # in `users`'s order
+    for g in reachable_graphs(root):
+        for node in toposort(g):
+            if type(node) is Apply and node.graph is g:
+                for i, inp in enumerate(node.inputs):
+                    if type(inp) is Constant and type(inp.value) is Graph:
+                        by_constant.setdefault(inp, []).append((node, i))
+        if is_graph_constant(g.output):
+            by_constant.setdefault(g.output, []).append((g, OUTPUT))
     result: dict[Graph, list[tuple[Apply, int]]] = {g: [] for g in reachable_graphs(root)}
-    for node, uses in users(root).items():
-        if is_graph_constant(node):
-            result.setdefault(node.value, []).extend(uses)
+    for node, uses in by_constant.items():
+        result.setdefault(node.value, []).extend(uses)
     return result
 
 

@@ -6,7 +6,7 @@ Each edit bumps the IR version, which invalidates every cached analysis.
 from __future__ import annotations
 
 from myir.ir.analysis import OUTPUT, bump_version, scope, toposort, users
-from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
+from myir.ir.graph import Apply, Constant, Graph, Node, Parameter
 
 
 def replace(root: Graph, old: Node, new: Node) -> None:
@@ -84,20 +84,28 @@ class Cloner:
         bump_version()
 
     def node(self, node: Node) -> Node:
-        hit = self.mapping.get(node)
+        mapping = self.mapping
+        hit = mapping.get(node)
         if hit is not None:
             return hit
-        if isinstance(node, Apply) and node.graph in self.mapping:
-            mapping = self.mapping
-            new = Apply([mapping.get(i) or self.node(i) for i in node.inputs],
-                        mapping[node.graph], node.debug.derive(self.relation))
-            self.mapping[node] = new
-            return new
-        if is_graph_constant(node) and node.value in self.mapping \
-                and self.mapping[node.value] is not self.into:  # inlined: calls stay calls
-            new = Constant(self.mapping[node.value], node.debug)
-            self.mapping[node] = new
-            return new
+        kind = type(node)
+        if kind is Apply:
+            graph = mapping.get(node.graph)
+            if graph is not None:
+                new = Apply([mapping.get(i) or self.node(i) for i in node.inputs], graph,
+                            node.debug.derive(self.relation))
+                mapping[node] = new
+                return new
+        elif kind is Constant and type(node.value) is Graph:
+            copy = mapping.get(node.value)
+            if copy is not None and copy is not self.into:  # inlined: calls stay calls
+                # a new id, as the copies of applies have: made in the order of the nodes
+                # copied, a closure comes after the copies of the values it captures, and
+                # the copy's creation order stays a valid order (`toposort` sorts it, no
+                # more)
+                new = Constant(copy, node.debug.derive(self.relation))
+                mapping[node] = new
+                return new
         return node
 
 
