@@ -8,8 +8,11 @@ cached graph of a function (other tests share it).
 """
 
 import inspect
+import os
 import pathlib
 import re
+import subprocess
+import sys
 
 import networkx as nx
 import pytest
@@ -188,6 +191,36 @@ def test_toposort_follows_creation_order_not_input_order():
     second = g.apply(P["pos"], p, name="second")
     g.output = g.apply(P["add"], second, first, name="out")  # inputs name `second` first
     assert applies(g) == [first, second, g.output]
+
+
+GENERATED_SOURCE = """
+import hashlib, importlib.util, sys
+sys.path.insert(0, {root!r})
+import myir
+from bench import scaling_programs
+path = {path!r}
+spec = importlib.util.spec_from_file_location("chains", path)
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+f = myir.grad(module.f, *scaling_programs.WRT["D50"], backend="python")
+source = f.lower(*scaling_programs.INPUTS["D50"]()).source
+print(hashlib.sha1(source.encode()).hexdigest())
+"""
+
+
+def test_toposort_orders_alike_in_every_process(tmp_path):
+    """Chains of helper calls inlined into one another subdivide node ids until some tie:
+    the order of tied nodes is the graph's own, not their addresses', so two processes
+    generate the same code (and raise the same first exception)."""
+    from bench import scaling_programs
+    path = tmp_path / "chains.py"
+    path.write_text(scaling_programs.source("D50", 100))
+    script = GENERATED_SOURCE.format(root=str(pathlib.Path(__file__).parents[1]),
+                                     path=str(path))
+    env = {**os.environ, "MYIR_CACHE_DIR": "off"}
+    digests = {subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                              text=True, check=True, timeout=300).stdout for _ in range(3)}
+    assert len(digests) == 1, digests
 
 
 def test_toposort_leaves_out_dead_nodes():

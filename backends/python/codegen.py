@@ -334,6 +334,8 @@ class Emitter:
         self.list_stacks = self.in_place.stacks_in_place(root)
         self.drained: set[int] = set()      # pops that are a `for`'s target (`drain_loop`)
         self.raising: dict[int, bool] = {}  # `_note_raising`, by node
+        self.crossing: dict[int, bool] = {}     # the same
+        self.holds_crossing: dict[int, bool] = {}
 
     # -- output
 
@@ -679,23 +681,34 @@ class Emitter:
         user, index = uses[0]
         if index == OUTPUT or user.graph is not node.graph:
             return False
-        if _other_line(node, user) and self.raising.get(id(node), True):
+        if _other_line(node, user) and not self.crossing.get(id(node), False):
             return False  # keep one statement per source line: tracebacks name the right one
         if id(user) in self.layout.switch_apps:       # the test of an `if`
             return True
         return switch_call(user) is None
 
     def _note_raising(self, order: list[Apply]):
-        """`raising[node]` for the nodes of a block, in evaluation order: whether node's
-        expression may raise, given its operands' types (passes/raising.py), node itself
-        or an operand on its line (written inside it).  An expression that cannot raise is
-        never named by a traceback, so it may be written on its user's line."""
+        """`raising` and `crossing` for the nodes of a block, in evaluation order.
+        `raising`: whether node's expression may raise, given its operands' types
+        (passes/raising.py): node itself or an operand on its line (written inside it).
+        `crossing`: whether node may be written on its user's line although it comes from
+        another (`_inlinable`): a traceback never names an expression that cannot raise
+        (`r, i = r * x, i + 1` for a loop's next values).  Not one that holds another such
+        expression: a chain of them would nest as deep as the program is long."""
         for node in order:
             name = primitive_name(node)
             self.raising[id(node)] = name is None \
                 or may_raise(name, [a.abstract for a in node.args], node.abstract) \
                 or any(self.raising.get(id(a), False) and not _other_line(a, node)
                        for a in node.args)
+            # whether node's expression holds one written on its user's line
+            holds = self.holds_crossing[id(node)] = any(
+                self._same_object(a) is None and (self.crossing.get(id(a), False) or (
+                    self.holds_crossing.get(id(a), False) and not _other_line(a, node)))
+                for a in node.args)     # (a pop's top is a variable, not an expression)
+            uses = self.users.get(node, ())
+            self.crossing[id(node)] = not self.raising[id(node)] and not holds \
+                and len(uses) == 1 and _other_line(node, uses[0][0])
 
     def _waited_for(self, node: Apply) -> bool:
         """Whether node's value is unused: only `depend` waits for it, for the exception it

@@ -14,6 +14,7 @@ Each analysis is a small function of a root graph, cached, and never kept up to 
 
 from __future__ import annotations
 
+import bisect
 import functools
 import heapq
 import operator
@@ -288,13 +289,16 @@ def toposort(graph: Graph) -> list[Node]:
     A constant other than a graph computes nothing and comes first: one made after the
     operation that uses it (the frontend puts in `aug_mod` for `k %= 3` once the function is
     parsed) does not hold that operation back behind the operations made in between.
-    A graph constant counts as depending on the free variables it captures from `graph`, so
-    a closure comes after the values it closes over."""
+    A graph constant counts as depending on the free variables it captures from `graph`: a
+    closure comes just after the values it closes over (first, if none), whatever its own
+    id (a copy made when its graph was inlined has a late one), so that it does not hold
+    back the calls of it behind the operations made before the copy."""
     _read(graph)
     nodes: dict[int, Node] = {}
     deps_of: dict[int, list[Node]] = {}  # node -> its inputs (captured values) in `graph`
     constants: list[Node] = []  # other than graphs: they come first
     computing: list[Node] = []
+    closures: list[Node] = []   # graph constants
     stack = [graph.output]
     while stack:
         node = stack.pop()
@@ -307,44 +311,61 @@ def toposort(graph: Graph) -> list[Node]:
             computing.append(node)
             if node.graph is graph:
                 deps_of[key] = node.inputs
-                stack.extend(node.inputs)
+                stack.extend(reversed(node.inputs))
         elif kind is Constant and type(node.value) is not Graph:
             constants.append(node)
-        else:
-            computing.append(node)
-            if kind is Constant and node.value is not graph:
+        elif kind is Constant:
+            closures.append(node)
+            if node.value is not graph:
                 deps = [fv for fv in free_variables(node.value) if fv.graph is graph]
                 if deps:
                     deps_of[key] = deps
                     stack.extend(deps)
+        else:
+            computing.append(node)
     # The order wanted is the smallest by (computes, id) among the valid ones: the sorted
     # order itself where it is valid, as it is for code made in order (inputs first), the
     # usual case; else Kahn's algorithm picks it, a heap holding the nodes ready to place.
     # (Sorted by the id alone, a float, in two groups: a key of tuples took twice as long.
-    # Nodes sharing an id keep the order they were found in; Kahn's breaks such ties by
-    # identity, as `_order_key` does.)
+    # Nodes sharing an id keep the order they were found in, depth first from the output
+    # with each node's inputs left to right, which the graph alone decides: ids subdivided
+    # by inlining many levels deep do tie, and ties broken by identity gave another order,
+    # and so other generated code and another first exception, from one run to the next.)
     constants.sort(key=_debug_id)
     computing.sort(key=_debug_id)
-    order = constants + computing
+    order = constants + _after_captured(computing, closures, deps_of)
     position = {id(n): i for i, n in enumerate(order)}
     if all(position[id(d)] < position[key] for key, deps in deps_of.items() for d in deps):
         return order
-    return _kahn(nodes, deps_of)
+    return _kahn(nodes, deps_of, position)
 
 
 _debug_id = operator.attrgetter("debug.id")
 
 
-def _order_key(node: Node) -> tuple:
-    """A constant other than a graph computes nothing: it comes before what computes; then
-    creation order (nodes sharing a debug record, by identity)."""
-    return (type(node) is not Constant or isinstance(node.value, Graph), node.debug.id,
-            id(node))
+def _after_captured(computing: list[Node], closures: list[Node], deps_of: dict) -> list[Node]:
+    """`computing` (sorted by id) with each closure placed after the last node it captures
+    (first where it captures none), closures at one place in the order they were found."""
+    if not closures:
+        return computing
+    ids = [n.debug.id for n in computing]
+    at: dict[int, list[Node]] = {}
+    for c in closures:
+        last = max((d.debug.id for d in deps_of.get(id(c), ())), default=None)
+        at.setdefault(0 if last is None else bisect.bisect_right(ids, last), []).append(c)
+    order: list[Node] = []
+    for i, node in enumerate(computing):
+        order += at.pop(i, ())
+        order.append(node)
+    for i in sorted(at):
+        order += at[i]
+    return order
 
 
-def _kahn(nodes: dict[int, Node], deps_of: dict[int, list[Node]]) -> list[Node]:
-    """The nodes in the smallest order by `_order_key` in which every node comes after the
-    nodes `deps_of` gives it."""
+def _kahn(nodes: dict[int, Node], deps_of: dict[int, list[Node]], position: dict[int, int]
+          ) -> list[Node]:
+    """The nodes in the smallest order by `position` (each node's place in the sorted
+    order) in which every node comes after the nodes `deps_of` gives it."""
     waiting: dict[int, int] = {}  # node -> how many of its distinct inputs are not placed
     dependents: dict[int, list[Node]] = {}
     ready = []
@@ -356,7 +377,7 @@ def _kahn(nodes: dict[int, Node], deps_of: dict[int, list[Node]]) -> list[Node]:
             for dep in distinct:
                 dependents.setdefault(dep, []).append(node)
         else:
-            ready.append((_order_key(node), node))
+            ready.append((position[key], node))
     heapq.heapify(ready)
     order = []
     while ready:
@@ -366,7 +387,7 @@ def _kahn(nodes: dict[int, Node], deps_of: dict[int, list[Node]]) -> list[Node]:
             k = id(user)
             waiting[k] -= 1
             if waiting[k] == 0:
-                heapq.heappush(ready, (_order_key(user), user))
+                heapq.heappush(ready, (position[k], user))
     assert len(order) == len(nodes), "cycle in a graph"
     return order
 
