@@ -947,8 +947,7 @@ class FunctionParser:
     def assign(self, target: ast.expr, value: Node, block: Block, stmt: ast.AST):
         if isinstance(target, ast.Name):
             self.owned.discard(target.id)
-            if (primitive_name(value) in ("make_dict", "dict_cons") or id(value) in self.dict_copies) \
-                    and id(stmt) not in _in_branches(self.node):
+            if self.makes_dict(value) and id(stmt) not in _in_branches(self.node):
                 self.owned.add(target.id)
             if value.debug.name is None and isinstance(value, Apply):
                 value.debug.name = target.id
@@ -1065,6 +1064,14 @@ class FunctionParser:
             end.graph.output = end.graph.apply(
                 Constant(join.graph), *[self.value(end, n) for n in names], location=loc)
         return self.stmts(rest, join)
+
+    def makes_dict(self, value: Node) -> bool:
+        """Whether `value` is a new dict nothing else holds: a literal, `dict(...)`, or a
+        dict comprehension (the call of its graph)."""
+        return primitive_name(value) in ("make_dict", "dict_cons") \
+            or id(value) in self.dict_copies \
+            or isinstance(value, Apply) and isinstance(value.inputs[0], Constant) \
+            and value.inputs[0].value in self.root.dict_comprehensions
 
     def owns(self, e: ast.expr) -> bool:
         """Whether `e[k] = v` updates a dict: `e` names one this function made (a dict

@@ -96,7 +96,8 @@ NON_DIFFERENTIABLE = frozenset("""
     math_floor math_ceil stack_empty isnan isinf isfinite print_ rint trunc builtin_round
     math_isnan math_isinf math_isfinite math_trunc
 """.split()) | frozenset({"searchsorted"}) \
-    | frozenset({"contains", "dict_keys", "comp_length", "comp_next"})   # keys, lengths
+    | frozenset({"contains", "dict_keys", "comp_length", "comp_next"}) \
+    | frozenset({"setitem_slot"})   # keys, lengths, where an update wrote
 
 # Gradient rules built here rather than parsed, for primitives with any number of inputs.
 VARIADIC_RULES = frozenset({"make_tuple", "builtin_min", "builtin_max", "einsum", "einsum_grad",

@@ -440,3 +440,24 @@ def loss_sum_of_values(p, x):
         d[i] = p["W"] * i
         i += 1
     return np.sum(sum(d.values()))
+
+
+def moments_updated_in_place(params, g):
+    """A dict made by a comprehension (moments zeroed like the parameters) updated at the
+    keys of another dict, in a loop over them: `m` is the function's own dict."""
+    m = {k: np.zeros_like(p) for k, p in params.items()}
+    for k in params:
+        m[k] = 0.9 * m[k] + 0.1 * g[k]
+        m[k] += g[k] * g[k]
+    return m
+
+
+def loss_moments(params, g):
+    m = moments_updated_in_place(params, g)
+    return sum(np.sum(v * v) for v in m.values())
+
+
+def loss_sum_of_sums(p):
+    """A float parameter whose gradient comes out of a loop over the dict's values as a
+    numpy scalar: the gradient is a float, as the parameter is."""
+    return sum(np.sum(v * 2.0) for v in p.values())

@@ -57,6 +57,7 @@ VALUE_CASES = [
     (P.read_in_an_exclusive_branch, 1.5, 0),
     (P.read_in_an_exclusive_branch, 1.5, 1),
     (P.read_in_an_exclusive_branch, 1.5, 2),
+    (P.moments_updated_in_place, {"W": _v(2, 2), "b": 0.5}, {"W": _v(2, 2), "b": -1.5}),
 ]
 
 
@@ -141,6 +142,8 @@ GRAD_CASES = [
     (P.loss_iterate, 0, {"W": _v(3, 2), "b": _v(2)}),
     (P.loss_dict_grown_in_loop, 0, {"W": _v(3, 2), "b": _v(2), "c": _v(2)}, 0.7),
     (P.loss_sum_of_values, 0, {"W": _v(2), "b": _v(2)}, 0.7),
+    (P.loss_moments, 1, {"W": _v(2, 2), "b": 0.5}, {"W": _v(2, 2), "b": -1.5}),
+    (P.loss_sum_of_sums, 0, {"s": 0.4, "w": _v(3)}),
 ]
 
 
