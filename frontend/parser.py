@@ -179,9 +179,12 @@ def _function_parser(fn, worklist: _Worklist) -> "FunctionParser":
 JACOBIANS = ("jacfwd", "jacrev", "hessian")
 
 
-def wrap_macros(graph: Graph, specs) -> Graph:
+def wrap_macros(graph: Graph, specs, defaulted: frozenset = frozenset()) -> Graph:
     """A graph calling `spec_n(...spec_1(graph))` on graph's parameters: what
-    `myir.grad(f)` means as a function, expanded later like `grad` in compiled code."""
+    `myir.grad(f)` means as a function, expanded later like `grad` in compiled code.  The
+    parameters named in `defaulted` (a call left them at f's defaults) get the defaults
+    themselves: a default function (`act=np.tanh`) is then known when compiling, as a
+    gradient needs it (passes/expand.py)."""
     kind = "_".join(s.kind for s in reversed(specs))
     w = Graph(f"{kind}_{graph.name}", None, graph.location)
     if specs[-1].takes:     # jvp: (primals, tangents)
@@ -192,7 +195,8 @@ def wrap_macros(graph: Graph, specs) -> Graph:
     fn: Node = Constant(graph)
     for spec in specs:
         fn = w.apply(Constant(spec), fn, location=graph.location)
-    w.output = w.apply(fn, *params, location=graph.location)
+    args = [graph.defaults[p.debug.name] if p.debug.name in defaulted else p for p in params]
+    w.output = w.apply(fn, *args, location=graph.location)
     return w
 
 
