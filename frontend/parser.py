@@ -756,6 +756,10 @@ class FunctionParser:
         if _is_list_update(s.value) and self.static_value(s.value.func.value, block) is None:
             self.list_update(s.value, block)
             return block
+        if isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute) \
+                and s.value.func.attr in resolve.MUTATING_METHODS \
+                and self.static_value(s.value.func.value, block) is None:
+            self.mutating_method(s.value)
         if _is_print(s.value) and PRINTED in self.locals and \
                 resolve.lookup_global("print", self.source.globals) is builtins.print:
             return self.print_call(s.value, block)
@@ -763,6 +767,25 @@ class FunctionParser:
         self.error(s, f"the result of this {what} is dropped; compiled functions have no side "
                    "effects other than print(), so it would do nothing",
                    "assign the result to a variable and use it, or delete the statement")
+
+    def mutating_method(self, e: ast.Call):
+        """`xs.insert(i, v)`, `d.update(e)`, `x.sort()`, ...: methods that change their
+        object in place, which compiled code does not have; the error says what to write."""
+        attr, obj = e.func.attr, ast.unparse(e.func.value)
+        args = ", ".join(ast.unparse(a) for a in e.args)
+        hint = {
+            "insert": f"build a new list: `{obj} = {obj}[:i] + [v] + {obj}[i:]`",
+            "remove": f"build a new list: `{obj} = [v for v in {obj} if ...]`",
+            "sort": f"for an array, `{obj} = np.sort({obj})`",
+            "reverse": f"`{obj} = {obj}[::-1]`",
+            "clear": f"`{obj} = []` or `{obj} = {{}}`",
+            "update": f"set the keys one by one: `for k, v in {args or 'other'}.items(): "
+                      f"{obj}[k] = v`",
+            "setdefault": f"`if k not in {obj}: {obj}[k] = v`",
+            "fill": f"`{obj} = np.full_like({obj}, {args or 'v'})`",
+        }.get(attr, "build a new value instead")
+        self.error(e, f"`.{attr}()` changes `{obj}` in place, which compiled code does not "
+                   "support", hint)
 
     def print_call(self, e: ast.Call, block: Block) -> Block:
         """`print(...)`: runs after the print before it (`PRINTED`), and is kept like an
@@ -1644,8 +1667,7 @@ class FunctionParser:
                 self.error(e, f"`.{attr}()` returns None; compiled code runs it as a statement "
                            "only", f"write `{ast.unparse(e)}` on a line of its own")
             if attr in resolve.MUTATING_METHODS:
-                self.error(e.func, f"`.{attr}()` mutates its object, which compiled functions "
-                           "cannot do", "build a new tuple or array instead")
+                self.mutating_method(e)
             if attr == "_replace":      # a NamedTuple's
                 if e.args:
                     self.error(e, "`_replace()` takes keyword arguments", "write "

@@ -89,6 +89,18 @@ def append_param(t):
     return t
 
 
+def insert_local(a):
+    xs = [a, 2.0 * a]
+    xs.insert(1, 0.5)
+    return xs
+
+
+def update_local(a):
+    d = {"a": a}
+    d.update({"b": 2.0 * a})
+    return d
+
+
 def sort_param(x):
     x.sort()
     return x
