@@ -768,6 +768,14 @@ class FunctionParser:
                    "effects other than print(), so it would do nothing",
                    "assign the result to a variable and use it, or delete the statement")
 
+    def loop_iterator(self, e: ast.expr) -> bool:
+        """Whether e is a call of the builtin zip, enumerate or reversed (iterators compiled
+        code has as the iterable of a loop or comprehension only)."""
+        return isinstance(e, ast.Call) and isinstance(e.func, ast.Name) \
+            and e.func.id in ("zip", "enumerate", "reversed") and e.func.id not in self.locals \
+            and resolve.lookup_global(e.func.id, self.source.globals) is getattr(builtins,
+                                                                              e.func.id)
+
     def mutating_method(self, e: ast.Call):
         """`xs.insert(i, v)`, `d.update(e)`, `x.sort()`, ...: methods that change their
         object in place, which compiled code does not have; the error says what to write."""
@@ -1701,9 +1709,13 @@ class FunctionParser:
             return self.replace_fields(self.expr(e.args[0], block), e, block)
         if isinstance(fn, Constant) and isinstance(fn.value, Macro):
             return self.macro_call(fn.value, e, block)
+        if isinstance(fn, Constant) and fn.value is dict and len(e.args) == 1 \
+                and not e.keywords and self.loop_iterator(e.args[0]):
+            return self.expr_DictComp(_each(e.args[0], pairs=True), block)   # dict(zip(k, v))
         iterable_of = isinstance(fn, Constant) and isinstance(fn.value, Primitive) \
             and fn.value.name in _ITERABLE_BUILTINS
-        args = [self.comprehension(a, block) if iterable_of and isinstance(a, ast.GeneratorExp)
+        args = [self.comprehension(_each(a) if self.loop_iterator(a) else a, block)
+                if iterable_of and (isinstance(a, ast.GeneratorExp) or self.loop_iterator(a))
                 else self.expr(a, block) for a in e.args]
         kwargs = {k.arg: self.expr(k.value, block) for k in e.keywords}
         target = _macro_target(fn)
@@ -1949,6 +1961,25 @@ class FunctionParser:
             parts.append(block.graph.apply(P["format"], self.expr(value.value, block),
                                            conversion, spec, location=self.loc(value)))
         return block.graph.apply(P["concat_str"], *parts, location=self.loc(e))
+
+
+def _each(iterable: ast.expr, pairs: bool = False) -> ast.expr:
+    """`(item for item in iterable)`, or `{k: v for k, v in iterable}` with `pairs`: what
+    list(), tuple(), sum() or dict() of `zip(...)`, `enumerate(...)` or `reversed(...)` take
+    from it, as the comprehensions that iterate over them."""
+    names = [ast.Name(n, ast.Store()) for n in (("key", "value") if pairs else ("item",))]
+    target = ast.Tuple(names, ast.Store()) if pairs else names[0]
+    loop = [ast.comprehension(target=target, iter=iterable, ifs=[], is_async=0)]
+    made = ast.DictComp(ast.Name("key", ast.Load()), ast.Name("value", ast.Load()), loop) \
+        if pairs else ast.GeneratorExp(ast.Name("item", ast.Load()), loop)
+    for node in ast.walk(made):
+        if node is not iterable and not _within(node, iterable):
+            ast.copy_location(node, iterable)
+    return made
+
+
+def _within(node: ast.AST, tree_: ast.AST) -> bool:
+    return any(node is n for n in ast.walk(tree_))
 
 
 def _macro_target(fn: Node) -> Graph | None:

@@ -354,3 +354,16 @@ def sum_of_comprehension(xs):
 def loss_set_items_of_unknown_length(a, n):
     xs = set_items_of_unknown_length(a, n)
     return sum(xs) * xs[-1]
+
+
+def iterators_materialised(xs, ys):
+    """list(), tuple(), sum() and dict() of zip, enumerate and reversed."""
+    return list(zip(xs, ys)), tuple(enumerate(xs, 1)), list(reversed(xs)), \
+        sum(reversed(ys)), dict(enumerate(ys)), dict(zip(("u", "v"), xs))
+
+
+def loss_of_iterators(a):
+    xs = [a, a * a, 3.0]
+    d = dict(zip(("u", "v", "w"), xs))
+    pairs = list(zip(xs, reversed(xs)))
+    return d["u"] * d["v"] + sum([x * y for x, y in pairs]) + pairs[0][1]

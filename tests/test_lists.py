@@ -61,6 +61,7 @@ VALUE_CASES = [
     (L.shape_list, (V,)),
     (L.sum_of_comprehension, ([1.0, -2.0, 3.0],)),
     (L.sum_of_comprehension, ([-1.0],)),
+    (L.iterators_materialised, ([1.0, 2.0], (3.0, 4.5))),
 ]
 
 
@@ -132,6 +133,7 @@ GRADIENT_CASES = [
     (L.read_in_an_exclusive_branch, (0.7, 1)),
     (L.loss_slice_assignment, (0.7,)),
     (L.loss_set_items_of_unknown_length, (0.7, 3)),
+    (L.loss_of_iterators, (0.7,)),
 ]
 
 
