@@ -461,3 +461,28 @@ def loss_sum_of_sums(p):
     """A float parameter whose gradient comes out of a loop over the dict's values as a
     numpy scalar: the gradient is a float, as the parameter is."""
     return sum(np.sum(v * 2.0) for v in p.values())
+
+
+def update_under_a_keys_view(p):
+    """`ks` is a live view: CPython's `list(ks)` has the key added after it was made."""
+    d = dict(p)
+    ks = d.keys()
+    d["new"] = 2.0
+    return list(ks)
+
+
+def update_under_a_values_view(p):
+    d = dict(p)
+    vs = d.values()
+    d["a"] = 5.0
+    return sum(vs)
+
+
+def update_after_a_copied_view(p):
+    """A view copied (list()) or iterated before the update: the snapshot is CPython's."""
+    d = dict(p)
+    ks = list(d.keys())
+    for k in d.keys():
+        d[k] = d[k] * 2.0
+    d["new"] = 1.0
+    return ks, d

@@ -57,6 +57,7 @@ VALUE_CASES = [
     (P.read_in_an_exclusive_branch, 1.5, 0),
     (P.read_in_an_exclusive_branch, 1.5, 1),
     (P.read_in_an_exclusive_branch, 1.5, 2),
+    (P.update_after_a_copied_view, {"a": 1.0, "b": 2.0}),
     (P.moments_updated_in_place, {"W": _v(2, 2), "b": 0.5}, {"W": _v(2, 2), "b": -1.5}),
 ]
 
@@ -279,6 +280,16 @@ def test_updating_an_argument_is_refused():
 def test_updating_a_dict_another_container_holds_is_refused():
     message = _error(P.update_alias, {"W": 1.0})
     assert "`e`" in message and "e = e.copy()" in message
+
+
+@pytest.mark.parametrize("f, view", [(P.update_under_a_keys_view, "ks"),
+                                     (P.update_under_a_values_view, "vs")])
+def test_updating_a_dict_a_view_of_it_sees_is_refused(f, view):
+    """A variable bound to `d.keys()` or `d.values()` is CPython's live view: read after
+    the update it has the new keys and values, compiled code's would not."""
+    message = _error(f, {"a": 1.0})
+    assert f"the variable `{view}`" in message and "d = d.copy()" in message
+    assert "programs_dicts_records.py" in message and 'd["' in message
 
 
 @pytest.mark.parametrize("f, view", [(P.update_in_loop_over_items, "items"),
