@@ -486,3 +486,9 @@ def update_after_a_copied_view(p):
         d[k] = d[k] * 2.0
     d["new"] = 1.0
     return ks, d
+
+
+def dict_extrema(d):
+    """min() and max() of a dict are of its keys (the first item is no `d[0]`), of a view
+    of its items."""
+    return min(d), max(d), min(d.values()), max(d.values()), min(d.keys())
