@@ -911,6 +911,9 @@ def test_grad_macro_takes_functions_known_when_compiling():
     assert np.allclose(dx, fd(lambda z: f(params, z, np.sin), (x,), 0))
     assert np.allclose(dp[0]["b"], fd(lambda b: f([{"W": W, "b": b}], x, G.softsign),
                                       (params[0]["b"],), 0))
+    dx, dx_sin = compiled(G.grad_with_a_flag_default)(params, x)
+    assert np.allclose(dx, fd(G.forward, (params, x), 1))
+    assert np.allclose(dx_sin, fd(lambda z: G.forward(params, z, np.sin), (x,), 0))
     # outside compiled code, the default function too
     assert np.allclose(gradient(f, "x")(params, x), fd(f, (params, x), 1))
 
