@@ -1052,8 +1052,16 @@ def getitem_rule(x, index):
     return ANY
 
 
-@rule
 def setitem_rule(x, index, value):
+    """`y[index] = value`: an array keeps its type whatever the index and value (numpy
+    casts, or raises), though they are not known (`y[[1, 3]] += v`)."""
+    if isinstance(x, AArray) and ANY in (index, value):
+        return x
+    return _setitem_rule(x, index, value)
+
+
+@rule
+def _setitem_rule(x, index, value):
     """`y[index] = value` on an array: y's type (numpy casts the value to y's dtype), the
     value broadcast to the indexed part's shape as numpy broadcasts it (leading dimensions
     of 1 dropped)."""
@@ -2134,6 +2142,8 @@ def _rows(x) -> tuple | AList | None:
         if x.value is not ANY:
             return tuple(AScalar(int, v) for v in x.value)
         return AList(None, AScalar(int))
+    if isinstance(x, ADict):    # its keys, constants
+        return tuple(map(abstract_of, x.keys))
     return None
 
 

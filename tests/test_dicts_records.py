@@ -84,6 +84,12 @@ def test_abstract_values_describe_the_runtime_values():
     assert isinstance(r, ARecord) and repr(r) == "Layer(W=f64[2], b=f64[1])"
 
 
+def test_a_dicts_items_are_its_keys():
+    from tests.test_infer import output_type
+    assert repr(output_type(P.dict_extrema, {0: -1.0, 1: 2.0})) == \
+        "(int, int, float, float, int)"
+
+
 def test_a_dict_of_other_keys_is_another_signature():
     f = myir.compile(P.dict_index, backend="python")
     assert f({"W": 2.0, "b": 3.0, 3: 1.0}) == 7.0
