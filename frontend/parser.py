@@ -1370,8 +1370,13 @@ class FunctionParser:
         return block.graph.apply(P["make_tuple"], *elts, location=self.loc(e))
 
     def expr_Dict(self, e, block):
+        if e.keys and e.keys[0] is None and None not in e.keys[1:]:
+            # `{**d, "W": w}`: a copy of d with those keys set, as `dict(d, W=w)`
+            return self.make_dict([self.expr(e.values[0], block)], {
+                self.expr(k, block): self.expr(v, block)
+                for k, v in zip(e.keys[1:], e.values[1:])}, e, block)
         if any(k is None for k in e.keys):
-            self.error(e, "`**` in dict literals is not supported",
+            self.error(e, "`**` in dict literals is supported first only (`{**d, k: v}`)",
                        "copy the dict with `dict(d)`, then set the other keys")
         pairs = [self.expr(x, block) for k, v in zip(e.keys, e.values) for x in (k, v)]
         return block.graph.apply(P["make_dict"], *pairs, location=self.loc(e))
@@ -1856,7 +1861,8 @@ class FunctionParser:
         return obj
 
     def make_dict(self, args: list, kwargs: dict, e, block) -> Node:
-        """`dict(a=x)`, `dict(d)` (a copy), `dict(d, a=x)`."""
+        """`dict(a=x)`, `dict(d)` (a copy), `dict(d, a=x)`; `kwargs` maps the keys (names,
+        or nodes for `{**d, k: v}`) to the values."""
         if len(args) > 1:
             self.error(e, "dict() takes at most one positional argument")
         loc = self.loc(e)

@@ -492,3 +492,15 @@ def dict_extrema(d):
     """min() and max() of a dict are of its keys (the first item is no `d[0]`), of a view
     of its items."""
     return min(d), max(d), min(d.values()), max(d.values()), min(d.keys())
+
+
+def dict_spread(p, w):
+    """`{**p, k: v}`: a copy of p with keys set (an existing key keeps its place)."""
+    q = {**p, "W": w * 2.0, "c": 1.0}
+    q["c"] += 1.0
+    return q, p
+
+
+def loss_spread(p, w):
+    q = {**p, "W": p["W"] * w}
+    return np.sum(q["W"] ** 2) * q["b"]

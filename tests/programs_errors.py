@@ -198,7 +198,7 @@ def set_comp(t):
 
 
 def dict_literal(x):
-    return {**x}
+    return {"a": 1.0, **x}
 
 
 def set_literal(x):

@@ -59,6 +59,7 @@ VALUE_CASES = [
     (P.read_in_an_exclusive_branch, 1.5, 2),
     (P.update_after_a_copied_view, {"a": 1.0, "b": 2.0}),
     (P.dict_extrema, {0: -10.0, 1: 3.0, 2: 1.0}),
+    (P.dict_spread, {"W": _v(2), "b": 0.5}, _v(2)),
     (P.moments_updated_in_place, {"W": _v(2, 2), "b": 0.5}, {"W": _v(2, 2), "b": -1.5}),
 ]
 
@@ -152,6 +153,7 @@ GRAD_CASES = [
     (P.loss_sum_of_values, 0, {"W": _v(2), "b": _v(2)}, 0.7),
     (P.loss_moments, 1, {"W": _v(2, 2), "b": 0.5}, {"W": _v(2, 2), "b": -1.5}),
     (P.loss_sum_of_sums, 0, {"s": 0.4, "w": _v(3)}),
+    (P.loss_spread, 0, {"W": _v(2), "b": 0.5}, 1.5),
 ]
 
 
