@@ -759,6 +759,8 @@ class FunctionParser:
         if isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute) \
                 and s.value.func.attr in resolve.MUTATING_METHODS \
                 and self.static_value(s.value.func.value, block) is None:
+            if self.dict_update_call(s.value, block):
+                return block
             self.mutating_method(s.value)
         if _is_print(s.value) and PRINTED in self.locals and \
                 resolve.lookup_global("print", self.source.globals) is builtins.print:
@@ -775,6 +777,21 @@ class FunctionParser:
             and e.func.id in ("zip", "enumerate", "reversed") and e.func.id not in self.locals \
             and resolve.lookup_global(e.func.id, self.source.globals) is getattr(builtins,
                                                                               e.func.id)
+
+    def dict_update_call(self, e: ast.Call, block: Block) -> bool:
+        """`d.update({"W": w})`, `d.update(W=w)` on a dict the function made: the keys set
+        one after another, as `d["W"] = w` (whose checks it gets).  False for any other
+        call."""
+        d = e.func.value
+        if e.func.attr != "update" or not self.owns(d) or len(e.args) > 1 or (
+                e.args and not (isinstance(e.args[0], ast.Dict) and None not in e.args[0].keys)):
+            return False
+        pairs = list(zip(e.args[0].keys, e.args[0].values)) if e.args else []
+        pairs += [(ast.copy_location(ast.Constant(k.arg), k.value), k.value) for k in e.keywords]
+        for key, value in pairs:
+            target = ast.copy_location(ast.Subscript(d, key, ast.Store()), e)
+            self.assign(target, self.expr(value, block), block, e)
+        return True
 
     def mutating_method(self, e: ast.Call):
         """`xs.insert(i, v)`, `d.update(e)`, `x.sort()`, ...: methods that change their

@@ -504,3 +504,11 @@ def dict_spread(p, w):
 def loss_spread(p, w):
     q = {**p, "W": p["W"] * w}
     return np.sum(q["W"] ** 2) * q["b"]
+
+
+def dict_update_method(a):
+    """`d.update({...})` and `d.update(k=v)` on the function's own dict."""
+    e = {"a": a}
+    e.update({"b": 2.0 * a})
+    e.update(c=3.0, a=a * a)
+    return e

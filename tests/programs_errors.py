@@ -97,7 +97,7 @@ def insert_local(a):
 
 def update_local(a):
     d = {"a": a}
-    d.update({"b": 2.0 * a})
+    d.update(dict(b=2.0 * a))
     return d
 
 

@@ -60,6 +60,7 @@ VALUE_CASES = [
     (P.update_after_a_copied_view, {"a": 1.0, "b": 2.0}),
     (P.dict_extrema, {0: -10.0, 1: 3.0, 2: 1.0}),
     (P.dict_spread, {"W": _v(2), "b": 0.5}, _v(2)),
+    (P.dict_update_method, 1.5),
     (P.moments_updated_in_place, {"W": _v(2, 2), "b": 0.5}, {"W": _v(2, 2), "b": -1.5}),
 ]
 

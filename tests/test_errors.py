@@ -213,7 +213,7 @@ def test_error_names_construct(compile_fresh, case):
 @pytest.mark.parametrize("func, args, message, hint", [
     (E.insert_local, (1.0,), "`.insert()` changes `xs` in place", "xs = xs[:i] + [v] + xs[i:]"),
     (E.update_local, (1.0,), "`.update()` changes `d` in place",
-     "for k, v in {'b': 2.0 * a}.items(): d[k] = v"),
+     "for k, v in dict(b=2.0 * a).items(): d[k] = v"),
     (E.sort_param, (np.ones(2),), "`.sort()` changes `x` in place", "x = np.sort(x)"),
 ], ids=["insert", "update", "sort"])
 def test_methods_changing_their_object_say_what_to_write(compile_fresh, func, args, message,
