@@ -179,7 +179,7 @@ def _function_parser(fn, worklist: _Worklist) -> "FunctionParser":
 JACOBIANS = ("jacfwd", "jacrev", "hessian")
 
 
-def wrap_macros(graph: Graph, specs, defaulted: frozenset = frozenset()) -> Graph:
+def wrap_macros(graph: Graph, specs, defaulted: tuple = ()) -> Graph:
     """A graph calling `spec_n(...spec_1(graph))` on graph's parameters: what
     `myir.grad(f)` means as a function, expanded later like `grad` in compiled code.  The
     parameters named in `defaulted` (a call left them at f's defaults) get the defaults

@@ -49,15 +49,15 @@ def run_pipeline(fn, args, backend: str, options: dict, transforms=(),
             gc.enable()
 
 
-def _default_functions(fn, args) -> frozenset:
+def default_functions(fn, args) -> tuple:
     """The parameters of fn whose arguments are its default functions (`act=np.tanh`),
-    which a gradient takes as known when compiling (the signature tells functions apart:
-    myir/api.py's signature_of)."""
+    which a gradient takes as known when compiling (part of the signature a gradient is
+    compiled for: myir/api.py)."""
     names = list(inspect.signature(fn).parameters)
     defaults = fn.__defaults__ or ()
     first = len(names) - len(defaults)
-    return frozenset(names[first + i] for i, d in enumerate(defaults)
-                     if callable(d) and first + i < len(args) and args[first + i] is d)
+    return tuple(names[first + i] for i, d in enumerate(defaults)
+                 if callable(d) and first + i < len(args) and args[first + i] is d)
 
 
 def _run_pipeline(fn, args, backend: str, options: dict, transforms, report) -> Lowered:
@@ -65,7 +65,7 @@ def _run_pipeline(fn, args, backend: str, options: dict, transforms, report) -> 
     step = _Stopwatch(timings, report)
     parsed = step("parse", parse, fn)
     stages = {"parsed": parsed}
-    root = wrap_macros(parsed, transforms, _default_functions(fn, args)) if transforms \
+    root = wrap_macros(parsed, transforms, default_functions(fn, args)) if transforms \
         else parsed
     optimizing = options.get("optimize", os.environ.get("MYIR_OPTIMIZE", "1") != "0")
     expanded = step("expand", expand, root, optimizing)
