@@ -512,3 +512,9 @@ def dict_update_method(a):
     e.update({"b": 2.0 * a})
     e.update(c=3.0, a=a * a)
     return e
+
+
+def loss_extrema_of_values(p):
+    """min() and max() of a dict's values (through list(d.values())), differentiated: a
+    float parameter's gradient is a float."""
+    return min(p.values()) * max(p.values()) + sum(list(p.values())) * p["a"]

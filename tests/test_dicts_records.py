@@ -155,6 +155,7 @@ GRAD_CASES = [
     (P.loss_moments, 1, {"W": _v(2, 2), "b": 0.5}, {"W": _v(2, 2), "b": -1.5}),
     (P.loss_sum_of_sums, 0, {"s": 0.4, "w": _v(3)}),
     (P.loss_spread, 0, {"W": _v(2), "b": 0.5}, 1.5),
+    (P.loss_extrema_of_values, 0, {"a": 0.5, "b": 1.5, "c": -0.3}),
 ]
 
 

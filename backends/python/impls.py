@@ -500,12 +500,18 @@ def sum_grad(xs, dout):
     return (list if type(xs) is list else tuple)(sum_to_like(dout, x) for x in xs)
 
 
+_DICT_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
+
+
 def seq_grad(d, x):
     """d, the gradients of x's items as a sequence, in x's kind: a list for a list, a tuple
     for a tuple, the array of the rows for an array (the adjoint of list(x) and tuple(x),
-    and of np.stack / np.concatenate of a list)."""
+    and of np.stack / np.concatenate of a list); a tuple for a dict's view (`list(d.values())`),
+    as inference types it."""
     if type(x) is list or type(x) is tuple:
         return type(x)(d)
+    if isinstance(x, _DICT_VIEWS):
+        return tuple(d)
     return np.asarray(d)
 
 
