@@ -66,6 +66,9 @@ STORES = {"make_list": None, "make_record": None,     # None: every operand but 
 # checks them as it checks `y[i] = v`.
 LIST_UPDATES = frozenset({"list_append", "list_extend", "list_pop"})
 
+# A dict's live views: a variable bound to one sees later updates of the dict.
+DICT_VIEWS = frozenset({"dict_keys", "dict_values", "dict_items"})
+
 # Functions of frontend/numpy_functions.py whose numpy counterpart may return a view of its
 # first operand; the others return a new array (or a number).
 NUMPY_VIEWS = frozenset("ravel atleast_1d atleast_2d atleast_3d moveaxis diagonal diag flip "
@@ -325,6 +328,11 @@ class Update:
             self._forward(user, path, alias, seen)
             return
         if prim in VIEWS and k == 1 and not (not path and self._list_slice(user)):
+            self._forward(user, (), alias, seen)
+            return
+        if prim in DICT_VIEWS and flow.names_of.get(id(user)):
+            # `ks = d.keys()`: CPython's view sees the update (a loop's own `d.items()` is
+            # refused by the parser, `list(d.keys())` is a copy)
             self._forward(user, (), alias, seen)
             return
         if _stored(prim, k, user):

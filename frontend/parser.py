@@ -180,9 +180,12 @@ def _function_parser(fn, worklist: _Worklist) -> "FunctionParser":
 JACOBIANS = ("jacfwd", "jacrev", "hessian")
 
 
-def wrap_macros(graph: Graph, specs) -> Graph:
+def wrap_macros(graph: Graph, specs, defaulted: tuple = ()) -> Graph:
     """A graph calling `spec_n(...spec_1(graph))` on graph's parameters: what
-    `myir.grad(f)` means as a function, expanded later like `grad` in compiled code."""
+    `myir.grad(f)` means as a function, expanded later like `grad` in compiled code.  The
+    parameters named in `defaulted` (a call left them at f's defaults) get the defaults
+    themselves: a default function (`act=np.tanh`) is then known when compiling, as a
+    gradient needs it (passes/expand.py)."""
     kind = "_".join(s.kind for s in reversed(specs))
     w = Graph(f"{kind}_{graph.name}", None, graph.location)
     if specs[-1].takes:     # jvp: (primals, tangents)
@@ -193,7 +196,8 @@ def wrap_macros(graph: Graph, specs) -> Graph:
     fn: Node = Constant(graph)
     for spec in specs:
         fn = w.apply(Constant(spec), fn, location=graph.location)
-    w.output = w.apply(fn, *params, location=graph.location)
+    args = [graph.defaults[p.debug.name] if p.debug.name in defaulted else p for p in params]
+    w.output = w.apply(fn, *args, location=graph.location)
     return w
 
 
@@ -779,6 +783,12 @@ class FunctionParser:
         if _is_list_update(s.value) and self.static_value(s.value.func.value, block) is None:
             self.list_update(s.value, block)
             return block
+        if isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute) \
+                and s.value.func.attr in resolve.MUTATING_METHODS \
+                and self.static_value(s.value.func.value, block) is None:
+            if self.dict_update_call(s.value, block):
+                return block
+            self.mutating_method(s.value)
         if _is_print(s.value) and PRINTED in self.locals and \
                 resolve.lookup_global("print", self.source.globals) is builtins.print:
             return self.print_call(s.value, block)
@@ -786,6 +796,48 @@ class FunctionParser:
         self.error(s, f"the result of this {what} is dropped; compiled functions have no side "
                    "effects other than print(), so it would do nothing",
                    "assign the result to a variable and use it, or delete the statement")
+
+    def loop_iterator(self, e: ast.expr) -> bool:
+        """Whether e is a call of the builtin zip, enumerate or reversed (iterators compiled
+        code has as the iterable of a loop or comprehension only)."""
+        return isinstance(e, ast.Call) and isinstance(e.func, ast.Name) \
+            and e.func.id in ("zip", "enumerate", "reversed") and e.func.id not in self.locals \
+            and resolve.lookup_global(e.func.id, self.source.globals) is getattr(builtins,
+                                                                              e.func.id)
+
+    def dict_update_call(self, e: ast.Call, block: Block) -> bool:
+        """`d.update({"W": w})`, `d.update(W=w)` on a dict the function made: the keys set
+        one after another, as `d["W"] = w` (whose checks it gets).  False for any other
+        call."""
+        d = e.func.value
+        if e.func.attr != "update" or not self.owns(d) or len(e.args) > 1 or (
+                e.args and not (isinstance(e.args[0], ast.Dict) and None not in e.args[0].keys)):
+            return False
+        pairs = list(zip(e.args[0].keys, e.args[0].values)) if e.args else []
+        pairs += [(ast.copy_location(ast.Constant(k.arg), k.value), k.value) for k in e.keywords]
+        for key, value in pairs:
+            target = ast.copy_location(ast.Subscript(d, key, ast.Store()), e)
+            self.assign(target, self.expr(value, block), block, e)
+        return True
+
+    def mutating_method(self, e: ast.Call):
+        """`xs.insert(i, v)`, `d.update(e)`, `x.sort()`, ...: methods that change their
+        object in place, which compiled code does not have; the error says what to write."""
+        attr, obj = e.func.attr, ast.unparse(e.func.value)
+        args = ", ".join(ast.unparse(a) for a in e.args)
+        hint = {
+            "insert": f"build a new list: `{obj} = {obj}[:i] + [v] + {obj}[i:]`",
+            "remove": f"build a new list: `{obj} = [v for v in {obj} if ...]`",
+            "sort": f"for an array, `{obj} = np.sort({obj})`",
+            "reverse": f"`{obj} = {obj}[::-1]`",
+            "clear": f"`{obj} = []` or `{obj} = {{}}`",
+            "update": f"set the keys one by one: `for k, v in {args or 'other'}.items(): "
+                      f"{obj}[k] = v`",
+            "setdefault": f"`if k not in {obj}: {obj}[k] = v`",
+            "fill": f"`{obj} = np.full_like({obj}, {args or 'v'})`",
+        }.get(attr, "build a new value instead")
+        self.error(e, f"`.{attr}()` changes `{obj}` in place, which compiled code does not "
+                   "support", hint)
 
     def print_call(self, e: ast.Call, block: Block) -> Block:
         """`print(...)`: runs after the print before it (`PRINTED`), and is kept like an
@@ -974,8 +1026,7 @@ class FunctionParser:
     def assign(self, target: ast.expr, value: Node, block: Block, stmt: ast.AST):
         if isinstance(target, ast.Name):
             self.owned.discard(target.id)
-            if (primitive_name(value) in ("make_dict", "dict_cons") or id(value) in self.dict_copies) \
-                    and id(stmt) not in _in_branches(self.node):
+            if self.makes_dict(value) and id(stmt) not in _in_branches(self.node):
                 self.owned.add(target.id)
             if value.debug.name is None and isinstance(value, Apply):
                 value.debug.name = target.id
@@ -1092,6 +1143,14 @@ class FunctionParser:
             end.graph.output = end.graph.apply(
                 Constant(join.graph), *[self.value(end, n) for n in names], location=loc)
         return self.stmts(rest, join)
+
+    def makes_dict(self, value: Node) -> bool:
+        """Whether `value` is a new dict nothing else holds: a literal, `dict(...)`, or a
+        dict comprehension (the call of its graph)."""
+        return primitive_name(value) in ("make_dict", "dict_cons") \
+            or id(value) in self.dict_copies \
+            or isinstance(value, Apply) and isinstance(value.inputs[0], Constant) \
+            and value.inputs[0].value in self.root.dict_comprehensions
 
     def owns(self, e: ast.expr) -> bool:
         """Whether `e[k] = v` updates a dict: `e` names one this function made (a dict
@@ -1355,8 +1414,13 @@ class FunctionParser:
         return block.graph.apply(P["make_tuple"], *elts, location=self.loc(e))
 
     def expr_Dict(self, e, block):
+        if e.keys and e.keys[0] is None and None not in e.keys[1:]:
+            # `{**d, "W": w}`: a copy of d with those keys set, as `dict(d, W=w)`
+            return self.make_dict([self.expr(e.values[0], block)], {
+                self.expr(k, block): self.expr(v, block)
+                for k, v in zip(e.keys[1:], e.values[1:])}, e, block)
         if any(k is None for k in e.keys):
-            self.error(e, "`**` in dict literals is not supported",
+            self.error(e, "`**` in dict literals is supported first only (`{**d, k: v}`)",
                        "copy the dict with `dict(d)`, then set the other keys")
         pairs = [self.expr(x, block) for k, v in zip(e.keys, e.values) for x in (k, v)]
         return block.graph.apply(P["make_dict"], *pairs, location=self.loc(e))
@@ -1660,8 +1724,7 @@ class FunctionParser:
                 self.error(e, f"`.{attr}()` returns None; compiled code runs it as a statement "
                            "only", f"write `{ast.unparse(e)}` on a line of its own")
             if attr in resolve.MUTATING_METHODS:
-                self.error(e.func, f"`.{attr}()` mutates its object, which compiled functions "
-                           "cannot do", "build a new tuple or array instead")
+                self.mutating_method(e)
             if attr == "_replace":      # a NamedTuple's
                 if e.args:
                     self.error(e, "`_replace()` takes keyword arguments", "write "
@@ -1695,9 +1758,13 @@ class FunctionParser:
             return self.replace_fields(self.expr(e.args[0], block), e, block)
         if isinstance(fn, Constant) and isinstance(fn.value, Macro):
             return self.macro_call(fn.value, e, block)
+        if isinstance(fn, Constant) and fn.value is dict and len(e.args) == 1 \
+                and not e.keywords and self.loop_iterator(e.args[0]):
+            return self.expr_DictComp(_each(e.args[0], pairs=True), block)   # dict(zip(k, v))
         iterable_of = isinstance(fn, Constant) and isinstance(fn.value, Primitive) \
             and fn.value.name in _ITERABLE_BUILTINS
-        args = [self.comprehension(a, block) if iterable_of and isinstance(a, ast.GeneratorExp)
+        args = [self.comprehension(_each(a) if self.loop_iterator(a) else a, block)
+                if iterable_of and (isinstance(a, ast.GeneratorExp) or self.loop_iterator(a))
                 else self.expr(a, block) for a in e.args]
         kwargs = {k.arg: self.expr(k.value, block) for k in e.keywords}
         target = _macro_target(fn)
@@ -1838,7 +1905,8 @@ class FunctionParser:
         return obj
 
     def make_dict(self, args: list, kwargs: dict, e, block) -> Node:
-        """`dict(a=x)`, `dict(d)` (a copy), `dict(d, a=x)`."""
+        """`dict(a=x)`, `dict(d)` (a copy), `dict(d, a=x)`; `kwargs` maps the keys (names,
+        or nodes for `{**d, k: v}`) to the values."""
         if len(args) > 1:
             self.error(e, "dict() takes at most one positional argument")
         loc = self.loc(e)
@@ -1923,6 +1991,25 @@ class FunctionParser:
             parts.append(block.graph.apply(P["format"], self.expr(value.value, block),
                                            conversion, spec, location=self.loc(value)))
         return block.graph.apply(P["concat_str"], *parts, location=self.loc(e))
+
+
+def _each(iterable: ast.expr, pairs: bool = False) -> ast.expr:
+    """`(item for item in iterable)`, or `{k: v for k, v in iterable}` with `pairs`: what
+    list(), tuple(), sum() or dict() of `zip(...)`, `enumerate(...)` or `reversed(...)` take
+    from it, as the comprehensions that iterate over them."""
+    names = [ast.Name(n, ast.Store()) for n in (("key", "value") if pairs else ("item",))]
+    target = ast.Tuple(names, ast.Store()) if pairs else names[0]
+    loop = [ast.comprehension(target=target, iter=iterable, ifs=[], is_async=0)]
+    made = ast.DictComp(ast.Name("key", ast.Load()), ast.Name("value", ast.Load()), loop) \
+        if pairs else ast.GeneratorExp(ast.Name("item", ast.Load()), loop)
+    for node in ast.walk(made):
+        if node is not iterable and not _within(node, iterable):
+            ast.copy_location(node, iterable)
+    return made
+
+
+def _within(node: ast.AST, tree_: ast.AST) -> bool:
+    return any(node is n for n in ast.walk(tree_))
 
 
 def _macro_target(fn: Node) -> Graph | None:

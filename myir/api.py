@@ -150,6 +150,11 @@ class CompiledFunction:
         """The compiled program for the arguments' signature, with its stages if asked
         (a program loaded from the disk cache has none: `myir/saved.py`)."""
         key = tuple(signature_of(a) for a in args)
+        if self.__myir_transforms__:    # a gradient takes default functions as constants
+            from myir.pipeline import default_functions
+
+            baked = default_functions(self.fn, args)
+            key += (("default functions",) + baked,) if baked else ()
         lowered = self._by_signature.get(key)
         if lowered is None or stages and lowered.from_disk:
             with self._lock:

@@ -96,7 +96,8 @@ NON_DIFFERENTIABLE = frozenset("""
     math_floor math_ceil stack_empty isnan isinf isfinite print_ rint trunc builtin_round
     math_isnan math_isinf math_isfinite math_trunc
 """.split()) | frozenset({"searchsorted"}) \
-    | frozenset({"contains", "dict_keys", "comp_length", "comp_next"})   # keys, lengths
+    | frozenset({"contains", "dict_keys", "comp_length", "comp_next"}) \
+    | frozenset({"setitem_slot"})   # keys, lengths, where an update wrote
 
 # Gradient rules built here rather than parsed, for primitives with any number of inputs.
 VARIADIC_RULES = frozenset({"make_tuple", "builtin_min", "builtin_max", "einsum", "einsum_grad",
@@ -870,12 +871,46 @@ def wrt_positions(g: Graph, wrt: tuple, location=None) -> list[int]:
     return positions
 
 
+def _check_no_parameter_called(g: Graph, positions: list[int]) -> None:
+    """A located error where g calls one of its parameters (in its body, or in a branch or
+    loop it passes the parameter to): the gradient passes its arguments as they are, and
+    J of g would call J of that function, which a function made outside has not.  (A
+    function known when compiling, passed where `grad(f)` is called inside compiled code,
+    or f's default, was put in place of its parameter: passes/expand.py.)"""
+    uses = users(g)
+    pending = [(p, p.debug.name) for i, p in enumerate(g.parameters) if i not in positions]
+    seen = set()
+    while pending:
+        node, name = pending.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        for user, i in uses.get(node, ()):
+            if i == 0:
+                raise MyirError(
+                    f"cannot differentiate {g.name}(), which calls its parameter `{name}`, "
+                    "with the function passed to it from outside compiled code",
+                    user.location or g.location,
+                    hint=f"call the gradient inside compiled code with the function by name "
+                         f"(`grad({g.name})(..., {name}=np.tanh)`), or differentiate a "
+                         f"function that calls {g.name}() with it")
+            if not isinstance(user, Apply):
+                continue
+            callees = [user.inputs[0]]
+            if primitive_name(user.inputs[0]) == "switch":   # a branch taken: either graph
+                callees = user.inputs[0].inputs[2:]
+            for callee in callees:
+                if is_graph_constant(callee) and i - 1 < len(callee.value.parameters):
+                    pending.append((callee.value.parameters[i - 1], name))
+
+
 def grad_graph(g: Graph, wrt: tuple, with_value: bool, location=None) -> Graph:
     """A graph computing the gradient of g's scalar output with respect to the parameters
     `wrt` (names or positions): one gradient, or a tuple of them; with `with_value`, the pair
     (value, gradients).  Nested in g's parent, so it closes over what g closes over."""
     names = [p.debug.name for p in g.parameters]
     positions = wrt_positions(g, wrt, location)
+    _check_no_parameter_called(g, positions)
     kind = "value_and_grad" if with_value else "grad"
     gg = Graph(f"{kind}_{g.name}", g.parent, location or g.location)
     params = [gg.add_parameter(n, g.location) for n in names]

@@ -17,11 +17,12 @@ operations, which took seconds to optimize; J of the optimized one, 1,100).
 from __future__ import annotations
 
 from myir.errors import MyirError
-from myir.ir.analysis import reachable_graphs, toposort, users
+from myir.ir.analysis import bump_version, reachable_graphs, toposort, users
 from myir.ir.edit import clone_program, replace
 from myir.ir.graph import Apply, Constant, Graph, is_graph_constant
+from myir.ir.primitives import Primitive
 from myir.ir.values import GradMacro, JacobianMacro, JvpMacro, VectorizeMacro
-from passes.ad import grad_graph
+from passes.ad import grad_graph, wrt_positions
 from passes.forward import check_jvp_calls, expand_macro
 from passes.lift import lift
 from passes.opt import optimize
@@ -47,6 +48,36 @@ def _holds_a_transform(target: Graph, made: set) -> bool:
     program = reachable_graphs(target)
     return not made.isdisjoint(program) \
         and all(getattr(g, "custom_grad", None) is None for g in program)
+
+
+def _calls_passing_functions(root: Graph, macro: Apply, target: Graph, spec: GradMacro):
+    """The calls of the gradient `macro` (`grad(f)(params, x, act=np.sin)`, or f's default
+    `act=np.tanh`) passing functions known when compiling, each with the (position,
+    function) pairs it passes.  The gradient takes a function argument as it is, while
+    f's J calls J of it: each such call gets the gradient of f with those functions in
+    place of the parameters."""
+    wrt = set(wrt_positions(target, spec.wrt, macro.location))
+    result = []
+    for call, i in users(root).get(macro, ()):
+        if i != 0:
+            continue
+        fixed = tuple((k, a.value) for k, a in enumerate(call.inputs[1:len(target.parameters)
+                                                                      + 1])
+                      if k not in wrt and isinstance(a, Constant) and (
+                          isinstance(a.value, Primitive)
+                          or isinstance(a.value, Graph) and a.value.parent is None))
+        if fixed:
+            result.append((call, fixed))
+    return result
+
+
+def _with_functions(target: Graph, fixed: tuple) -> Graph:
+    """A copy of `target` whose parameters at the positions of `fixed` are the functions
+    given there (the parameters stay, unused: the gradient's signature is f's)."""
+    copy = clone_program(target)
+    for k, fn in fixed:
+        replace(copy, copy.parameters[k], Constant(fn))
+    return copy
 
 
 def expand(root: Graph, optimizing: bool = True) -> Graph:
@@ -79,6 +110,14 @@ def expand(root: Graph, optimizing: bool = True) -> Graph:
                 target = optimized[target]
             lift(target)
             if isinstance(spec, GradMacro):
+                for call, fixed in _calls_passing_functions(root, node, target, spec):
+                    specialised = grad_graph(_with_functions(target, fixed), spec.wrt,
+                                             spec.with_value, node.location)
+                    made.add(specialised)
+                    call.set_inputs([Constant(specialised)] + list(call.inputs[1:]))
+                    bump_version()
+                if not users(root).get(node):    # every call passed functions
+                    continue
                 graph = grad_graph(target, spec.wrt, spec.with_value, node.location)
             elif isinstance(spec, VectorizeMacro):
                 graph = vectorized_graph(target, node.location)

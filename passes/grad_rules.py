@@ -64,6 +64,7 @@ dict_items_grad = _P["dict_items_grad"]
 iter_keys_grad = _P["iter_keys_grad"]
 list_pop = _P["list_pop"]
 list_unpop = _P["list_unpop"]
+setitem_slot = _P["setitem_slot"]
 seq_grad = _P["seq_grad"]
 sum_grad = _P["sum_grad"]
 array_grad = _P["array_grad"]
@@ -542,9 +543,14 @@ def bprop_getitem_grad(x, index, dout_, out, dout):
 def bprop_setitem(x, index, value, out, dout):
     """x's gradient is dout but where value replaced x's elements (of a dict, at x's keys
     only: a key the update added is not x's); value's is dout there, summed back to value's
-    shape (it was broadcast into the indexed part)."""
-    return (dict_pick(setitem(dout, index, zeros(value)), x), zeros(index),
-            sum_to(dout[index], value))
+    shape (it was broadcast into the indexed part), or a sequence's, in its kind, of the
+    items there (`xs[a:b] = ys` of a list).  Where value is in out and what it
+    replaced differ from index and value for a list's slice only (`xs[1:3] = [v]` changes
+    the length): setitem_slot."""
+    slot_replaced = setitem_slot(x, index, value)
+    slot = slot_replaced[0]
+    return (dict_pick(setitem(dout, slot, zeros(slot_replaced[1])), x), zeros(index),
+            sum_to_side(dout[slot], value, False))
 
 
 # ---------------------------------------------------- dicts and records

@@ -38,8 +38,8 @@ from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive, plain_operator
 from myir.ir.values import EMPTY_STACK, Env
 from myir.tree import is_namedtuple
 from passes.abstract import (ANY, BOTTOM, AArray, ADict, AEnv, AList, AObject, ARecord, AScalar,
-                             AStack, ATuple, AUnion, abstract_of, holds_stack, join,
-                             options)
+                             AStack, ATuple, AUnion, abstract_of, containers, holds_stack,
+                             join, options, with_items)
 from passes import grad_rules
 from passes.raising import evaluates, may_raise
 from passes.vectorize import vectorized_may_raise
@@ -744,6 +744,18 @@ def array_like_of_array(node: Apply, ctx) -> Node | None:
     return None
 
 
+def setitem_slot_of_no_list_slice(node: Apply, ctx) -> Node | None:
+    """setitem_slot(x, index, value) -> (index, value) where x is no list or index no
+    slice: setitem's gradient of an array or dict is as before lists could change length."""
+    if primitive_name(node) != "setitem_slot":
+        return None
+    x, index, value = node.args
+    if isinstance(ctx.type_of(x), (AArray, ADict, ARecord, AScalar)) or \
+            isinstance(ctx.type_of(x), AList) and isinstance(ctx.type_of(index), AScalar):
+        return node.graph.apply(P["make_tuple"], index, value, location=node.location)
+    return None
+
+
 def seq_grad_of_same_kind(node: Apply, ctx) -> Node | None:
     """seq_grad(d, x) -> d when d is already a sequence of x's kind (the gradient of
     np.stack of a tuple is unstack's tuple)."""
@@ -774,10 +786,13 @@ def grad_cast_by_type(node: Apply, ctx) -> Node | None:
 
 
 def _is_cast_of(d, x) -> bool:
-    if isinstance(d, ATuple) and isinstance(x, ATuple):
-        return len(d.items) == len(x.items) and all(map(_is_cast_of, d.items, x.items))
-    if isinstance(x, (AArray, AScalar)) and d in (ANY, BOTTOM) or type(d) is AUnion:
+    """Whether d is already what grad_cast(d, x) makes of it: never for a d of unknown type
+    (a dict's gradient of unknown type may hold numpy scalars for its floats)."""
+    if d in (ANY, BOTTOM) or type(d) is AUnion:
         return False
+    if containers(d) and type(d) is type(x):
+        return len(d.items) == len(x.items) and with_items(x, d.items) == d \
+            and all(map(_is_cast_of, d.items, x.items))
     cast = TYPE_RULES["grad_cast"](d, x)
     if isinstance(cast, AArray):
         return isinstance(d, AArray) and d.dtype == cast.dtype and d.shape == cast.shape \
@@ -1355,7 +1370,7 @@ def same_type(a, b) -> bool:
 
 
 TYPED_REWRITES = [checks_proved, grad_check_passes, grad_cast_by_type, seq_grad_of_same_kind,
-                  array_like_of_array,
+                  array_like_of_array, setitem_slot_of_no_list_slice,
                   ieee_on_numpy,
                   depend_on_what_raises, grad_seed_of_float, shape_facts,
                   known_integer, mul_one, add_zero, negation_absorbed, gadd_of_numbers,
@@ -1392,6 +1407,7 @@ MATCHES = {
     gradient_of_container: _CONTAINER_GRADIENT_OPS,
     depend_on_what_raises: {"depend"}, seq_grad_of_same_kind: {"seq_grad"},
     array_like_of_array: {"asarray", "array_grad"},
+    setitem_slot_of_no_list_slice: {"setitem_slot"},
 }
 
 

@@ -318,7 +318,7 @@ CANNOT_RAISE = _table([
     ("make_list list_append seq_repeat", "build a list from values (append's object is a "
      "list, the count an int: inference checked)"),
     ("builtin_sum", "adds numbers and arrays of shapes inference knows, as `+` does"),
-    ("list_unpop sum_grad seq_grad array_grad", "gradient code, on values of the structure "
+    ("list_unpop sum_grad seq_grad array_grad setitem_slot", "gradient code, on values of the structure "
      "the forward computed"),
 ])
 

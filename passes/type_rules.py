@@ -340,11 +340,12 @@ def type_name(a) -> str:
 
 
 def shape_value(a) -> tuple | None:
-    """A shape argument (an int or a tuple of ints) as a tuple of ints and Nones."""
+    """A shape argument (an int, or a tuple or list of ints) as a tuple of ints and
+    Nones."""
     if isinstance(a, AScalar):
         n = int_value(a)
         return (None if n is ANY else n,)
-    if isinstance(a, ATuple):
+    if isinstance(a, (ATuple, AList)) and a.items is not None:
         return tuple(None if n is ANY else n for n in map(int_value, a.items))
     return None
 
@@ -1051,8 +1052,16 @@ def getitem_rule(x, index):
     return ANY
 
 
-@rule
 def setitem_rule(x, index, value):
+    """`y[index] = value`: an array keeps its type whatever the index and value (numpy
+    casts, or raises), though they are not known (`y[[1, 3]] += v`)."""
+    if isinstance(x, AArray) and ANY in (index, value):
+        return x
+    return _setitem_rule(x, index, value)
+
+
+@rule
+def _setitem_rule(x, index, value):
     """`y[index] = value` on an array: y's type (numpy casts the value to y's dtype), the
     value broadcast to the indexed part's shape as numpy broadcasts it (leading dimensions
     of 1 dropped)."""
@@ -1077,12 +1086,50 @@ def setitem_rule(x, index, value):
         return BOTTOM if item is BOTTOM else x
     if isinstance(x, ADict):
         return dict_setitem_rule(x, index, value)
+    if isinstance(x, AList):
+        return _list_setitem(x, index, value)
     if isinstance(x, (ATuple, AScalar, ANone, AFunction)) or \
             (isinstance(x, AObject) and x.pytype is str):
         raise RuleError(f"'{type_name(x)}' object does not support item assignment",
                         "only arrays (and lists and dicts) can be updated; build a new "
                         "value instead")
     return ANY
+
+
+def _list_setitem(x: AList, index, value):
+    """`xs[i] = v` and `xs[a:b] = ys` of a list: its items where the length and the index
+    are known (a slice may change the length: CPython's `xs[1:3] = [v]`), else the list of
+    unknown length whose element may also be the new value."""
+    if isinstance(index, ASlice):
+        if not isinstance(value, (AList, ATuple)) and not (
+                isinstance(value, AObject) and value.pytype in (range, str)):
+            if isinstance(value, (AScalar, ANone, AFunction, ARecord, ADict)):
+                raise Fails("must assign iterable to extended slice" if known(index)
+                            and sample(index).step not in (None, 1)
+                            else "can only assign an iterable")
+            return AList(None, join(x.element, ANY))
+        items = value.items if isinstance(value, (AList, ATuple)) else None
+        if x.items is not None and items is not None and known(index):
+            new = list(x.items)
+            try:
+                new[sample(index)] = items
+            except ValueError as e:     # an extended slice of another length
+                raise Fails(str(e)) from None
+            return AList(tuple(new))
+        element = value.element if isinstance(value, AList) else \
+            AList(items).element if items is not None else ANY
+        return AList(None, join(x.element, element))
+    _list_item(x, index)   # the index's own errors: its type, out of range (BOTTOM)
+    if x.items is not None and isinstance(index, AScalar) and index.known:
+        i = int(index.value)
+        if not -len(x.items) <= i < len(x.items):
+            return BOTTOM   # IndexError: list assignment index out of range
+        new = list(x.items)
+        new[i] = value
+        return AList(tuple(new))
+    if x.items is not None:    # an index not known: any item may be the new value
+        return AList(tuple(join(item, value) for item in x.items))
+    return AList(None, join(x.item, value))
 
 
 def _assign_into(x, value):
@@ -2067,6 +2114,22 @@ def list_unpop_rule(rest, index, x):
     return AList(tuple(items))
 
 
+def setitem_slot_rule(x, index, value):
+    """backends/python/impls.py's `_setitem_slot`: (index, value) but for a list's slice."""
+    if not (isinstance(x, AList) and isinstance(index, ASlice)):
+        return ATuple((index, value)) if x is not ANY else ANY
+    if not known(index):
+        return ATuple((ANY, _list_item(x, index)))
+    if sample(index).step not in (None, 1):
+        return ATuple((index, value))
+    n = len(value.items) if isinstance(value, (AList, ATuple)) and value.items is not None \
+        else None
+    start = sample(index).indices(len(x.items))[0] if x.items is not None else None
+    if n is None or start is None:
+        return ATuple((ASlice(AScalar(int), AScalar(int), ANone()), _list_item(x, index)))
+    return ATuple((abstract_of(slice(start, start + n)), _list_item(x, index)))
+
+
 def _rows(x) -> tuple | AList | None:
     """The items `for v in x` sees: a tuple of them when their number is known, else an
     AList of unknown length; None where inference cannot tell."""
@@ -2079,6 +2142,8 @@ def _rows(x) -> tuple | AList | None:
         if x.value is not ANY:
             return tuple(AScalar(int, v) for v in x.value)
         return AList(None, AScalar(int))
+    if isinstance(x, ADict):    # its keys, constants
+        return tuple(map(abstract_of, x.keys))
     return None
 
 
@@ -2110,8 +2175,10 @@ def builtin_sum_rule(xs, start):
     if rows.item is BOTTOM:
         return start
     total = start                    # start, or a sum of one or more elements
-    for _ in range(8):
-        more = join(total, add(total, rows.item))
+    for _ in range(8):   # sum([floats]) is start=0 (an int) if the list is empty, else a float
+        more = total
+        for option in options(total):
+            more = join(more, add(option, rows.item))
         if more == total:
             return total
         total = more
@@ -2160,6 +2227,7 @@ LIST_RULES = {
     "seq_repeat": mul_rule,
     "list_pop": list_pop_rule,
     "list_unpop": list_unpop_rule,
+    "setitem_slot": setitem_slot_rule,
     "to_list": to_list_rule,
     "to_tuple": to_tuple_rule,
     "builtin_sum": builtin_sum_rule,

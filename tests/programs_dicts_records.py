@@ -440,3 +440,81 @@ def loss_sum_of_values(p, x):
         d[i] = p["W"] * i
         i += 1
     return np.sum(sum(d.values()))
+
+
+def moments_updated_in_place(params, g):
+    """A dict made by a comprehension (moments zeroed like the parameters) updated at the
+    keys of another dict, in a loop over them: `m` is the function's own dict."""
+    m = {k: np.zeros_like(p) for k, p in params.items()}
+    for k in params:
+        m[k] = 0.9 * m[k] + 0.1 * g[k]
+        m[k] += g[k] * g[k]
+    return m
+
+
+def loss_moments(params, g):
+    m = moments_updated_in_place(params, g)
+    return sum(np.sum(v * v) for v in m.values())
+
+
+def loss_sum_of_sums(p):
+    """A float parameter whose gradient comes out of a loop over the dict's values as a
+    numpy scalar: the gradient is a float, as the parameter is."""
+    return sum(np.sum(v * 2.0) for v in p.values())
+
+
+def update_under_a_keys_view(p):
+    """`ks` is a live view: CPython's `list(ks)` has the key added after it was made."""
+    d = dict(p)
+    ks = d.keys()
+    d["new"] = 2.0
+    return list(ks)
+
+
+def update_under_a_values_view(p):
+    d = dict(p)
+    vs = d.values()
+    d["a"] = 5.0
+    return sum(vs)
+
+
+def update_after_a_copied_view(p):
+    """A view copied (list()) or iterated before the update: the snapshot is CPython's."""
+    d = dict(p)
+    ks = list(d.keys())
+    for k in d.keys():
+        d[k] = d[k] * 2.0
+    d["new"] = 1.0
+    return ks, d
+
+
+def dict_extrema(d):
+    """min() and max() of a dict are of its keys (the first item is no `d[0]`), of a view
+    of its items."""
+    return min(d), max(d), min(d.values()), max(d.values()), min(d.keys())
+
+
+def dict_spread(p, w):
+    """`{**p, k: v}`: a copy of p with keys set (an existing key keeps its place)."""
+    q = {**p, "W": w * 2.0, "c": 1.0}
+    q["c"] += 1.0
+    return q, p
+
+
+def loss_spread(p, w):
+    q = {**p, "W": p["W"] * w}
+    return np.sum(q["W"] ** 2) * q["b"]
+
+
+def dict_update_method(a):
+    """`d.update({...})` and `d.update(k=v)` on the function's own dict."""
+    e = {"a": a}
+    e.update({"b": 2.0 * a})
+    e.update(c=3.0, a=a * a)
+    return e
+
+
+def loss_extrema_of_values(p):
+    """min() and max() of a dict's values (through list(d.values())), differentiated: a
+    float parameter's gradient is a float."""
+    return min(p.values()) * max(p.values()) + sum(list(p.values())) * p["a"]

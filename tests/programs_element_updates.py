@@ -535,3 +535,13 @@ def view_made_in_the_loop_returned_after_it(x):
         z = y[0:2]
         y[0] = 5.0 + i  # error
     return z
+
+
+def fancy_updates(x):
+    """Updates at an index array, a list of indices (a repeated one is written once, as
+    numpy does) and a mask."""
+    y = x.copy()
+    y[np.array([0, 2])] = x[:2] * 2.0
+    y[[1, 1, 3]] += 1.0
+    y[y < 0] = 0.0
+    return y

@@ -89,6 +89,18 @@ def append_param(t):
     return t
 
 
+def insert_local(a):
+    xs = [a, 2.0 * a]
+    xs.insert(1, 0.5)
+    return xs
+
+
+def update_local(a):
+    d = {"a": a}
+    d.update(dict(b=2.0 * a))
+    return d
+
+
 def sort_param(x):
     x.sort()
     return x
@@ -186,7 +198,7 @@ def set_comp(t):
 
 
 def dict_literal(x):
-    return {**x}
+    return {"a": 1.0, **x}
 
 
 def set_literal(x):

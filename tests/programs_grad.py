@@ -1340,5 +1340,42 @@ def grad_of_grad_with_defaults(x):
     return grad(grad(cube))(x)
 
 
+def layers_loss(params, x, act=np.tanh):
+    """A model whose activation is a parameter with a function default."""
+    for p in params:
+        x = act(x @ p["W"] + p["b"])
+    return np.sum(x * x)
+
+
+def grad_with_a_default_function(params, x):
+    return grad(layers_loss)(params, x)
+
+
+def grad_with_a_function_passed(params, x):
+    """np.sin by keyword, a function of the program positionally: each call its own
+    gradient."""
+    return grad(layers_loss, "x")(params, x, act=np.sin), grad(layers_loss)(params, x, softsign)
+
+
+def softsign(z):
+    return z / (1.0 + np.abs(z))
+
+
+def grad_with_a_closure_passed(params, x, scale):
+    def act(z):
+        return np.tanh(z) * scale
+    return grad(layers_loss)(params, x, act)
+
+
+def forward(params, x, act=np.tanh, reduce=True):
+    """A flag choosing what the function returns: an array, or (by default) its sum."""
+    h = layers_loss(params, x, act) * x
+    return np.sum(h) if reduce else h
+
+
+def grad_with_a_flag_default(params, x):
+    return grad(forward, "x")(params, x), grad(forward, "x")(params, x, np.sin, reduce=True)
+
+
 def grad_missing_an_argument(v):
     return grad(scaled_norm)(scale=1.0)

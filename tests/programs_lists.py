@@ -309,3 +309,61 @@ def loss_slice_repeat_and_array(a):
     ys = xs[1:] + xs[:1] * 2
     rows = [np.array([a, 1.0]) * a, np.array([2.0, a])]
     return sum(ys) * ys[-2] + np.sum(np.array(rows) ** 2) + np.sum(rows[0])
+
+
+def set_items(a):
+    """`xs[i] = v`, `xs[i] op= v` and a slice assignment that shortens the list."""
+    xs = [a, 2.0 * a, 3.0, 4.0]
+    xs[1] = a * a
+    xs[-1] += 1.0
+    xs[0] *= 2.0
+    xs[2:4] = [xs[3] * a]
+    return xs, len(xs)
+
+
+def set_items_of_unknown_length(a, n):
+    xs = [a * i for i in range(n)]
+    xs[0] = 1.5
+    xs[1:] = [x * a for x in xs[1:]]
+    return xs
+
+
+def loss_slice_assignment(a):
+    """Slice assignments that shorten, lengthen and keep a list's length: each item's
+    gradient follows it to its new position."""
+    xs = [a, 2.0 * a, 3.0, a * a]
+    xs[1:3] = [a * 5.0]
+    xs[:1] = [a, a * a * a]
+    xs[::2] = [xs[0] * a, 7.0]
+    return xs[0] + xs[1] * 10.0 + xs[2] * 100.0 + xs[3] * 1000.0
+
+
+def shape_list(x):
+    """A shape built as a list: np.reshape and np.zeros take it as numpy does."""
+    shape = list(x.shape)
+    shape.append(1)
+    return x.reshape(shape), np.zeros([2, len(shape)])
+
+
+def sum_of_comprehension(xs):
+    """sum() of a list of floats of a length inference does not know: CPython's 0 (an int)
+    if it is empty, else a float."""
+    return sum([x * x for x in xs if x > 0])
+
+
+def loss_set_items_of_unknown_length(a, n):
+    xs = set_items_of_unknown_length(a, n)
+    return sum(xs) * xs[-1]
+
+
+def iterators_materialised(xs, ys):
+    """list(), tuple(), sum() and dict() of zip, enumerate and reversed."""
+    return list(zip(xs, ys)), tuple(enumerate(xs, 1)), list(reversed(xs)), \
+        sum(reversed(ys)), dict(enumerate(ys)), dict(zip(("u", "v"), xs))
+
+
+def loss_of_iterators(a):
+    xs = [a, a * a, 3.0]
+    d = dict(zip(("u", "v", "w"), xs))
+    pairs = list(zip(xs, reversed(xs)))
+    return d["u"] * d["v"] + sum([x * y for x, y in pairs]) + pairs[0][1]

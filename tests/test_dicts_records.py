@@ -57,6 +57,11 @@ VALUE_CASES = [
     (P.read_in_an_exclusive_branch, 1.5, 0),
     (P.read_in_an_exclusive_branch, 1.5, 1),
     (P.read_in_an_exclusive_branch, 1.5, 2),
+    (P.update_after_a_copied_view, {"a": 1.0, "b": 2.0}),
+    (P.dict_extrema, {0: -10.0, 1: 3.0, 2: 1.0}),
+    (P.dict_spread, {"W": _v(2), "b": 0.5}, _v(2)),
+    (P.dict_update_method, 1.5),
+    (P.moments_updated_in_place, {"W": _v(2, 2), "b": 0.5}, {"W": _v(2, 2), "b": -1.5}),
 ]
 
 
@@ -79,6 +84,12 @@ def test_abstract_values_describe_the_runtime_values():
     assert conforms(d, a) and not conforms({"n": 3, "W": d["W"]}, a)
     r = abstract_of(P.Layer(np.zeros(2), np.ones(1)), keep_values=False)
     assert isinstance(r, ARecord) and repr(r) == "Layer(W=f64[2], b=f64[1])"
+
+
+def test_a_dicts_items_are_its_keys():
+    from tests.test_infer import output_type
+    assert repr(output_type(P.dict_extrema, {0: -1.0, 1: 2.0})) == \
+        "(int, int, float, float, int)"
 
 
 def test_a_dict_of_other_keys_is_another_signature():
@@ -141,6 +152,10 @@ GRAD_CASES = [
     (P.loss_iterate, 0, {"W": _v(3, 2), "b": _v(2)}),
     (P.loss_dict_grown_in_loop, 0, {"W": _v(3, 2), "b": _v(2), "c": _v(2)}, 0.7),
     (P.loss_sum_of_values, 0, {"W": _v(2), "b": _v(2)}, 0.7),
+    (P.loss_moments, 1, {"W": _v(2, 2), "b": 0.5}, {"W": _v(2, 2), "b": -1.5}),
+    (P.loss_sum_of_sums, 0, {"s": 0.4, "w": _v(3)}),
+    (P.loss_spread, 0, {"W": _v(2), "b": 0.5}, 1.5),
+    (P.loss_extrema_of_values, 0, {"a": 0.5, "b": 1.5, "c": -0.3}),
 ]
 
 
@@ -276,6 +291,16 @@ def test_updating_an_argument_is_refused():
 def test_updating_a_dict_another_container_holds_is_refused():
     message = _error(P.update_alias, {"W": 1.0})
     assert "`e`" in message and "e = e.copy()" in message
+
+
+@pytest.mark.parametrize("f, view", [(P.update_under_a_keys_view, "ks"),
+                                     (P.update_under_a_values_view, "vs")])
+def test_updating_a_dict_a_view_of_it_sees_is_refused(f, view):
+    """A variable bound to `d.keys()` or `d.values()` is CPython's live view: read after
+    the update it has the new keys and values, compiled code's would not."""
+    message = _error(f, {"a": 1.0})
+    assert f"the variable `{view}`" in message and "d = d.copy()" in message
+    assert "programs_dicts_records.py" in message and 'd["' in message
 
 
 @pytest.mark.parametrize("f, view", [(P.update_in_loop_over_items, "items"),

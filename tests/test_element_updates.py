@@ -51,9 +51,16 @@ x4 = np.array([0.5, -1.25, 2.0, 3.5])
     (U.read_in_the_other_branch, (x4, 1)),
     (U.view_made_in_the_other_branch, (x4, 0)),
     (U.view_made_in_the_other_branch, (x4, 1)),
+    (U.fancy_updates, (x4,)),
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_values_match_cpython(jit, f, args):
     check(jit, f, *args)
+
+
+def test_an_update_keeps_the_arrays_type():
+    """Whatever the index and value inference knows of (an index list, a mask)."""
+    from tests.test_infer import output_type
+    assert repr(output_type(U.fancy_updates, x4)) == "f64[4]"
 
 
 def test_index_out_of_range_raises_cpythons_error(jit):

@@ -62,6 +62,9 @@ CASES = [
          ("append", "mutat", "method") + DROPPED_WORDS),
     Case("sort_param", E.sort_param, (np.array([3.0, 1.0, 2.0]),), ("x.sort()",), ast.Call,
          ("sort", "mutat", "method") + DROPPED_WORDS),
+    Case("insert_local", E.insert_local, (1.0,), ("xs.insert(1, 0.5)",), ast.Call,
+         ("insert",)),
+    Case("update_local", E.update_local, (1.0,), ("d.update(",), ast.Call, ("update",)),
     Case("linalg_eig", E.linalg_eig, (np.eye(2),), ("np.linalg.eig",), ast.Attribute,
          ("numpy.linalg.eig",)),
     Case("np_add_four_arguments", E.np_add_four_arguments, (np.ones(2),), ("np.add(",), ast.Call,
@@ -87,7 +90,8 @@ CASES = [
          (":=", "walrus", "assignment expression", "named expression")),
     Case("dict_comprehension", E.dict_comp, ((1, 2),), ("{v: w",), ast.DictComp, ("comprehension",)),
     Case("set_comprehension", E.set_comp, ((1, 2),), ("{v * 2",), ast.SetComp, ("comprehension",)),
-    Case("dict_literal", E.dict_literal, ({"x": 1.0},), ("{**x}",), ast.Dict, ("dict",)),
+    Case("dict_literal", E.dict_literal, ({"x": 1.0},), ('{"a": 1.0, **x}',), ast.Dict,
+         ("dict",)),
     Case("set_literal", E.set_literal, (1.0,), ("{x, 1.0}",), ast.Set, ("set",)),
     Case("str_format_method", E.str_format_method, (1.0,), ('"x = {}".format',), ast.Call,
          ("str", "string", "format"), syntax=False),
@@ -204,6 +208,19 @@ def test_error_names_construct(compile_fresh, case):
     err = raise_error(lambda: compile_fresh(case.func)(*case.args))
     message = (getattr(err, "message", None) or str(err).splitlines()[0]).lower()
     assert any(w.lower() in message for w in case.words), f"{err.message!r} names none of {case.words}"
+
+
+@pytest.mark.parametrize("func, args, message, hint", [
+    (E.insert_local, (1.0,), "`.insert()` changes `xs` in place", "xs = xs[:i] + [v] + xs[i:]"),
+    (E.update_local, (1.0,), "`.update()` changes `d` in place",
+     "for k, v in dict(b=2.0 * a).items(): d[k] = v"),
+    (E.sort_param, (np.ones(2),), "`.sort()` changes `x` in place", "x = np.sort(x)"),
+], ids=["insert", "update", "sort"])
+def test_methods_changing_their_object_say_what_to_write(compile_fresh, func, args, message,
+                                                        hint):
+    """Not "the result of this call is dropped": the call does something, in place."""
+    err = raise_error(lambda: compile_fresh(func)(*args))
+    assert message in err.message and hint in err.hint, (err.message, err.hint)
 
 
 @pytest.mark.parametrize("func, message", [

@@ -897,6 +897,39 @@ def test_grad_macro_honours_defaults_and_keywords():
     assert compiled(G.grad_of_grad_with_defaults)(1.5) == pytest.approx(2.0 * 1.5)
 
 
+def test_grad_macro_takes_functions_known_when_compiling():
+    """A parameter holding a function (a default `act=np.tanh`, `np.sin` or a function of
+    the program passed in) is called by J of the function: each call's gradient has the
+    function it passes in place of the parameter."""
+    f = G.layers_loss
+    params, x = [{"W": np.array([[0.5, -1.0], [0.3, 0.8]]), "b": np.array([0.1, -0.2])}], \
+        np.array([[0.4, -0.7], [1.1, 0.2]])
+    dp = compiled(G.grad_with_a_default_function)(params, x)
+    W = params[0]["W"]
+    assert np.allclose(dp[0]["W"], fd(lambda w: f([{"W": w, "b": params[0]["b"]}], x), (W,), 0))
+    dx, dp = compiled(G.grad_with_a_function_passed)(params, x)
+    assert np.allclose(dx, fd(lambda z: f(params, z, np.sin), (x,), 0))
+    assert np.allclose(dp[0]["b"], fd(lambda b: f([{"W": W, "b": b}], x, G.softsign),
+                                      (params[0]["b"],), 0))
+    dx, dx_sin = compiled(G.grad_with_a_flag_default)(params, x)
+    assert np.allclose(dx, fd(G.forward, (params, x), 1))
+    assert np.allclose(dx_sin, fd(lambda z: G.forward(params, z, np.sin), (x,), 0))
+    # outside compiled code, the default function too
+    assert np.allclose(gradient(f, "x")(params, x), fd(f, (params, x), 1))
+
+
+def test_grad_of_a_function_calling_a_function_made_at_run_time_is_a_located_error():
+    """A closure made by the caller, or a function passed to the gradient from outside
+    compiled code: J of the function would call J of it, which it has not."""
+    params, x = [{"W": np.eye(2), "b": np.zeros(2)}], np.ones((2, 2))
+    for call in (lambda: compiled(G.grad_with_a_closure_passed)(params, x, 2.0),
+                 lambda: gradient(G.layers_loss, "x")(params, x, np.sin)):
+        with pytest.raises(myir.MyirError) as info:
+            call()
+        assert "calls its parameter `act`" in str(info.value) and info.value.hint
+        assert _location_line(info.value) == _line_of(G.layers_loss, "act(x @")
+
+
 def test_grad_macro_call_missing_an_argument():
     with pytest.raises(myir.MyirError) as info:
         compiled(G.grad_missing_an_argument)(np.ones(2))

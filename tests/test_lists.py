@@ -55,6 +55,13 @@ VALUE_CASES = [
     (L.shared_in_an_exclusive_branch, (1.5, 0)),
     (L.shared_in_an_exclusive_branch, (1.5, 1)),
     (L.loss_slice_repeat_and_array, (0.7,)),
+    (L.set_items, (1.5,)),
+    (L.set_items_of_unknown_length, (1.5, 4)),
+    (L.loss_slice_assignment, (0.7,)),
+    (L.shape_list, (V,)),
+    (L.sum_of_comprehension, ([1.0, -2.0, 3.0],)),
+    (L.sum_of_comprehension, ([-1.0],)),
+    (L.iterators_materialised, ([1.0, 2.0], (3.0, 4.5))),
 ]
 
 
@@ -87,6 +94,11 @@ def test_types():
     assert repr(output_type(L.append_extend_pop, 1.5)) == \
         "([float, float, float=3.0, float], float=4.0, float)"
     assert join(AList((AScalar(float),)), AList(())) == AList(None, AScalar(float))
+    # updates of items keep the list's type: its items where the length is known
+    assert repr(output_type(L.set_items, 1.5)) == "([float, float, float], int=3)"
+    assert repr(output_type(L.set_items_of_unknown_length, 1.5, 4)) == "list[float]"
+    assert repr(output_type(L.shape_list, V)) == "(f64[3,1], f64[2,2])"
+    assert repr(output_type(L.sum_of_comprehension, [1.0, 2.0])) == "float | int=0"
 
 
 @pytest.mark.parametrize("f, args, needle", [
@@ -119,6 +131,9 @@ GRADIENT_CASES = [
     (L.loss_repeat, (0.7,)),
     (L.loss_slice_repeat_and_array, (0.7,)),
     (L.read_in_an_exclusive_branch, (0.7, 1)),
+    (L.loss_slice_assignment, (0.7,)),
+    (L.loss_set_items_of_unknown_length, (0.7, 3)),
+    (L.loss_of_iterators, (0.7,)),
 ]
 
 

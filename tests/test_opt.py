@@ -42,7 +42,8 @@ from myir.ir.graph import Constant, Graph, Parameter
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
 from myir.ir.values import NEWENV, Env, GradKey
 from passes import opt
-from passes.abstract import ANY, AArray, ADict, AEnv, AList, AScalar, ATuple, abstract_of, join
+from passes.abstract import ANY, AArray, ADict, AEnv, AList, ANone, AScalar, ASlice, ATuple, \
+    abstract_of, join
 from passes.infer import infer
 from tests import programs_opt as P
 
@@ -887,6 +888,19 @@ TYPED_CASES = [
     ("array_like_of_array", "array_grad_of_array",
      lambda: _one_op("array_grad", [A4, A4], result=A4),
      lambda: _returning(2, 1)),
+    ("setitem_slot_of_no_list_slice", "array",
+     lambda: _one_op("setitem_slot", [A4, I64, F64], result=ATuple((I64, F64))),
+     lambda: _expect_op("make_tuple", 3, order=[1, 2])),
+    ("setitem_slot_of_no_list_slice", "list_item",
+     lambda: _one_op("setitem_slot", [AList((F64, F64)), I64, F64], result=ATuple((I64, F64))),
+     lambda: _expect_op("make_tuple", 3, order=[1, 2])),
+    ("setitem_slot_of_no_list_slice", "list_slice_kept",
+     lambda: _one_op("setitem_slot", [AList((F64, F64)), ASlice(I64, I64, ANone()),
+                                      AList((F64,))],
+                     result=ATuple((ASlice(I64, I64, ANone()), AList((F64,))))), None),
+    ("grad_cast_by_type", "dict_of_unknown_type_kept",
+     lambda: _one_op("grad_cast", [ANY, ADict(("a",), (F64,))], result=ADict(("a",), (F64,))),
+     None),
     ("seq_grad_of_same_kind", "tuple_to_list_kept", lambda: _one_op(
         "seq_grad", [ATuple((A4,)), AList((A4,))], result=AList((A4,))), None),
     ("grad_seed_of_float", "float", lambda: _one_op("grad_seed", [F64], result=F64),

@@ -471,6 +471,18 @@ def _list_pop(xs, index=-1):
     return rest.pop(index), rest
 
 
+def _setitem_slot(x, index, value):
+    """(the index of `setitem(x, index, value)` that holds value, the part of x it
+    replaced, or value where that has value's structure): for a list's slice of step 1,
+    which the assignment may lengthen or shorten (`xs[1:3] = [v]`), the slice of value's
+    length at its start and x's items there; else index and value themselves."""
+    if isinstance(x, list) and isinstance(index, slice):
+        start, stop, step = index.indices(len(x))
+        if step == 1:
+            return slice(start, start + len(value)), x[index]
+    return index, value
+
+
 def _list_unpop(rest, index, x):
     """The list that `pop(index)` took x from, leaving `rest` (pop's adjoint)."""
     k = index if index >= 0 else index + len(rest) + 1
@@ -488,12 +500,18 @@ def sum_grad(xs, dout):
     return (list if type(xs) is list else tuple)(sum_to_like(dout, x) for x in xs)
 
 
+_DICT_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
+
+
 def seq_grad(d, x):
     """d, the gradients of x's items as a sequence, in x's kind: a list for a list, a tuple
     for a tuple, the array of the rows for an array (the adjoint of list(x) and tuple(x),
-    and of np.stack / np.concatenate of a list)."""
+    and of np.stack / np.concatenate of a list); a tuple for a dict's view (`list(d.values())`),
+    as inference types it."""
     if type(x) is list or type(x) is tuple:
         return type(x)(d)
+    if isinstance(x, _DICT_VIEWS):
+        return tuple(d)
     return np.asarray(d)
 
 
@@ -688,6 +706,7 @@ IMPLS = {
     "vectorize_call": lambda f, *xs: np.vectorize(f)(*xs),
     "list_pop": _list_pop,
     "list_unpop": _list_unpop,
+    "setitem_slot": _setitem_slot,
     "sum_grad": sum_grad,
     "seq_grad": seq_grad,
     "array_grad": array_grad,

@@ -303,6 +303,8 @@ primitive("list_extend", "xs, ys")            # xs + list(ys)
 primitive("seq_repeat", "xs, n")            # xs * n of a list or tuple the frontend knows is one
 primitive("list_pop", "xs, index=-1")       # (xs[index], xs without it): `xs.pop(index)`
 primitive("list_unpop", "rest, index, x")   # the list `rest` was popped from (pop's adjoint)
+# (where value is in setitem(x, index, value), what it replaced): setitem's adjoint
+primitive("setitem_slot", "x, index, value")
 primitive("to_list", "x")                   # list(x)
 primitive("to_tuple", "x")                  # tuple(x)
 primitive("builtin_sum", "xs, start=0")     # sum(xs, start)
