@@ -44,17 +44,18 @@ def _tree(n: int, np):
 
 
 def _times_ms(runs: list, repeat: int, comm) -> list[tuple[float, float]]:
-    """(fastest, median) of `repeat` timed calls of each of `runs`, in ms, the runs taken in
-    turn (so a burst of other work on the machine hits them alike), each round starting at
-    the next run (so none always follows the same one, whose data fills the cache), the
-    ranks starting each call together; a call takes as long as its slowest rank."""
+    """(fastest, median) of `repeat` timed calls of each of `runs`, in ms, the ranks starting
+    each call together; a call takes as long as its slowest rank.  The runs are taken in
+    turn, so that a burst of other work on the machine hits them alike, in a fresh random
+    order each round (the same on every rank): each run follows each of the others as often,
+    so none finds another's data in the cache more often than the rest."""
     import numpy as np
     from mpi4py import MPI
 
     times = [[] for _ in runs]
-    for round in range(repeat):
-        for k in range(len(runs)):
-            k = (round + k) % len(runs)
+    order = np.random.default_rng(0)
+    for _ in range(repeat):
+        for k in order.permutation(len(runs)):
             comm.Barrier()
             start = time.perf_counter()
             runs[k]()
@@ -73,14 +74,16 @@ def worker_allreduce(quick: bool) -> dict:
     comm = MPI.COMM_WORLD
     rows = []
     for n in SIZES:
-        repeat = max(5 if quick else 60, min(200, 2 * 10 ** 7 // n // (10 if quick else 1)))
+        repeat = max(5 if quick else 60, min(200, 2 * 10 ** 8 // n // (10 if quick else 1)))
         tree = _tree(n, np)
         flat, out = np.ones(n), np.empty(n)
+        # the pieces' own buffers: sharing raw's, one would find the other's data in the cache
+        flat2, out2 = np.ones(n), np.empty(n)
         step = dist.PIECE_BYTES // flat.itemsize
 
         def pieces():
             for at in range(0, n, step):
-                comm.Allreduce(flat[at:at + step], out[at:at + step])
+                comm.Allreduce(flat2[at:at + step], out2[at:at + step])
 
         runs = {"ours": lambda: dist.allreduce(tree), "raw": lambda: comm.Allreduce(flat, out),
                 "pieces": pieces}

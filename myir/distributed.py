@@ -271,8 +271,13 @@ def _check_same_everywhere(comm, what: str, layout: _Layout, weight: float) -> n
 # Allreduce of a flat buffer of as many values, against 0.8x in 16 MiB pieces, 0.9x in
 # 8 MiB, 1.1x in 64 MiB and 1.1-1.2x in one piece; at 2·10^6 to 4·10^6 values (one 32 MiB
 # piece) 8 MiB pieces took 1.4-1.9x and one piece 1.1-1.4x, each piece being another call
-# for the ranks to meet in.  Across nodes a piece of this size takes far longer to send
-# than to start.
+# for the ranks to meet in.  Pieces a core's cache holds (1-4 MiB: packed, then reduced
+# while still in cache) were no faster: at 10^6 values 1.4-2.0x the raw call against
+# 1.1-1.4x in one piece, at 10^7 2 MiB pieces as fast as 32 MiB ones (calls in random
+# order, load average 5-7).  What the raw call loses above 32 MiB: MPICH allocates a
+# temporary as large as the call's buffer, which glibc maps afresh (above its mmap
+# threshold, 32 MB at most) and the kernel faults in page by page, on every call.  Across
+# nodes a piece of this size takes far longer to send than to start.
 PIECE_BYTES = 32 << 20
 
 

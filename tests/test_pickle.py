@@ -7,6 +7,7 @@ elsewhere loads what the first one saved."""
 
 import concurrent.futures
 import json
+import multiprocessing
 import os
 import pickle
 import shutil
@@ -87,7 +88,12 @@ def test_a_process_pool_maps_a_compiled_gradient_in_order():
     inputs = [grads_of(seed) for seed in range(6)]
     serial = [g(*a) for a in inputs]
     with concurrent.futures.ProcessPoolExecutor(2) as pool:
-        parallel = list(pool.map(g, *zip(*inputs)))
+        try:
+            parallel = list(pool.map(g, *zip(*inputs), timeout=120))
+        except concurrent.futures.TimeoutError:     # a hung worker: end it, and fail
+            for child in multiprocessing.active_children():
+                child.terminate()
+            raise
     assert len(parallel) == len(serial)
     for p, s in zip(parallel, serial):
         assert_same(p, s)
