@@ -371,7 +371,8 @@ def _prints(node: ast.AST, fn_globals: dict, quiet: set) -> bool:
 def _shown_default(node) -> str:
     """A parameter's default as a signature shows it: its value, or `...` where it is
     computed."""
-    return repr(node.value) if isinstance(node, Constant) else "..."
+    return repr(node.value) if isinstance(node, Constant) and node.value is not UNBOUND \
+        else "..."
 
 
 def _code_prints(fns: list, quiet: set) -> bool:
@@ -509,6 +510,7 @@ class FunctionParser:
             self.locals.discard(PRINTED)
         self.locals.update(a.arg for a in args.posonlyargs + args.args)
         self.current_loop: Loop | None = None
+        self.computed_defaults: dict[str, Node] = {}   # see `nested_function`
         # name -> list of (assignment AST node, enclosing loops) for the capture check
         self.captures: list[tuple[str, ast.AST, tuple]] = []
         self.assignments: dict[str, list[tuple[ast.AST, tuple]]] = {}
@@ -550,7 +552,13 @@ class FunctionParser:
                 self.graph.defaults[name] = self.global_value(value, name, node)
         block = Block(self.graph, None)
         for a in node.args.posonlyargs + node.args.args:
-            block.env[a.arg] = self.graph.add_parameter(a.arg, self.loc(a))
+            param = self.graph.add_parameter(a.arg, self.loc(a))
+            default = self.computed_defaults.get(a.arg)
+            if default is not None:
+                left_out = self.graph.apply(P["is_"], param, Constant(UNBOUND))
+                param = self.graph.apply(P["switch"], left_out, default, param,
+                                         location=self.loc(a))
+            block.env[a.arg] = param
             self._record_assignment(a.arg, a)
         if PRINTED in self.locals:
             block.env[PRINTED] = Constant(None)
@@ -1329,10 +1337,18 @@ class FunctionParser:
         assigned to, which its body sees as the function itself (recursion)."""
         g = Graph(name, block.graph, self.loc(s))
         parser = FunctionParser(self.source, (self, block), s, g, self.worklist)
-        # Defaults are evaluated where the function is defined, as in Python.
+        # Defaults are evaluated where the function is defined, as in Python.  One computed
+        # there (`lambda t, i=i: ...` in a loop) is read by the function as a free variable
+        # where the call leaves its parameter to the default (UNBOUND, the constant default
+        # a call of the closure as a value gets): inference types such calls, and a
+        # gradient reaches the default's value as it reaches any captured value.
         names = [a.arg for a in s.args.posonlyargs + s.args.args]
         for n, default in zip(reversed(names), reversed(s.args.defaults)):
-            g.defaults[n] = self.expr(default, block)
+            value = self.expr(default, block)
+            if not isinstance(value, Constant):
+                parser.computed_defaults[n] = value
+                value = Constant(UNBOUND)
+            g.defaults[n] = value
         for n in bound_to:
             block.env[n] = Constant(g)
         parser.parse()

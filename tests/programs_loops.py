@@ -198,3 +198,29 @@ def while_else_in_for(x, n):
     else:
         return -total
     return total
+
+
+# Closures made in a loop that take the loop's variables as defaults (`lambda t, i=i: ...`,
+# Python's idiom for capturing a value), called later as values with the default left out:
+# the call was typed as raising (the closure takes two arguments, the call passes one), the
+# gradient's backward loop went as dead code and the derivative through the calls was lost;
+# the `def` came after the `append` that reads it.
+
+def default_is_the_target(x, n):
+    fs = []
+    for i in range(n):
+        fs.append(lambda t, i=i: t * i)
+    r = x
+    for f in fs:
+        r = f(r) + x
+    return r
+
+
+def default_computed_from_x(x, n):
+    fs = []
+    for i in range(n):
+        fs.append(lambda t, c=x * i: t * c + 1.0)
+    r = x
+    for f in fs:
+        r = f(r) + f(r, 0.5)
+    return r

@@ -148,6 +148,15 @@ def test_loop_else(compiled, f, points):
                            where=f"grad of {f.__name__}{args}")
 
 
+@pytest.mark.parametrize("f", [L.default_is_the_target, L.default_computed_from_x],
+                         ids=lambda f: f.__name__)
+def test_closures_with_defaults_made_in_a_loop(compiled, f):
+    for args in ((0.7, 4), (-1.3, 3), (0.7, 0)):
+        check(compiled, f, *args)
+        assert_grads_close(compiled(myir.grad(f))(*args), numerical_grad(f, args, 0),
+                           where=f"grad of {f.__name__}{args}")
+
+
 @pytest.mark.parametrize("f, args, error, text", [
     (L.sqrt_in_loop, (1.5, 4), ValueError, "math.sqrt(x - i)"),
     (L.divides_in_while, (1.5, 3), ZeroDivisionError, "1.0 / (n - i)"),

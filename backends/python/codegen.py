@@ -592,6 +592,12 @@ class Emitter:
         for i, node in enumerate(order):
             if id(node) in self.layout.switch_apps:
                 continue
+            if any(is_graph_constant(a) and a.value is h for a in node.inputs
+                   for h, _ in closures):
+                # it reads a closure whose `def` waits for a value still pending (a lambda's
+                # default `i=i`, appended to a list): the value first, then the `def`
+                self.flush(pending, indent)
+                self._emit_ready_closures(closures, indent)
             self.statement(node, indent, pending)
             self._emit_ready_closures(closures, indent)
             dead += releases.get(i, ())
