@@ -37,7 +37,7 @@ from frontend import ownership, resolve
 from frontend.fingerprint import fingerprints, text_positions
 from myir import tree
 from myir.errors import Location, MyirSyntaxError
-from myir.ir.analysis import primitive_name, scope
+from myir.ir.analysis import primitive_name, scope, switch_call
 from myir.ir.graph import Apply, Constant, Graph, Node, is_graph_constant
 from myir.ir.signature import bind_arguments, shown_parameters
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
@@ -344,6 +344,43 @@ def _walk_same_function(nodes):
                 yield child  # the definition binds its name here
 
 
+def _loop_else_as_flag(stmts: list[ast.stmt]) -> list[ast.stmt]:
+    """`stmts` with each `for`/`while` loop's `else` written as Python runs it: a hidden
+    flag (not an identifier, so no user name) set by each `break` of the loop, and the
+    `else` code after the loop under `if not flag:`.  The code is then where its `break`,
+    `continue` and `return` mean what they do in the `else`: those of the enclosing loop or
+    function.  Rewrites the statements of one function in place, idempotently (a function's
+    source is parsed again for each signature)."""
+    out = []
+    for s in stmts:
+        if isinstance(s, (ast.If, ast.For, ast.While)):
+            s.body, s.orelse = _loop_else_as_flag(s.body), _loop_else_as_flag(s.orelse)
+        if not isinstance(s, (ast.For, ast.While)) or not s.orelse:
+            out.append(s)
+            continue
+        flag = f"broke@{s.lineno}:{s.col_offset}"
+
+        def at(node, s=s):
+            return ast.fix_missing_locations(ast.copy_location(node, s))
+
+        def set_flag(body, flag=flag, at=at):
+            result = []
+            for t in body:
+                if isinstance(t, ast.Break):
+                    result.append(at(ast.Assign([ast.Name(flag, ast.Store())],
+                                                ast.Constant(True))))
+                elif isinstance(t, ast.If):
+                    t.body, t.orelse = set_flag(t.body), set_flag(t.orelse)
+                result.append(t)
+            return result
+
+        s.body = set_flag(s.body)
+        otherwise = at(ast.If(ast.UnaryOp(ast.Not(), ast.Name(flag, ast.Load())), s.orelse, []))
+        s.orelse = []
+        out += [at(ast.Assign([ast.Name(flag, ast.Store())], ast.Constant(False))), s, otherwise]
+    return out
+
+
 # The hidden local variable holding the last `print` a function ran: each print waits for the
 # one before it, so prints run in program order; branches and loops carry it like any local.
 PRINTED = "print()"
@@ -365,7 +402,8 @@ def _prints(node: ast.AST, fn_globals: dict, quiet: set) -> bool:
 def _shown_default(node) -> str:
     """A parameter's default as a signature shows it: its value, or `...` where it is
     computed."""
-    return repr(node.value) if isinstance(node, Constant) else "..."
+    return repr(node.value) if isinstance(node, Constant) and node.value is not UNBOUND \
+        else "..."
 
 
 def _code_prints(fns: list, quiet: set) -> bool:
@@ -495,12 +533,15 @@ class FunctionParser:
         self.graph = graph
         self.pyfunc = pyfunc
         args = node.args
+        if not isinstance(node, ast.Lambda):
+            node.body = _loop_else_as_flag(node.body)
         self.locals = set() if isinstance(node, ast.Lambda) else \
             set(_assigned_names(node.body, updates=False))
         if PRINTED in self.locals and not _prints(node, source.globals, worklist.quiet):
             self.locals.discard(PRINTED)
         self.locals.update(a.arg for a in args.posonlyargs + args.args)
         self.current_loop: Loop | None = None
+        self.computed_defaults: dict[str, Node] = {}   # see `nested_function`
         # name -> list of (assignment AST node, enclosing loops) for the capture check
         self.captures: list[tuple[str, ast.AST, tuple]] = []
         self.assignments: dict[str, list[tuple[ast.AST, tuple]]] = {}
@@ -542,7 +583,13 @@ class FunctionParser:
                 self.graph.defaults[name] = self.global_value(value, name, node)
         block = Block(self.graph, None)
         for a in node.args.posonlyargs + node.args.args:
-            block.env[a.arg] = self.graph.add_parameter(a.arg, self.loc(a))
+            param = self.graph.add_parameter(a.arg, self.loc(a))
+            default = self.computed_defaults.get(a.arg)
+            if default is not None:
+                left_out = self.graph.apply(P["is_"], param, Constant(UNBOUND))
+                param = self.graph.apply(P["switch"], left_out, default, param,
+                                         location=self.loc(a))
+            block.env[a.arg] = param
             self._record_assignment(a.arg, a)
         if PRINTED in self.locals:
             block.env[PRINTED] = Constant(None)
@@ -1186,10 +1233,6 @@ class FunctionParser:
     # -- loops
 
     def parse_loop(self, s: ast.While | ast.For, block: Block):
-        if s.orelse:
-            kind = type(s).__name__.lower()
-            self.error(s, f"`{kind} ... else` is not supported",
-                       "use a flag variable, or move the `else` code after the loop")
         loc = self.loc(s)
         body_names = _assigned_names(s.body + ([ast.Assign([s.target], s.iter)]
                                                if isinstance(s, ast.For) else []))
@@ -1380,10 +1423,18 @@ class FunctionParser:
         assigned to, which its body sees as the function itself (recursion)."""
         g = Graph(name, block.graph, self.loc(s))
         parser = FunctionParser(self.source, (self, block), s, g, self.worklist)
-        # Defaults are evaluated where the function is defined, as in Python.
+        # Defaults are evaluated where the function is defined, as in Python.  One computed
+        # there (`lambda t, i=i: ...` in a loop) is read by the function as a free variable
+        # where the call leaves its parameter to the default (UNBOUND, the constant default
+        # a call of the closure as a value gets): inference types such calls, and a
+        # gradient reaches the default's value as it reaches any captured value.
         names = [a.arg for a in s.args.posonlyargs + s.args.args]
         for n, default in zip(reversed(names), reversed(s.args.defaults)):
-            g.defaults[n] = self.expr(default, block)
+            value = self.expr(default, block)
+            if not isinstance(value, Constant):
+                parser.computed_defaults[n] = value
+                value = Constant(UNBOUND)
+            g.defaults[n] = value
         for n in bound_to:
             block.env[n] = Constant(g)
         parser.parse()
@@ -2102,13 +2153,22 @@ def _can_raise(node: Apply) -> bool:
 def _keep(node: Apply, functions: set) -> None:
     """Make node's graph evaluate node whenever it runs: its output waits for node, or, where
     the output is a call of a loop or of the code after an `if` (not of a function among
-    `functions`), which must stay in tail position, an argument of that call does.  A node
-    computed from that call's result (`steps` after `while ...: steps += 1`, read by an
-    unused `n = steps if steps else 43` before `return steps`) cannot be waited for by its
+    `functions`), which must stay in tail position, an argument of that call does; where
+    it is an `if`'s call of a branch (a loop's body ending in `if ...: break`, whose other
+    branch starts the next iteration), the condition does, so that the J transform still
+    sees the loop's tail call (passes/ad.py, `loop_region`).  A node computed from that
+    call's result (`steps` after `while ...: steps += 1`, read by an unused
+    `n = steps if steps else 43` before `return steps`) cannot be waited for by its
     argument: the output waits for it."""
     g = node.graph
     out = g.output
     if evaluates(out, node):
+        return
+    branch = switch_call(out)
+    if branch is not None and branch.switch.graph is g and not _reads(node, out):
+        inputs = list(branch.switch.inputs)
+        inputs[1] = g.apply(P["depend"], branch.cond, node, location=node.location)
+        branch.switch.set_inputs(inputs)
         return
     if isinstance(out, Apply) and is_graph_constant(out.fn) and out.fn.value.parent is not None \
             and out.fn.value not in functions and not _reads(node, out):

@@ -381,6 +381,8 @@ class JTransform:
         if g in self.loop_of:
             return self.segment_body(g)
         gj = self.graphs[g]
+        # a call of the closure as a value may leave them to Python (`lambda t, i=i: ...`)
+        gj.defaults = {k: self.value(v) for k, v in g.defaults.items()}
         bprops: dict[Node, Node] = {}
         for node in toposort(g):
             if not (isinstance(node, Apply) and node.graph is g):

@@ -489,6 +489,11 @@ class Interpreter:
         if isinstance(option, Primitive):
             return self.rule(option, args, strict)
         graph = option.graph
+        left = [graph.defaults.get(p.debug.name) for p in graph.parameters[len(args):]]
+        if left and all(isinstance(d, Constant) for d in left):
+            # a closure called as a value: Python fills the parameters left out with their
+            # defaults (a computed one is UNBOUND here: the frontend's `nested_function`)
+            args = (*args, *(abstract_of(d.value) for d in left))
         if len(args) != len(graph.parameters):
             n = len(graph.parameters)
             raise RuleError(f"{graph.name}() takes {n} positional argument{'s' * (n != 1)} "

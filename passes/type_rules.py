@@ -536,9 +536,13 @@ def _identity_test(negate):
         def definite(a):  # surely not None (a string: `ord is None` on np.linalg.norm's)
             return isinstance(a, (AScalar, AArray, ATuple, AFunction, AEnv)) or (
                 isinstance(a, AObject) and a.pytype is str)
-        if isinstance(x, ANone) and isinstance(y, ANone):
+        def unbound(a):  # a parameter left to its computed default (parser.nested_function)
+            return isinstance(a, AObject) and a.value is UNBOUND
+        if (isinstance(x, ANone) and isinstance(y, ANone)) or (unbound(x) and unbound(y)):
             return AScalar(bool, not negate)
-        if (isinstance(x, ANone) and definite(y)) or (isinstance(y, ANone) and definite(x)):
+        if (isinstance(x, ANone) and definite(y)) or (isinstance(y, ANone) and definite(x)) \
+                or (unbound(x) and (definite(y) or isinstance(y, ANone))) \
+                or (unbound(y) and (definite(x) or isinstance(x, ANone))):
             return AScalar(bool, negate)
         return AScalar(bool)
     return apply

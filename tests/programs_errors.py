@@ -217,22 +217,6 @@ def str_format_method(x):
     return "x = {}".format(x)
 
 
-def for_else(n):
-    for i in range(n):
-        if i == 3:
-            break
-    else:
-        return -1
-    return n
-
-
-def while_else(n):
-    i = 0
-    while i < n:
-        i += 1
-    else:
-        i = -i
-    return i
 
 
 # --------------------------------------------------------------------------------------------

@@ -136,3 +136,91 @@ def divides_in_while(x, n):
         i += 1
         x = x + 1.0 / (n - i)
     return x
+
+
+# Deep loops (10^5 iterations) that ran as recursion.  A `while True` loop ending in
+# `if ...: break` whose counter nothing reads: the counter's update, kept for the check it
+# makes, took the loop's next iteration out of tail position, and its gradient recursed.
+
+def break_at_end_unread_counter(x, limit):
+    r = x
+    steps = 0
+    while True:
+        r = r * 1.00001 + 1e-6 * x
+        steps += 1
+        if r > limit:
+            break
+    return r
+
+
+# A loop variable unbound before the loop: inference types the first iteration apart, the
+# optimizer inlines it, and the loop is called from two places (both branches of the first
+# iteration's `if`), even without a gradient.
+
+def continue_reading_the_target(x, n):
+    r = x
+    for i in range(n):
+        if i % 3 == 0:
+            continue
+        r = r + 1e-6 * math.cos(r)
+    return r
+
+
+# `for ... else` and `while ... else`: the `else` runs when the loop ends without `break`,
+# and its `break`, `continue` and `return` are the enclosing loop's and function's.
+
+def for_else(x, xs):
+    r = x
+    for a in xs:
+        if a > 2.0:
+            r = r * a
+            break
+        r = r + a * x
+    else:
+        r = r * 10.0
+    return r
+
+
+def while_else_in_for(x, n):
+    total = 0.0
+    for i in range(n):
+        j = 0
+        while j < 3:
+            if x * i * j > 1.0:
+                break
+            j += 1
+        else:
+            total += x
+            continue
+        total += x * x * j
+        if total > 5.0:
+            break
+    else:
+        return -total
+    return total
+
+
+# Closures made in a loop that take the loop's variables as defaults (`lambda t, i=i: ...`,
+# Python's idiom for capturing a value), called later as values with the default left out:
+# the call was typed as raising (the closure takes two arguments, the call passes one), the
+# gradient's backward loop went as dead code and the derivative through the calls was lost;
+# the `def` came after the `append` that reads it.
+
+def default_is_the_target(x, n):
+    fs = []
+    for i in range(n):
+        fs.append(lambda t, i=i: t * i)
+    r = x
+    for f in fs:
+        r = f(r) + x
+    return r
+
+
+def default_computed_from_x(x, n):
+    fs = []
+    for i in range(n):
+        fs.append(lambda t, c=x * i: t * c + 1.0)
+    r = x
+    for f in fs:
+        r = f(r) + f(r, 0.5)
+    return r

@@ -95,8 +95,6 @@ CASES = [
     Case("set_literal", E.set_literal, (1.0,), ("{x, 1.0}",), ast.Set, ("set",)),
     Case("str_format_method", E.str_format_method, (1.0,), ('"x = {}".format',), ast.Call,
          ("str", "string", "format"), syntax=False),
-    Case("for_else", E.for_else, (5,), ("for i", "else:", "return -1"), ast.For, ("else",)),
-    Case("while_else", E.while_else, (3,), ("while i", "else:", "i = -i"), ast.While, ("else",)),
 ]
 
 

@@ -7,6 +7,7 @@ loops.  Reference derivatives are derived by hand or are central finite differen
 import linecache
 import math
 import signal
+import sys
 import traceback
 import types
 
@@ -96,6 +97,63 @@ def test_gradients_of_loops_match_finite_differences(backend, f, points):
     gradient = myir.grad(f, 0, backend=backend)
     for args in points:
         assert_grads_close(gradient(*args), numerical_grad(f, args, 0),
+                           where=f"grad of {f.__name__}{args}")
+
+
+def unread_counter_derivative(x, limit):
+    """d/dx of `break_at_end_unread_counter`, by hand: r_{k+1} = a r_k + b x for the N
+    steps it takes (a step of x big enough for finite differences changes N)."""
+    a, b, r, n = 1.00001, 1e-6, x, 0
+    while True:
+        r, n = a * r + b * x, n + 1
+        if r > limit:
+            return a ** n + b * (a ** n - 1) / (a - 1)
+
+
+def continue_derivative(x, n):
+    """d/dx of `continue_reading_the_target`: the product of its steps' derivatives."""
+    r, d = x, 1.0
+    for i in range(n):
+        if i % 3:
+            r, d = r + 1e-6 * math.cos(r), d * (1.0 - 1e-6 * math.sin(r))
+    return d
+
+
+@pytest.mark.parametrize("f, args, derivative", [
+    (L.break_at_end_unread_counter, (1.5, 4.0), unread_counter_derivative),  # 98,000 steps
+    (L.continue_reading_the_target, (0.5, 100_000), continue_derivative),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_deep_loops_run_in_constant_stack(compiled, f, args, derivative):
+    """Compiled, and differentiated, at CPython's default recursion limit: neither the loop
+    nor its gradient's forward and backward loops recurse."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        value = compiled(f)(*args)
+        gradient = compiled(myir.grad(f))(*args)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert value == f(*args)
+    assert gradient == pytest.approx(derivative(*args), rel=1e-9)
+
+
+@pytest.mark.parametrize("f, points", [
+    (L.for_else, [(0.5, (1.0, 3.0)), (0.5, (1.0, 1.5)), (0.7, ())]),
+    (L.while_else_in_for, [(0.3, 6), (0.9, 6), (0.01, 3), (0.5, 0)]),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_loop_else(compiled, f, points):
+    for args in points:
+        check(compiled, f, *args)
+        assert_grads_close(compiled(myir.grad(f))(*args), numerical_grad(f, args, 0),
+                           where=f"grad of {f.__name__}{args}")
+
+
+@pytest.mark.parametrize("f", [L.default_is_the_target, L.default_computed_from_x],
+                         ids=lambda f: f.__name__)
+def test_closures_with_defaults_made_in_a_loop(compiled, f):
+    for args in ((0.7, 4), (-1.3, 3), (0.7, 0)):
+        check(compiled, f, *args)
+        assert_grads_close(compiled(myir.grad(f))(*args), numerical_grad(f, args, 0),
                            where=f"grad of {f.__name__}{args}")
 
 

@@ -8,7 +8,10 @@ the common shapes are recognised and written as Python's own control flow:
 * a graph called once                                            →  its body, inline
 * a graph that calls itself in tail position (a loop)            →  `while True:`; the self
   call rebinds the parameters and `continue`s, so loops run in constant stack.  Its exits
-  `break`; a loop that is the tail of an enclosing loop's body leaves that loop next
+  `break`; a loop that is the tail of an enclosing loop's body leaves that loop next.  A
+  loop called from several places (the optimizer peeled its first iteration: inference
+  specialised it for a variable unbound before the loop) is a `def` whose body is the
+  `while True:`, its exits `return`
 * a graph tail-called by several branches of one `if` (a join)   →  code after the `if`
 * any other nested graph (a closure used as a value)             →  a nested `def`, its free
   variables captured at definition through keyword-only defaults, exactly like the graph
@@ -121,6 +124,17 @@ class Layout:
             if g not in self.kind:
                 self.kind[g] = "top" if g.parent is None else self._classify(g, uses[g])
         self._keep_tail_calls_in_place(uses)
+        # functions whose body is a `while True:` (see the module docstring)
+        self.looping = {g for g, kind in self.kind.items()
+                        if kind in ("closure", "top") and self._loops_in_place(g, uses)}
+
+    def _loops_in_place(self, g: Graph, uses) -> bool:
+        """Whether g calls itself, from its own code, in tail position only, written inside
+        its code (`_written_inside`): then each such call can rebind its parameters and
+        `continue` a loop that is g's body."""
+        calls = [a for a, i in uses[g] if i == 0 and is_nested_in(a.graph, g)]
+        return bool(calls) and all(_is_tail(a) and self._written_inside(a.graph, g, uses)
+                                   for a in calls)
 
     def _keep_tail_calls_in_place(self, uses):
         """A loop's self-call becomes `continue`, and a join's call falls through to the code
@@ -537,7 +551,12 @@ class Emitter:
             self.line(indent + 1, line, g.location)
         outer_loops, self.loop_stack = self.loop_stack, []
         start = len(self.lines)
-        self.block(g, RETURN, indent + 1)
+        if g in self.layout.looping:
+            self.line(indent + 1, "while True:", g.location)
+            self.loop_stack.append(g)
+            self.block(g, RETURN, indent + 2)
+        else:
+            self.block(g, RETURN, indent + 1)
         if len(self.lines) == start:
             self.line(indent + 1, "pass", g.location)
         self.loop_stack = outer_loops
@@ -582,6 +601,12 @@ class Emitter:
         for i, node in enumerate(order):
             if id(node) in self.layout.switch_apps:
                 continue
+            if any(is_graph_constant(a) and a.value is h for a in node.inputs
+                   for h, _ in closures):
+                # it reads a closure whose `def` waits for a value still pending (a lambda's
+                # default `i=i`, appended to a list): the value first, then the `def`
+                self.flush(pending, indent)
+                self._emit_ready_closures(closures, indent)
             self.statement(node, indent, pending)
             self._emit_ready_closures(closures, indent)
             dead += releases.get(i, ())
