@@ -126,6 +126,7 @@ class CompiledFunction:
         self._lock = threading.Lock()
         self._signature = inspect.signature(fn)
         self._nparams = len(self._signature.parameters)
+        self._callable_defaults = callable_defaults(fn) if transforms else ()
         # updated=(): the wrapped object may itself be compiled (compile(grad(f), ...)): its
         # signature cache, backend and options must not be copied over this one's
         functools.update_wrapper(self, fn, updated=())
@@ -150,10 +151,8 @@ class CompiledFunction:
         """The compiled program for the arguments' signature, with its stages if asked
         (a program loaded from the disk cache has none: `myir/saved.py`)."""
         key = tuple(signature_of(a) for a in args)
-        if self.__myir_transforms__:    # a gradient takes default functions as constants
-            from myir.pipeline import default_functions
-
-            baked = default_functions(self.fn, args)
+        if self._callable_defaults:    # a gradient takes default functions as constants
+            baked = default_functions(self._callable_defaults, args)
             key += (("default functions",) + baked,) if baked else ()
         lowered = self._by_signature.get(key)
         if lowered is None or stages and lowered.from_disk:
@@ -256,6 +255,23 @@ class CompiledFunction:
         for spec in self.__myir_transforms__:
             name = f"{spec!r}({name})"
         return f"<myir.compile {name} backend={self.backend}>"
+
+
+def callable_defaults(fn) -> tuple:
+    """(position, name, default) of each parameter of fn whose default is a function
+    (`act=np.tanh`): found once per compiled function, not at every call."""
+    names = list(inspect.signature(fn).parameters)
+    defaults = getattr(fn, "__defaults__", None) or ()
+    first = len(names) - len(defaults)
+    return tuple((first + i, names[first + i], d) for i, d in enumerate(defaults)
+                 if callable(d))
+
+
+def default_functions(callables: tuple, args) -> tuple:
+    """The names of the parameters (of `callable_defaults`) whose arguments are their
+    default functions, which a gradient takes as known when compiling: part of the
+    signature it is compiled for."""
+    return tuple(name for i, name, d in callables if i < len(args) and args[i] is d)
 
 
 def _rebuild(fn, backend, transforms, options, texts, files, runtime, programs) -> CompiledFunction:

@@ -18,7 +18,7 @@ import time
 
 from backends.python import entry_function, generate, module_code
 from frontend import parse, wrap_macros
-from myir.api import Lowered
+from myir.api import Lowered, callable_defaults, default_functions
 from myir import progress
 from myir.ir.analysis import clear_caches
 from passes.expand import expand
@@ -49,24 +49,13 @@ def run_pipeline(fn, args, backend: str, options: dict, transforms=(),
             gc.enable()
 
 
-def default_functions(fn, args) -> tuple:
-    """The parameters of fn whose arguments are its default functions (`act=np.tanh`),
-    which a gradient takes as known when compiling (part of the signature a gradient is
-    compiled for: myir/api.py)."""
-    names = list(inspect.signature(fn).parameters)
-    defaults = fn.__defaults__ or ()
-    first = len(names) - len(defaults)
-    return tuple(names[first + i] for i, d in enumerate(defaults)
-                 if callable(d) and first + i < len(args) and args[first + i] is d)
-
-
 def _run_pipeline(fn, args, backend: str, options: dict, transforms, report) -> Lowered:
     timings: dict[str, float] = {}
     step = _Stopwatch(timings, report)
     parsed = step("parse", parse, fn)
     stages = {"parsed": parsed}
-    root = wrap_macros(parsed, transforms, default_functions(fn, args)) if transforms \
-        else parsed
+    root = wrap_macros(parsed, transforms, default_functions(callable_defaults(fn), args)) \
+        if transforms else parsed
     optimizing = options.get("optimize", os.environ.get("MYIR_OPTIMIZE", "1") != "0")
     expanded = step("expand", expand, root, optimizing)
     if expanded is not parsed:
