@@ -1015,6 +1015,45 @@ def add_zero(node: Apply, ctx) -> Node | None:
     return None
 
 
+def add_at_index(node: Apply, ctx) -> Node | None:
+    """add(acc, getitem_grad(x, i, d)) -> setitem(acc, i, acc[i] + d) for an array acc, an
+    int i and d of acc's dtype: a loop over an array's rows (`for v in x`) accumulates its
+    gradient one row per iteration, and adding a full array of zeros but there made the
+    loop's gradient quadratic in its length; the update is written in place where nothing
+    else sees acc (backends/python/codegen.py's `InPlace`), else it copies, as before.  The
+    values are the same but for the sign of a zero (-0.0 + 0.0 is 0.0; a gradient's zero
+    carries no sign)."""
+    if primitive_name(node) != "add" or ctx.types is None:
+        return None
+    t = ctx.type_of(node)
+    if not (isinstance(t, AArray) and t.ndim >= 1):
+        return None
+    for acc, spread in (node.args, node.args[::-1]):
+        if primitive_name(spread) != "getitem_grad" \
+                or not (same_type(t, ctx.type_of(acc)) and same_type(t, ctx.type_of(spread))):
+            continue
+        _, i, d = spread.args
+        ti, td = ctx.type_of(i), ctx.type_of(d)
+        integer = isinstance(ti, AScalar) and issubclass(ti.pytype, (int, np.integer)) \
+            and not issubclass(ti.pytype, (bool, np.bool_))
+        if integer and all(_a_row(o, t) for o in options(td)):
+            g, loc = node.graph, node.location
+            item = _apply_typed(ctx, g, "getitem", acc, i, location=loc)
+            return g.apply(P["setitem"], acc, i, _apply_typed(ctx, g, "add", item, d,
+                                                              location=loc), location=loc)
+    return None
+
+
+def _a_row(d, t: AArray) -> bool:
+    """Whether d is a row of the array type t, as `t[i] + d` adds it exactly as numpy adds
+    the array of zeros but there (d of t's dtype, or a Python float in a float64 vector:
+    its value is the float64)."""
+    if t.ndim > 1:
+        return isinstance(d, AArray) and d.dtype == t.dtype and d.shape == t.shape[1:]
+    return isinstance(d, AScalar) and (d.pytype is t.dtype.type
+                                       or d.pytype is float and t.dtype == np.float64)
+
+
 def gadd_of_numbers(node: Apply, ctx) -> Node | None:
     """gadd(x, y) -> add(x, y) for numbers and arrays: what gadd computes for them."""
     if primitive_name(node) != "gadd":
@@ -1374,6 +1413,7 @@ TYPED_REWRITES = [checks_proved, grad_check_passes, grad_cast_by_type, seq_grad_
                   ieee_on_numpy,
                   depend_on_what_raises, grad_seed_of_float, shape_facts,
                   known_integer, mul_one, add_zero, negation_absorbed, gadd_of_numbers,
+                  add_at_index,
                   side_of_number, container_grads_by_type, sum_to_like_same_shape, tuple_rebuilt,
                   shape_from_input, implicit_broadcast, spread_late,
                   spread_out, spread_of_spread, *CONTAINER_TYPED_REWRITES]
@@ -1394,7 +1434,7 @@ MATCHES = {
     checks_proved: {"check_bound", "unpack"} | {n for n in P if plain_operator(n) != n},
     grad_check_passes: {"grad_check_input"}, grad_seed_of_float: {"grad_seed"},
     shape_facts: {"ndim", "size", "shape"}, known_integer: ANY_PRIMITIVE, mul_one: {"mul"},
-    add_zero: {"add", "sub"}, negation_absorbed: {"mul", "add", "sub"},
+    add_zero: {"add", "sub"}, negation_absorbed: {"mul", "add", "sub"}, add_at_index: {"add"},
     gadd_of_numbers: {"gadd"}, side_of_number: set(SIDES),
     container_grads_by_type: {"getitem_grad", "gadd"} | set(SIDES),
     sum_to_like_same_shape: {"sum_to_like"}, tuple_rebuilt: {"make_tuple"},

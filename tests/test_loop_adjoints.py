@@ -291,6 +291,27 @@ def test_generated_source_has_a_forward_and_a_backward_loop():
     assert source.count("def ") == 2, source
 
 
+def rows_of(X, w):
+    r = 0.0
+    for row in X:
+        r = r + np.sum(np.tanh(row * w))
+    return r
+
+
+@pytest.mark.parametrize("f, args", [(over_array, (0.9, np.linspace(0.5, 1.5, 9))),
+                                     (rows_of, (np.linspace(-1.0, 1.0, 12).reshape(4, 3),
+                                                0.7))])
+def test_a_loop_over_an_array_adds_each_rows_gradient_in_place(backend, f, args):
+    """The gradient of the array a loop runs over gains one row per iteration, written into
+    the one array (`d[i] = d[i] + dv`), not added as an array of zeros but there: a loop
+    over n rows is linear in n."""
+    check(f, args, (0, 1), backend)
+    source = myir.grad(f, 0, 1, backend="python").lower(*args).source
+    backward = source[source.index("in reversed("):]
+    assert re.search(r"^\s*(\w+)\[(\w+)\] = \w+ \+ \w+$", backward, re.M), source
+    assert "_getitem_grad" not in backward, source
+
+
 def test_records_hold_what_the_backward_loop_reads():
     """The rules of `0.5 * (x + a / x)` may read x, a / x and their sum; once typed, the
     adjoint reads x alone (a is the loop's invariant), so x alone is pushed."""
