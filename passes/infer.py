@@ -219,12 +219,15 @@ class Frame:
         self.parent = parent
         self.types: dict[Node, object] = {}
         self.output = BOTTOM
-        self.callers: set[Frame] = set()
-        self.children: set[Frame] = set()
+        # in the order they came (dicts as ordered sets): frames are hashed by identity, and
+        # a set's order, by address, made the order of re-evaluation, and so where a loop's
+        # first iteration was typed apart, change from one run to the next
+        self.callers: dict[Frame, None] = {}
+        self.children: dict[Frame, None] = {}
         self.calls: dict[Apply, list[Frame]] = {}
         self.errors: dict[Apply, RuleError] = {}
         if parent is not None:
-            parent.children.add(self)
+            parent.children[self] = None
 
     def owner(self, node: Node) -> "Frame | None":
         """The frame (this one or an enclosing one) in which `node` was evaluated."""
@@ -501,7 +504,7 @@ class Interpreter:
                             f"call {graph.name} with {n} argument{'s' * (n != 1)}")
         callee = self.frame(graph, args, option.frame)
         frame.calls.setdefault(node, []).append(callee)
-        callee.callers.add(frame)
+        callee.callers[frame] = None
         return callee.output
 
     def vectorize_call(self, frame: Frame, node: Apply, args: tuple):
