@@ -877,11 +877,12 @@ class Emitter:
         if len(pops) != 1 or primitive_name(pops[0][0]) != "stack_pop":
             return None
         pop = pops[0][0]
+        if not _taken_apart(pop, self.users):   # each use is pop[0] or pop[1]
+            return None
         call = step.output
         rests = [u for u, _ in self.users.get(pop, ()) if u.args[1].value == 1]
-        if not (_taken_apart(pop, self.users) and isinstance(call, Apply)
-                and is_graph_constant(call.fn) and call.fn.value is g and len(rests) == 1
-                and self.users.get(rests[0]) == [(call, k + 1)]):
+        if not (isinstance(call, Apply) and is_graph_constant(call.fn) and call.fn.value is g
+                and len(rests) == 1 and self.users.get(rests[0]) == [(call, k + 1)]):
             return None
         return sc, pop
 
