@@ -210,10 +210,24 @@ def union_error(node: Apply, operand: Node, union: AUnion, failing, error: RuleE
     return UnionError(message, hint, notes)
 
 
+def _in_order(functions: frozenset) -> list:
+    """A function value's options in an order fixed by the program, not by memory: a
+    closure's graph (by its id, see `Debug`), then the frame it reads (by when that frame
+    was made), then primitives by name.  Calling them in a set's order, by address, made
+    the order frames were made in, and so which of them a graph's frame limit joins (where
+    a loop's first iteration is typed apart), change from one process to the next."""
+    return sorted(functions, key=lambda f: (1, f.name, 0) if isinstance(f, Primitive) else
+                  (0, f.graph.debug.id, f.frame.serial if f.frame is not None else -1))
+
+
+_frame_serials = itertools.count()
+
+
 class Frame:
     """One graph evaluated with abstract arguments, under its parent's frame."""
 
     def __init__(self, graph: Graph, args: tuple, parent: "Frame | None"):
+        self.serial = next(_frame_serials)
         self.graph = graph
         self.args = args
         self.parent = parent
@@ -442,7 +456,7 @@ class Interpreter:
                                      "holds")
         result = BOTTOM
         failures = []
-        for option in fn.options:
+        for option in _in_order(fn.options):
             try:
                 result = join(result, self.call(frame, node, option, args, strict))
             except RuleError as e:
