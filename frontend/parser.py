@@ -753,6 +753,14 @@ class FunctionParser:
                     continue
                 if later or same_loop:
                     what = getattr(def_node, "name", "lambda")
+                    if later and not self._bound_before(name, def_pos):
+                        self.error(assign, f"`{what}` (line {def_node.lineno}) reads '{name}', "
+                                   "which is first assigned here, after it: Python closures "
+                                   "read a variable when they run, myir captures its value "
+                                   "where the closure is defined",
+                                   f"define '{name}' before `{what}`; for functions that call "
+                                   "each other, define them at the top level of the module "
+                                   "(mutual recursion between top-level functions compiles)")
                     self.error(assign, f"variable '{name}' is captured by the closure "
                                f"`{what}` (line {def_node.lineno}) "
                                f"and assigned again {'here' if later else 'in the same loop'}; "
@@ -760,6 +768,14 @@ class FunctionParser:
                                "value at definition",
                                f"use a different name for the new value of '{name}', or pass "
                                "it to the closure as an argument")
+
+    def _bound_before(self, name: str, pos: tuple) -> bool:
+        """Whether `name` is a parameter of this function or assigned before `pos`."""
+        args = self.node.args
+        params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs,
+                                  *filter(None, (args.vararg, args.kwarg)))]
+        return name in params or any((a.lineno, a.col_offset) < pos
+                                     for a, _ in self.assignments.get(name, ()))
 
     def _used_within_iteration(self, def_node: ast.AST, def_loops: tuple) -> bool:
         """Whether a closure defined in a loop body is only ever called later in the same

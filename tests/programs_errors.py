@@ -256,6 +256,20 @@ def closure_reassigned_in_branch(x):
     return f(x)
 
 
+def nested_mutual_recursion(x, n):
+    def even(y, k):
+        if k == 0:
+            return y
+        return odd(y * x, k - 1)
+
+    def odd(y, k):
+        if k == 0:
+            return -y
+        return even(y + x, k - 1)
+
+    return even(x, n)
+
+
 def augassign_aliased_array(x):
     y = x
     y += 1.0

@@ -311,6 +311,18 @@ def test_error_for_every_call_not_only_the_first(compile_fresh):
     assert (first.location.line, first.location.column) == (second.location.line, second.location.column)
 
 
+def test_a_closure_reading_a_function_defined_after_it_says_so(compile_fresh):
+    """Nested functions that call each other: the first reads the second before it is
+    defined, which Python allows (it reads the variable when it runs); myir captures at
+    definition, so it refuses, at the later definition, and says what to write."""
+    import inspect
+    err = raise_error(lambda: compile_fresh(E.nested_mutual_recursion)(0.5, 3))
+    lines, first = inspect.getsourcelines(E.nested_mutual_recursion)
+    assert err.location.line == first + lines.index("    def odd(y, k):\n"), err
+    assert "`even` (line" in str(err) and "first assigned here, after it" in str(err), err
+    assert "top level" in err.hint
+
+
 # --------------------------------------------------------------------------------------------
 # Either CPython's behaviour exactly, or a located MyirError
 
@@ -319,6 +331,7 @@ LENIENT = [
     (E.closure_reassigned_def, [(1,)]),
     (E.closure_reassigned_in_loop, [(0,), (3,)]),
     (E.closure_reassigned_in_branch, [(1,), (-1,)]),
+    (E.nested_mutual_recursion, [(0.5, 3), (0.5, 0)]),
     (E.augassign_aliased_array, [(np.array([1.0, 2.0]),)]),
     (E.loop_variable_after_empty_loop, [(3,), (0,)]),
     (E.big_int_power, [(10,), (70,)]),
