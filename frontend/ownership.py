@@ -66,6 +66,9 @@ STORES = {"make_list": None, "make_record": None,     # None: every operand but 
 # checks them as it checks `y[i] = v`.
 LIST_UPDATES = frozenset({"list_append", "list_extend", "list_pop"})
 
+# Primitives whose result is their first operand itself (checked, or typed more precisely).
+PASSED_ON = frozenset({"check_bound", "depend", "unpack", "list_of_length"})
+
 # A dict's live views: a variable bound to one sees later updates of the dict.
 DICT_VIEWS = frozenset({"dict_keys", "dict_values", "dict_items"})
 
@@ -225,7 +228,7 @@ class Update:
         elif prim == "getitem" and isinstance(n.args[1], Constant) \
                 and type(n.args[1].value) is int and self._packed(n.args[0]):
             yield from self._origins(n.args[0], (n.args[1].value,) + path, seen)
-        elif prim in ("check_bound", "depend", "unpack"):
+        elif prim in PASSED_ON:
             yield from self._origins(n.args[0], path, seen)
         elif prim == "getitem" and primitive_name(n.args[0]) == "list_pop" and not path \
                 and isinstance(n.args[1], Constant) and n.args[1].value == 1:
@@ -322,7 +325,7 @@ class Update:
             # list_pop(xs, i) gives (the item, xs without it): the list goes on as item 1
             self._forward(user, (k - 1 if prim == "make_tuple" else 1,) + path, alias, seen)
             return
-        if prim in ("check_bound", "depend", "unpack") and k == 1 \
+        if prim in PASSED_ON and k == 1 \
                 or prim in LIST_UPDATES and k == 1 or prim in ("setitem", "dict_setitem") \
                 and k == 1:
             self._forward(user, path, alias, seen)

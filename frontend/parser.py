@@ -542,6 +542,7 @@ class FunctionParser:
         self.locals.update(a.arg for a in args.posonlyargs + args.args)
         self.current_loop: Loop | None = None
         self.computed_defaults: dict[str, Node] = {}   # see `nested_function`
+        self.lengths: dict[int, Node] = {}   # id(a `for`'s AST) -> its number of steps
         # name -> list of (assignment AST node, enclosing loops) for the capture check
         self.captures: list[tuple[str, ast.AST, tuple]] = []
         self.assignments: dict[str, list[tuple[ast.AST, tuple]]] = {}
@@ -1256,6 +1257,7 @@ class FunctionParser:
                     "compiling"
         if isinstance(s, ast.For):
             seq = self.iteration(s.iter, block)
+            self.lengths[id(s)] = seq[0]
             counter = loop_graph.add_parameter("k", loc)
             init = [Constant(0)] + init
             if grown is not None:
@@ -1561,6 +1563,9 @@ class FunctionParser:
         end = self.stmts(ast.fix_missing_locations(ast.Module(body, [])).body, block)
         assert end is block, "a comprehension's loop returns to its block"
         result = self.read(block, acc, e)
+        if len(e.generators) == 1 and not e.generators[0].ifs:    # one item per value
+            result = block.graph.apply(P["list_of_length"], result, self.lengths[id(body[0])],
+                                       location=self.loc(e))
         result.debug.name = "comprehension"
         self.root.lists_made = getattr(self.root, "lists_made", set()) | {id(result)}
         return result

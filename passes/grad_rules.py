@@ -764,6 +764,10 @@ def bprop_to_list(x, out, dout):
     return (seq_grad(dout, x),)
 
 
+def bprop_list_of_length(xs, n, out, dout):
+    return (dout, zeros(n))
+
+
 def bprop_to_tuple(x, out, dout):
     return (seq_grad(dout, x),)
 

@@ -2159,6 +2159,18 @@ def to_list_rule(x):
     return rows if isinstance(rows, AList) else AList(rows)
 
 
+def list_of_length_rule(xs, n):
+    """xs with n items: the list a comprehension without `if` built over n values, whose
+    loop widened its length away.  Before the loop's inference converges, xs may be its
+    value at an earlier step (fewer items): each of the n items is then any item xs has,
+    and none yet (BOTTOM, which joins leave out) while xs has none."""
+    if not (isinstance(xs, AList) and isinstance(n, AScalar) and n.known
+            and type(n.value) is int) or xs.items is not None and len(xs.items) == n.value:
+        return xs
+    item = xs.element
+    return AList((item,) * n.value) if item is not BOTTOM else BOTTOM
+
+
 @rule
 def to_tuple_rule(x):
     rows = _rows(x)
@@ -2233,6 +2245,7 @@ LIST_RULES = {
     "list_unpop": list_unpop_rule,
     "setitem_slot": setitem_slot_rule,
     "to_list": to_list_rule,
+    "list_of_length": list_of_length_rule,
     "to_tuple": to_tuple_rule,
     "builtin_sum": builtin_sum_rule,
     "sum_grad": sum_grad_rule,

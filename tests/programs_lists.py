@@ -367,3 +367,32 @@ def loss_of_iterators(a):
     d = dict(zip(("u", "v", "w"), xs))
     pairs = list(zip(xs, reversed(xs)))
     return d["u"] * d["v"] + sum([x * y for x, y in pairs]) + pairs[0][1]
+
+
+def comprehension_lengths(xs, a):
+    """Comprehensions without `if` over values of a known number: one item per value, a
+    list of that length; with `if`, of a length inference does not know."""
+    return [x * a for x in xs], [a * i for i in range(3)], \
+        [x * y for x, y in zip(xs, (1.0, 2.0))], [x for x in xs if x > a]
+
+
+def stacks_of_comprehensions(v):
+    """numpy's stacks of a list a comprehension made: shapes known before running."""
+    rows = [v * i for i in range(3)]
+    return np.vstack(rows), np.stack(rows, axis=1), np.concatenate(rows), \
+        np.column_stack(rows), np.dstack(rows), np.hstack(rows), np.array(rows)
+
+
+def loss_stacks_of_comprehensions(v):
+    total = 0.0
+    for k, m in enumerate(stacks_of_comprehensions(v)):
+        total = total + np.sum(m * m) * (k + 1)
+    return total
+
+
+def list_carried_by_a_loop(v, n):
+    """A list a comprehension rebuilds at each step: its length stays known."""
+    ps = [v, v * 2.0]
+    for _ in range(n):
+        ps = [p * 0.5 + 1.0 for p in ps]
+    return ps

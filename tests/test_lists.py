@@ -62,6 +62,11 @@ VALUE_CASES = [
     (L.sum_of_comprehension, ([1.0, -2.0, 3.0],)),
     (L.sum_of_comprehension, ([-1.0],)),
     (L.iterators_materialised, ([1.0, 2.0], (3.0, 4.5))),
+    (L.comprehension_lengths, ([1.0, -2.0, 3.0], 0.5)),
+    (L.comprehension_lengths, ([], 0.5)),
+    (L.stacks_of_comprehensions, (V,)),
+    (L.list_carried_by_a_loop, (V, 3)),
+    (L.list_carried_by_a_loop, (V, 0)),
 ]
 
 
@@ -101,6 +106,20 @@ def test_types():
     assert repr(output_type(L.sum_of_comprehension, [1.0, 2.0])) == "float | int=0"
 
 
+def test_comprehensions_have_known_lengths():
+    """A comprehension without `if` over values of a known number (a list or tuple of known
+    length, `range` of a constant, `zip` of those) is a list of that length, so numpy's
+    stacks of it have known shapes, and a loop that rebuilds a list with one keeps its
+    length."""
+    assert repr(output_type(L.comprehension_lengths, [1.0, -2.0, 3.0], 0.5)) == \
+        "([float, float, float], [float, float, float], [float, float], list[float])"
+    assert repr(output_type(L.comprehension_lengths, [], 0.5)) == \
+        "([], [float, float, float], [], [])"
+    assert repr(output_type(L.stacks_of_comprehensions, V)) == \
+        "(f64[3,3], f64[3,3], f64[9], f64[3,3], f64[1,3,3], f64[9], f64[3,3])"
+    assert repr(output_type(L.list_carried_by_a_loop, V, 3)) == "[f64[3], f64[3]]"
+
+
 @pytest.mark.parametrize("f, args, needle", [
     (L.add_list_tuple, ([1.0], (2.0,)), "xs + t"),
     (L.add_tuple_list, ((2.0,), [1.0]), "t + xs"),
@@ -134,6 +153,7 @@ GRADIENT_CASES = [
     (L.loss_slice_assignment, (0.7,)),
     (L.loss_set_items_of_unknown_length, (0.7, 3)),
     (L.loss_of_iterators, (0.7,)),
+    (L.loss_stacks_of_comprehensions, (V,)),
 ]
 
 

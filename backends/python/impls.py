@@ -667,6 +667,7 @@ IMPLS = {
     "unpack": _unpack,
     "setitem": setitem,
     "not_a_view": lambda x, message, hint: x,
+    "list_of_length": lambda xs, n: xs,
     **{"aug_" + name: _augmented(getattr(operator, name), symbol) for name, symbol in (
         ("add", "+"), ("sub", "-"), ("mul", "*"), ("truediv", "/"), ("floordiv", "//"),
         ("mod", "%"), ("pow", "**"), ("matmul", "@"))},

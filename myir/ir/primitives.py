@@ -306,6 +306,9 @@ primitive("list_unpop", "rest, index, x")   # the list `rest` was popped from (p
 # (where value is in setitem(x, index, value), what it replaced): setitem's adjoint
 primitive("setitem_slot", "x, index, value")
 primitive("to_list", "x")                   # list(x)
+# xs itself, which holds n items (a comprehension without `if` over n values): inference
+# then knows the list's length, which the loop that built it widened away
+primitive("list_of_length", "xs, n")
 primitive("to_tuple", "x")                  # tuple(x)
 primitive("builtin_sum", "xs, start=0")     # sum(xs, start)
 primitive("sum_grad", "xs, dout")           # each item's share of sum(xs)'s dout, like xs
@@ -326,5 +329,5 @@ FRESH = frozenset((
                    + ["inplace_" + name for name in IN_PLACE])
 # ... and primitives whose result may be their first operand or share its memory.
 VIEWS = frozenset("getitem reshape transpose swapaxes squeeze expand_dims broadcast_to asarray "
-                  "unpack check_bound depend not_a_view".split())
+                  "unpack check_bound depend not_a_view list_of_length".split())
 
