@@ -65,6 +65,10 @@ STORES = {"make_list": None, "make_record": None,     # None: every operand but 
 # itself, so the object goes on in their result (list_pop's second item), and the parser
 # checks them as it checks `y[i] = v`.
 LIST_UPDATES = frozenset({"list_append", "list_extend", "list_pop"})
+# The updates of `xs.insert(i, v)` (list_unpop), `xs.sort()` and `xs.reverse()`
+# (list_permute): checked the same way, but their primitives also make new lists elsewhere
+# (`sorted(xs)`, a gradient), so the object does not go on through them.
+LIST_METHOD_UPDATES = LIST_UPDATES | {"list_unpop", "list_permute"}
 
 # Primitives whose result is their first operand itself (checked, or typed more precisely).
 PASSED_ON = frozenset({"check_bound", "depend", "unpack", "list_of_length"})
@@ -155,7 +159,7 @@ class Update:
     def __init__(self, flow: Flow, node: Apply, old: Node, name: str):
         self.flow, self.node, self.old, self.name = flow, node, old, name
         # the object is a list: a slice of it is a new list, not a view
-        self.list = primitive_name(node) in LIST_UPDATES
+        self.list = primitive_name(node) in LIST_METHOD_UPDATES
         self.enclosing = set()        # ids of the graphs the update runs in
         g = node.graph
         while g is not None:

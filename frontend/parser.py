@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from frontend import ownership, resolve
+from frontend import builtin_functions, ownership, resolve
 from frontend.fingerprint import fingerprints, text_positions
 from myir import tree
 from myir.errors import Location, MyirSyntaxError
@@ -725,6 +725,8 @@ class FunctionParser:
         builtin = getattr(value, "__name__", None)   # `abs`, or a default `h=abs`
         if builtin in resolve.BUILTINS and value is getattr(builtins, builtin, None):
             return Constant(resolve.BUILTINS[builtin])
+        if builtin in resolve.BUILTIN_FUNCTIONS and value is getattr(builtins, builtin, None):
+            return self.global_value(resolve.BUILTIN_FUNCTIONS[builtin], builtin, node)
         if isinstance(value, type) and issubclass(value, Exception):
             return Constant(value)
         if resolve.is_embeddable(value):
@@ -869,15 +871,11 @@ class FunctionParser:
         return True
 
     def mutating_method(self, e: ast.Call):
-        """`xs.insert(i, v)`, `d.update(e)`, `x.sort()`, ...: methods that change their
-        object in place, which compiled code does not have; the error says what to write."""
+        """`d.update(e)`, `x.fill(v)`, ...: methods that change their object in place, which
+        compiled code does not have; the error says what to write."""
         attr, obj = e.func.attr, ast.unparse(e.func.value)
         args = ", ".join(ast.unparse(a) for a in e.args)
         hint = {
-            "insert": f"build a new list: `{obj} = {obj}[:i] + [v] + {obj}[i:]`",
-            "remove": f"build a new list: `{obj} = [v for v in {obj} if ...]`",
-            "sort": f"for an array, `{obj} = np.sort({obj})`",
-            "reverse": f"`{obj} = {obj}[::-1]`",
             "clear": f"`{obj} = []` or `{obj} = {{}}`",
             "update": f"set the keys one by one: `for k, v in {args or 'other'}.items(): "
                       f"{obj}[k] = v`",
@@ -1011,16 +1009,23 @@ class FunctionParser:
                 update.check()
                 elements.update((k, (v, name, node)) for k, v in update.elements.items())
             except ownership.Shared as e:
-                what = f"`{name}.{target.func.attr}()`" if isinstance(target, ast.Call) \
+                method = isinstance(target, ast.Call)     # a list's: `xs.append(v)`
+                what = f"`{name}.{target.func.attr}()`" if method \
                     else f"assignment into `{name}`"
+
+                def copy(x, when):
+                    if not method:
+                        return f"write `{x} = {x}.copy()` {when}"
+                    return f"write `{x} = list({x})` (or `{x} = {x}.copy()`) {when}" + (
+                        f"; for an array, `{x} = np.sort({x})` instead of `.sort()`"
+                        if target.func.attr == "sort" else "")
                 if e.argument is not None:
                     self.error(target, f"{what} would change the argument `{e.argument}` in "
                                "place; the caller's data is never changed",
-                               f"write `{e.argument} = {e.argument}.copy()` first")
+                               copy(e.argument, "first"))
                 self.error(target, f"{what} would change its value in place, and that value "
                            f"is shared with {e.what}: Python would change it there too, "
-                           "compiled code would not",
-                           f"write `{name} = {name}.copy()` before the update")
+                           "compiled code would not", copy(name, "before the update"))
         for element, name, update in elements.values():
             self._not_a_view(flow, element, name, update)
         uses = None
@@ -1579,9 +1584,11 @@ class FunctionParser:
             or id(node) in getattr(self.root, "lists_made", ())
 
     def list_update(self, e: ast.Call, block: Block) -> Node:
-        """`xs.append(v)`, `xs.extend(ys)`, `xs.pop(i)` on a local list: a new list bound to
-        `xs` again (`xs = list_append(xs, v)`).  Python changes the list in place, so this
-        is refused where another name, container or closure, or the caller, may see it:
+        """`xs.append(v)`, `xs.extend(ys)`, `xs.pop(i)`, `xs.insert(i, v)`, `xs.remove(v)`,
+        `xs.sort(key=..., reverse=...)`, `xs.reverse()` on a local list: a new list bound to
+        `xs` again (`xs = list_append(xs, v)`; the positions the others need come from
+        frontend/builtin_functions.py).  Python changes the list in place, so this is
+        refused where another name, container or closure, or the caller, may see it:
         `_check_updates` proves it, as for `y[i] = v`."""
         attr, obj = e.func.attr, e.func.value
         if not isinstance(obj, ast.Name) or obj.id not in self.locals:
@@ -1590,24 +1597,45 @@ class FunctionParser:
                        "update a list held by a local variable, by making a new one",
                        f"build a local list first: `xs = list({what})`, then `xs.{attr}(...)`")
         name = obj.id
-        if e.keywords:
-            self.error(e, f"`.{attr}()` takes no keyword arguments")
-        arity = {"append": (1,), "extend": (1,), "pop": (0, 1)}[attr]
+        keywords = ("key", "reverse") if attr == "sort" else ()
+        for k in e.keywords:
+            if k.arg not in keywords:
+                self.error(e, f"`.{attr}()` takes no keyword argument `{k.arg}`",
+                           "`.sort()` takes `key=` and `reverse=`" if attr == "sort" else None)
+        arity = {"append": (1,), "extend": (1,), "pop": (0, 1), "insert": (2,),
+                 "remove": (1,), "sort": (0,), "reverse": (0,)}[attr]
         if len(e.args) not in arity:
-            self.error(e, f"`.{attr}()` takes {' or '.join(map(str, arity))} argument"
-                       f"{'s' if max(arity) > 1 else ''}, got {len(e.args)}")
+            self.error(e, f"`.{attr}()` takes {' or '.join(map(str, arity))} positional "
+                       f"argument{'s' if max(arity) != 1 else ''}, got {len(e.args)}")
         loc = self.loc(e)
         args = [self.expr(a, block) for a in e.args]
         xs = self.read(block, name, obj)
         result = Constant(None)
+
+        def position(helper, *operands, **keywords):
+            fn = self.global_value(helper, f"list.{attr}", e)
+            return block.graph.apply(fn, *self.bind_graph(fn.value, [xs, *operands], keywords,
+                                                          e), location=loc)
+
         if attr == "append":
             new = update = block.graph.apply(P["list_append"], xs, args[0], location=loc)
         elif attr == "extend":
             new = update = block.graph.apply(P["list_extend"], xs, args[0], location=loc)
+        elif attr == "insert":
+            new = update = block.graph.apply(P["list_unpop"], xs, position(
+                builtin_functions.insert_position, args[0]), args[1], location=loc)
+        elif attr in ("sort", "reverse"):
+            order = position(builtin_functions.sort_order, **{
+                k.arg: self.expr(k.value, block) for k in e.keywords}) if attr == "sort" \
+                else position(builtin_functions.reversed_order)
+            new = update = block.graph.apply(P["list_permute"], xs, order, location=loc)
         else:
+            if attr == "remove":
+                args = [position(builtin_functions.remove_position, args[0])]
             update = block.graph.apply(P["list_pop"], *self.bind_primitive(
                 P["list_pop"], [xs] + args, {}, e), location=loc)
-            result = block.graph.apply(P["getitem"], update, 0, location=loc)
+            if attr == "pop":
+                result = block.graph.apply(P["getitem"], update, 0, location=loc)
             new = block.graph.apply(P["getitem"], update, 1, location=loc)
         if "." not in name:     # a comprehension's own list is never shared
             self.root.updates.append((update, name, e))

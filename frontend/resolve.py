@@ -112,6 +112,8 @@ BUILTINS = {"abs": P["builtin_abs"], "len": P["len"], "min": P["builtin_min"],
             "bool": P["to_bool"], "range": P["range"], "pow": P["pow"],
             "round": P["builtin_round"], "divmod": P["builtin_divmod"], "sum": P["builtin_sum"],
             "list": P["to_list"], "tuple": P["to_tuple"]}
+# Builtins that are compositions (frontend/builtin_functions.py).
+BUILTIN_FUNCTIONS = {"sorted": builtin_functions.sorted_of}
 # min(xs) / max(xs) of one iterable: compositions (frontend/builtin_functions.py).
 ITERABLE_EXTREMA = {"builtin_min": builtin_functions.min_of,
                     "builtin_max": builtin_functions.max_of}
@@ -137,8 +139,8 @@ METHODS.update({"items": P["dict_items"], "keys": P["dict_keys"], "values": P["d
 ATTRIBUTES = {"T": P["transpose"], "shape": P["shape"], "ndim": P["ndim"], "size": P["size"],
               "dtype": P["dtype"]}
 # Updates of a local list, made functional: `xs.append(v)` is `xs = list_append(xs, v)`.
-LIST_UPDATES = {"append", "extend", "pop"}
-MUTATING_METHODS = {"insert", "remove", "sort", "reverse", "clear",
+LIST_UPDATES = {"append", "extend", "pop", "insert", "remove", "sort", "reverse"}
+MUTATING_METHODS = {"clear",
                     "update", "fill", "resize", "setdefault", "put", "itemset", "setflags"}
 
 CONSTANT_TYPES = (int, float, complex, bool, str, type(None), np.ndarray, np.generic,

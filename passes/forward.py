@@ -59,7 +59,7 @@ LINEAR: dict[str, tuple[int, ...]] = {
     **{name: (0, 2) for name in ("record_replace", "dict_setitem", "dict_get")},
     "dict_cons": (1, 2), "dict_items": (0,),
     **{name: (0,) for name in ("seq_repeat", "list_pop", "to_list", "to_tuple", "seq_grad",
-                                "list_of_length")},
+                                "list_of_length", "list_permute")},
     **{name: (0, 1) for name in ("list_append", "list_extend", "builtin_sum")},
     **{name: (1,) for name in ("sum_grad", "array_grad")}, "list_unpop": (0, 2),
     **{name: (0, 1) for name in ("add", "sub", "np_add", "np_subtract", "gadd", "stack_push")},

@@ -2096,8 +2096,8 @@ def list_pop_rule(xs, index):
         return ANY
     if xs.items is None:
         return ATuple((xs.item, xs)) if xs.item is not BOTTOM else BOTTOM
-    if i is ANY:
-        rest = AList(None, xs.element) if len(xs.items) > 1 else AList(())
+    if i is ANY:    # one item fewer, whichever it is
+        rest = AList((xs.element,) * (len(xs.items) - 1))
         return ATuple((xs.element, rest)) if xs.items else BOTTOM
     if not -len(xs.items) <= i < len(xs.items):
         return BOTTOM   # IndexError: pop from empty list, pop index out of range
@@ -2169,6 +2169,31 @@ def list_of_length_rule(xs, n):
         return xs
     item = xs.element
     return AList((item,) * n.value) if item is not BOTTOM else BOTTOM
+
+
+@rule
+def list_order_rule(xs, reverse):
+    if isinstance(xs, AArray):
+        raise RuleError("`.sort()` sorts an array in place, which compiled code does not do",
+                        "write `x = np.sort(x)`")
+    _needs_list(xs, "sort")
+    return AList((AScalar(int),) * len(xs.items)) if xs.items is not None \
+        else AList(None, AScalar(int))
+
+
+@rule
+def list_permute_rule(xs, order):
+    if isinstance(xs, AArray):
+        raise RuleError("`.reverse()` reverses a list in place; an array has no such method",
+                        "write `x = x[::-1]`")
+    _needs_list(xs, "reverse")
+    if not isinstance(order, AList):
+        return ANY
+    item = xs.element
+    if order.items is None:
+        return AList(None, item)
+    return AList((item,) * len(order.items)) if item is not BOTTOM or not order.items \
+        else BOTTOM
 
 
 @rule
@@ -2246,6 +2271,8 @@ LIST_RULES = {
     "setitem_slot": setitem_slot_rule,
     "to_list": to_list_rule,
     "list_of_length": list_of_length_rule,
+    "list_order": list_order_rule,
+    "list_permute": list_permute_rule,
     "to_tuple": to_tuple_rule,
     "builtin_sum": builtin_sum_rule,
     "sum_grad": sum_grad_rule,

@@ -396,3 +396,86 @@ def list_carried_by_a_loop(v, n):
     for _ in range(n):
         ps = [p * 0.5 + 1.0 for p in ps]
     return ps
+
+
+# ------------------------------------------------------------------ sorting and list methods
+
+def sorts(xs):
+    """sorted() with `reverse=` and `key=`: CPython's order, ties in their stable order."""
+    return sorted(xs), sorted(xs, reverse=True), sorted(xs, key=abs), \
+        sorted(xs, key=lambda v: -v, reverse=True), sorted(tuple(xs))
+
+
+def sort_records(ps):
+    return sorted(ps), sorted(ps, key=lambda p: p[1]), sorted(ps, key=lambda p: p[0],
+                                                               reverse=True)
+
+
+def list_methods(xs, v):
+    ys = list(xs)
+    ys.sort()
+    ys.insert(1, v)
+    ys.insert(-10, v * 2.0)
+    ys.insert(100, 7.0)
+    ys.insert(-1, 8.0)
+    ys.reverse()
+    ys.remove(7.0)
+    ys.sort(key=lambda t: t * t, reverse=True)
+    return ys
+
+
+def remove_missing(xs):
+    ys = list(xs)
+    ys.remove(10.0)
+    return ys
+
+
+def sort_incomparable(a):
+    ys = [a, "b"]
+    ys.sort()
+    return ys
+
+
+def loss_sorted(xs):
+    ys = sorted(xs)
+    zs = sorted(xs, key=lambda v: v * v, reverse=True)
+    return ys[0] * 1.0 + ys[1] * 10.0 + ys[2] * 100.0 + zs[0] * zs[1] + zs[2] * 0.5
+
+
+def loss_list_methods(a):
+    ys = [a, 2.0 * a, -a, 3.0]
+    ys.sort()
+    ys.insert(1, a * a)
+    ys.reverse()
+    ys.remove(3.0)
+    ys.sort(key=lambda t: -t)
+    return ys[0] + 10.0 * ys[1] + 100.0 * ys[2] + 1000.0 * ys[3]
+
+
+def sort_argument(xs):
+    xs.sort()
+    return xs
+
+
+def reverse_argument(xs):
+    xs.reverse()
+    return xs
+
+
+def insert_shared(a):
+    xs = [a, 2.0 * a]
+    ys = xs
+    xs.insert(0, 1.0)
+    return ys
+
+
+def remove_in_a_tuple(a):
+    xs = [a, 2.0 * a]
+    t = (xs, a)
+    xs.remove(a)
+    return t
+
+
+def weighted_sorted(xs, reverse):
+    ys = sorted(xs, reverse=reverse)
+    return ys[0] * 1.0 + ys[1] * 10.0 + ys[2] * 100.0

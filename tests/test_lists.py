@@ -67,6 +67,13 @@ VALUE_CASES = [
     (L.stacks_of_comprehensions, (V,)),
     (L.list_carried_by_a_loop, (V, 3)),
     (L.list_carried_by_a_loop, (V, 0)),
+    (L.sorts, ([3.0, -1.0, 2.0, -3.0, 1.0, 0.0, -0.0],)),
+    (L.sorts, ([2, -2, 1, True, -1],)),
+    (L.sorts, ([float("nan"), 1.0, -0.5, float("nan"), 0.25],)),
+    (L.sorts, ([],)),
+    (L.sort_records, ([(1, 2.0), (0, 3.0), (1, 1.0), (0, 2.0)],)),
+    (L.list_methods, ([3.0, -1.0, 2.0], 0.5)),
+    (L.list_methods, ([], -0.5)),
 ]
 
 
@@ -80,6 +87,8 @@ def test_values_are_cpythons(jit, f, args):
     (L.index_out_of_range, ([1.0, 2.0], 2), IndexError),
     (L.index_out_of_range, ([1.0, 2.0], -3), IndexError),
     (L.empty_min, (0,), ValueError),
+    (L.remove_missing, ([1.0, 2.0],), ValueError),
+    (L.sort_incomparable, (1.0,), TypeError),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_exceptions_are_cpythons(jit, f, args, error):
     check(jit, f, *args, raises=error)
@@ -120,6 +129,24 @@ def test_comprehensions_have_known_lengths():
     assert repr(output_type(L.list_carried_by_a_loop, V, 3)) == "[f64[3], f64[3]]"
 
 
+def test_sorted_lists_keep_their_length():
+    assert repr(output_type(L.list_methods, [3.0, -1.0, 2.0], 0.5)) == \
+        "[float, float, float, float, float, float]"
+    assert repr(output_type(L.sorts, [3.0, 1.0]).items[-1]) == "[float, float]"
+
+
+@pytest.mark.parametrize("xs, reverse, expected", [
+    ([2.0, -1.0, 0.5], False, [100.0, 1.0, 10.0]),
+    ([2.0, -1.0, 0.5], True, [1.0, 100.0, 10.0]),
+    # ties keep their order, so each tied item has its own weight
+    ([1.0, 1.0, 3.0], False, [1.0, 10.0, 100.0]),
+    ([1.0, 1.0, 3.0], True, [10.0, 100.0, 1.0]),
+])
+def test_gradient_of_sorted_goes_back_through_the_permutation(xs, reverse, expected):
+    """d/dxs of sum(w[k] * sorted(xs)[k]) is w at each item's place in the sorted list."""
+    assert gradient(L.weighted_sorted, "xs")(xs, reverse) == expected
+
+
 @pytest.mark.parametrize("f, args, needle", [
     (L.add_list_tuple, ([1.0], (2.0,)), "xs + t"),
     (L.add_tuple_list, ((2.0,), [1.0]), "t + xs"),
@@ -154,6 +181,8 @@ GRADIENT_CASES = [
     (L.loss_set_items_of_unknown_length, (0.7, 3)),
     (L.loss_of_iterators, (0.7,)),
     (L.loss_stacks_of_comprehensions, (V,)),
+    (L.loss_sorted, ([0.5, -1.5, 2.0],)),
+    (L.loss_list_methods, (0.7,)),
 ]
 
 
@@ -188,6 +217,10 @@ def test_second_order_through_a_list():
     (L.append_to_element, (1.0,), "xs[0].append(1.0)", ("local variable",)),
     (L.append_in_branch_copy, ([1.0], True), "xs.append(1.0)", ("argument",)),
     (L.append_value_used, (1.0,), "ys.append(2.0)", ("statement",)),
+    (L.sort_argument, ([1.0, 0.0],), "xs.sort()", ("argument `xs`", "xs = list(xs)")),
+    (L.reverse_argument, ([1.0, 0.0],), "xs.reverse()", ("argument `xs`", "xs = list(xs)")),
+    (L.insert_shared, (1.0,), "xs.insert(0, 1.0)", ("the variable `ys`", "xs = list(xs)")),
+    (L.remove_in_a_tuple, (1.0,), "xs.remove(a)", ("the tuple `t`",)),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_refused_updates_are_located(compile_fresh, f, args, needle, words):
     err = raise_error(lambda: compile_fresh(f)(*args))
