@@ -73,6 +73,11 @@ LIST_METHOD_UPDATES = LIST_UPDATES | {"list_unpop", "list_permute"}
 # Primitives whose result is their first operand itself (checked, or typed more precisely).
 PASSED_ON = frozenset({"check_bound", "depend", "unpack", "list_of_length"})
 
+# Primitives making a list or dict (whose elements are objects of their own).
+_CONTAINER_MAKERS = frozenset({"make_list", "make_tuple", "make_dict", "dict_cons",
+                               "dict_setitem", "list_append", "list_extend", "list_unpop",
+                               "list_permute", "seq_repeat", "to_list", "to_tuple"})
+
 # A dict's live views: a variable bound to one sees later updates of the dict.
 DICT_VIEWS = frozenset({"dict_keys", "dict_values", "dict_items"})
 
@@ -84,12 +89,14 @@ NUMPY_VIEWS = frozenset("ravel atleast_1d atleast_2d atleast_3d moveaxis diagona
 
 class Shared(Exception):
     """The update is not provably alone: `what` the object is shared with, and `argument`
-    the parameter's name when it is the caller's data."""
+    the parameter's name when it is the caller's data; `items`: what is shared is an
+    element the update of `y[i][j] = v` changes (`Update.check_items`)."""
 
-    def __init__(self, what: str, argument: str | None = None):
+    def __init__(self, what: str, argument: str | None = None, items: bool = False):
         super().__init__(what)
         self.what = what
         self.argument = argument
+        self.items = items
 
 
 def _line(node: Node) -> str:
@@ -178,6 +185,88 @@ class Update:
             raise Shared("a value whose origin cannot be traced")
         for origin in origins:
             self._forward(origin, (), None, set())
+
+    # -- the elements `y[i][j] = v` changes
+
+    def check_items(self) -> None:
+        """For `y[i][j] = v` (after `check`): CPython changes the element `y[i]` itself, so
+        every element y may hold must be seen through y alone.  An array's rows are views of
+        the array (the update of y writes them back); a list's or dict's elements are
+        objects of their own: each must be made where it is stored (a literal, a new array,
+        a comprehension's item), stored once, and used nowhere else -- not bound to another
+        name, not one object repeated (`[row] * n`), not the caller's (`list(xs)` copies
+        the list, not its elements).  And no element of y read from it before the update
+        may be used after it (`r = y[0]`; CPython's r sees the change)."""
+        for item in self._items_of(self.old, set()):
+            self._private(item)
+        if self.elements:
+            element = next(iter(self.elements.values()))
+            names = self.flow.names_of.get(id(element))
+            what = f"`{names[0][0]}`" if names else "a value"
+            raise Shared(f"{what}, an element of `{self.name}` read{_line(element)} before "
+                         "the update and used after it", items=True)
+
+    def _items_of(self, n: Node, seen: set):
+        """The values the elements of the list or dict n may be (none for an array)."""
+        try:
+            origins = list(self._origins(n, (), set()))
+        except Shared as e:
+            raise Shared(e.what, e.argument, items=True) from None
+        for origin in origins:
+            if id(origin) in seen:
+                continue
+            seen.add(id(origin))
+            prim = primitive_name(origin)
+            args = origin.args if isinstance(origin, Apply) else []
+            if prim in ("make_list", "make_tuple"):
+                yield from args
+            elif prim == "make_dict":
+                yield from args[1::2]
+            elif prim == "dict_cons":       # a dict comprehension's step: {k: v, **rest}
+                yield args[1]
+                yield from self._items_of(args[2], seen)
+            elif prim in ("list_append", "setitem", "list_unpop", "dict_setitem"):
+                if prim != "setitem" or self._container(args[0]):  # an array copies v in
+                    yield args[-1]
+                    yield from self._items_of(args[0], seen)
+            elif prim == "list_extend":
+                yield from self._items_of(args[0], seen)
+                yield from self._items_of(args[1], seen)
+            elif prim in ("to_list", "to_tuple", "copy", "list_permute"):
+                # copies of a list (a dict, an array: `.copy()`) holding its elements
+                yield from self._items_of(args[0], seen)
+            elif prim == "getitem" and primitive_name(args[0]) == "list_pop":
+                yield from self._items_of(args[0].args[0], seen)    # what `xs.pop()` left
+            elif prim == "seq_repeat":
+                raise Shared(f"the other copies of it in `xs * n`{_line(origin)}", items=True)
+
+    def _container(self, n: Node) -> bool:
+        """Whether n, what `setitem` updates, may be a list or dict rather than an array."""
+        for origin in self._origins(n, (), set()):
+            prim = primitive_name(origin)
+            if prim in ("setitem", "copy"):
+                if self._container(origin.args[0]):
+                    return True
+            elif prim in _CONTAINER_MAKERS or prim == "getitem":
+                return True
+        return False
+
+    def _private(self, item: Node) -> None:
+        """Raise Shared unless `item`, stored as an element, is a new object stored once
+        and used nowhere else (or a constant that is no array: a number, a string)."""
+        if isinstance(item, Constant):
+            if type(item.value).__module__ == "numpy" or isinstance(item.value, Graph):
+                raise Shared(f"a constant of the program{_line(item)}", items=True)
+            return
+        uses = self.flow.uses.get(id(item), ())
+        fresh = isinstance(item, Apply) and (
+            primitive_name(item) in FRESH or primitive_name(item) in NEW_CONTAINERS
+            or _numpy_function(item.fn.value if is_graph_constant(item.fn) else None)
+            not in (None, *NUMPY_VIEWS))
+        if not fresh or len(uses) != 1 or uses[0][0].graph is not item.graph:
+            names = self.flow.names_of.get(id(item))
+            what = f"`{names[0][0]}`" if names else "the value stored"
+            raise Shared(f"{what}{_line(item)}, which may be held elsewhere too", items=True)
 
     # -- what ran before the update
 

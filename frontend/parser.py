@@ -453,6 +453,10 @@ def _assigned_names(nodes, updates: bool = True) -> list[str]:
         elif updates and isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) \
                 and isinstance(node.value, ast.Name):
             names[node.value.id] = None
+        elif updates and isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) \
+                and isinstance(node.value, ast.Subscript) \
+                and isinstance(node.value.value, ast.Name):    # `y[i][j] = v`
+            names[node.value.value.id] = None
         elif updates and _is_list_update(node) and isinstance(node.func.value, ast.Name):
             names[node.func.value.id] = None   # `xs.append(v)` binds xs to a new list
         elif _is_print(node) or (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
@@ -963,13 +967,19 @@ class FunctionParser:
                     value: Node | None = None, op: ast.operator | None = None):
         """`y[index] = value` (or `y[index] op= value`, `op` given) on a local variable `y`:
         `y = setitem(y, index, value)`, a new value bound to `y`.  Python changes the object
-        `y` holds; `_check_updates` proves nothing else sees that object."""
+        `y` holds; `_check_updates` proves nothing else sees that object.  `y[i][j] = value`
+        is `y = setitem(y, i, setitem(y[i], j, value))`: Python changes the element `y[i]`,
+        which `_check_updates` also proves is seen through `y` alone."""
         base = target.value
+        if isinstance(base, ast.Subscript) and isinstance(base.value, ast.Name) \
+                and base.value.id in self.locals:
+            return self.update_element_item(target, block, stmt, value, op)
         if isinstance(base, ast.Subscript):
-            self.error(target, "assignment into an element of an element (`y[i][j] = v`) is "
-                       "not supported", "for an array write `y[i, j] = v`; otherwise take the "
-                       "element out, update it and put it back: `row = y[i]`, `row[j] = v`, "
-                       "`y[i] = row`")
+            self.error(target, "assignment into an element of an element of an element "
+                       "(`y[i][j][k] = v`), or of an element of a value no local variable "
+                       "holds, is not supported", "for an array write `y[i, j, k] = v`; "
+                       "otherwise take the element out, update it and put it back: "
+                       "`row = y[i][j]`, `row[k] = v`, `y[i][j] = row`")
         if not isinstance(base, ast.Name):
             self.error(target, "assignment into an element of an expression changes a value "
                        "no variable of this function holds",
@@ -992,6 +1002,26 @@ class FunctionParser:
         self.root.assigned.append((node, name))
         self.bind(block, name, node, base)
 
+    def update_element_item(self, target: ast.Subscript, block: Block, stmt: ast.AST,
+                            value: Node | None, op: ast.operator | None):
+        """`y[i][j] = value` (see `update_item`): the element's update, then y's (a dict's
+        `dict_setitem` where y is a dict this function made)."""
+        base = target.value
+        name, loc = base.value.id, self.loc(target)
+        current = self.read(block, name, base.value)
+        i = self.index(base.slice, block)
+        element = block.graph.apply(P["getitem"], current, i, location=self.loc(base))
+        j = self.index(target.slice, block)
+        if op is not None:
+            old = block.graph.apply(P["getitem"], element, j, location=loc)
+            value = self.in_place(op, old, stmt, block)
+        inner = block.graph.apply(P["setitem"], element, j, value, location=loc)
+        outer = "dict_setitem" if self.owns(base.value) else "setitem"
+        node = block.graph.apply(P[outer], current, i, inner, name=name, location=loc)
+        self.root.updates.append((node, name, target))
+        self.root.assigned.append((node, name))
+        self.bind(block, name, node, base.value)
+
     def _check_updates(self):
         """Updates in place become functional updates where `frontend.ownership` proves
         nothing else sees the object (see there).  `y[i] = v` that cannot be proven is an
@@ -1004,16 +1034,31 @@ class FunctionParser:
                               [n for n, _ in self.assigned] + [n for n, _, _ in self.updates])
         elements: dict[int, tuple[Apply, str, Apply]] = {}
         for node, name, target in self.updates:
+            nested = isinstance(target, ast.Subscript) and isinstance(target.value,
+                                                                      ast.Subscript)
             try:
                 update = ownership.Update(flow, node, node.args[0], name)
                 update.check()
+                if nested:      # `y[i][j] = v`
+                    update.check_items()
                 elements.update((k, (v, name, node)) for k, v in update.elements.items())
             except ownership.Shared as e:
                 method = isinstance(target, ast.Call)     # a list's: `xs.append(v)`
                 what = f"`{name}.{target.func.attr}()`" if method \
+                    else f"assignment into an element of `{name}`" if nested \
                     else f"assignment into `{name}`"
+                if e.items:
+                    self.error(target, f"{what} would change an element of `{name}` in place, "
+                               f"and that element may be shared with {e.what}: Python would "
+                               "change it there too, compiled code would not", "give each "
+                               f"element its own copy first, e.g. `{name}[i] = list({name}[i])`"
+                               f" or `{name} = [row.copy() for row in {name}]`; for an array, "
+                               f"write `{name}[i, j] = v`")
 
                 def copy(x, when):
+                    if nested:
+                        return f"write `{x} = [row.copy() for row in {x}]` {when}, which " \
+                            "copies its elements too"
                     if not method:
                         return f"write `{x} = {x}.copy()` {when}"
                     return f"write `{x} = list({x})` (or `{x} = {x}.copy()`) {when}" + (
