@@ -261,7 +261,7 @@ class Update:
         uses = self.flow.uses.get(id(item), ())
         fresh = isinstance(item, Apply) and (
             primitive_name(item) in FRESH or primitive_name(item) in NEW_CONTAINERS
-            or _numpy_function(item.fn.value if is_graph_constant(item.fn) else None)
+            or numpy_function(item.fn.value if is_graph_constant(item.fn) else None)
             not in (None, *NUMPY_VIEWS))
         if not fresh or len(uses) != 1 or uses[0][0].graph is not item.graph:
             names = self.flow.names_of.get(id(item))
@@ -309,7 +309,7 @@ class Update:
             raise Shared("a constant of the program, which compiled code never changes")
         prim = primitive_name(n)
         callees = flow.callees(n)
-        name = _numpy_function(n.fn.value) if isinstance(n, Apply) \
+        name = numpy_function(n.fn.value) if isinstance(n, Apply) \
             and is_graph_constant(n.fn) else None
         if name is not None and name not in NUMPY_VIEWS and not path:
             yield n
@@ -398,7 +398,7 @@ class Update:
                     alias = alias[:2] + (True,)   # from a branch without the update
                 self._forward(callee.parameters[k - 1], path, alias, seen)
                 return
-            name = _numpy_function(callee)
+            name = numpy_function(callee)
             if name is not None and name not in NUMPY_VIEWS or _gradient(user.fn):
                 return self._read(user, alias)
             what = f"np.{name}()" if name else f"`{callee.name}()`" if callee else "a call"
@@ -534,7 +534,7 @@ def _gradient(fn: Node) -> bool:
         and isinstance(fn.fn.value, GradMacro)
 
 
-def _numpy_function(g: Graph | None) -> str | None:
+def numpy_function(g: Graph | None) -> str | None:
     """The name of the numpy function g is the graph of (frontend/numpy_functions.py)."""
     loc = g.location if g is not None else None
     if loc is not None and loc.filename == numpy_functions.__file__:

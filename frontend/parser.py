@@ -1919,6 +1919,10 @@ class FunctionParser:
                     return block.graph.apply(fn, *args, location=loc)
                 return block.graph.apply(value, *self.bind_primitive(
                     value, args, kwargs, e, ast.unparse(e.func)), location=loc)
+            if isinstance(value, Graph) and len(args) > 1 and not kwargs \
+                    and ownership.numpy_function(value) in resolve.EACH_ARGUMENT:
+                return block.graph.apply(P[resolve.EACH_ARGUMENT_KIND], *[
+                    block.graph.apply(fn, a, location=loc) for a in args], location=loc)
             if isinstance(value, Graph):
                 bound = self.bind_graph(value, args, kwargs, e)
                 if PRINTED in self.locals and bound:   # it may print: after the last print

@@ -479,3 +479,15 @@ def remove_in_a_tuple(a):
 def weighted_sorted(xs, reverse):
     ys = sorted(xs, reverse=reverse)
     return ys[0] * 1.0 + ys[1] * 10.0 + ys[2] * 100.0
+
+
+def atleast_many(a, v, m):
+    """np.atleast_1d/2d/3d of several arrays: numpy's tuple of each one's result."""
+    x, y, z = np.atleast_1d(a, v, m)
+    return x, y, z, np.atleast_2d(a, v), np.atleast_3d(v, m, a), np.atleast_1d(v)
+
+
+def loss_atleast_many(a, v):
+    x, y = np.atleast_2d(a, v * a)
+    p, q = np.atleast_3d(v, a)
+    return np.sum(x * y) + np.sum(p * q)

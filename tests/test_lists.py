@@ -74,6 +74,7 @@ VALUE_CASES = [
     (L.sort_records, ([(1, 2.0), (0, 3.0), (1, 1.0), (0, 2.0)],)),
     (L.list_methods, ([3.0, -1.0, 2.0], 0.5)),
     (L.list_methods, ([], -0.5)),
+    (L.atleast_many, (1.5, V, np.ones((2, 3)))),
 ]
 
 
@@ -127,6 +128,9 @@ def test_comprehensions_have_known_lengths():
     assert repr(output_type(L.stacks_of_comprehensions, V)) == \
         "(f64[3,3], f64[3,3], f64[9], f64[3,3], f64[1,3,3], f64[9], f64[3,3])"
     assert repr(output_type(L.list_carried_by_a_loop, V, 3)) == "[f64[3], f64[3]]"
+    assert repr(output_type(L.atleast_many, 1.5, V, np.ones((2, 3)))) == \
+        "(f64[1], f64[3], f64[2,3], (f64[1,1], f64[1,3]), (f64[1,3,1], f64[2,3,1], " \
+        "f64[1,1,1]), f64[3])"
 
 
 def test_sorted_lists_keep_their_length():
@@ -183,6 +187,7 @@ GRADIENT_CASES = [
     (L.loss_stacks_of_comprehensions, (V,)),
     (L.loss_sorted, ([0.5, -1.5, 2.0],)),
     (L.loss_list_methods, (0.7,)),
+    (L.loss_atleast_many, (1.5, V)),
 ]
 
 
