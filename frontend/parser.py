@@ -180,12 +180,13 @@ def _function_parser(fn, worklist: _Worklist) -> "FunctionParser":
 JACOBIANS = ("jacfwd", "jacrev", "hessian")
 
 
-def wrap_macros(graph: Graph, specs, defaulted: tuple = ()) -> Graph:
+def wrap_macros(graph: Graph, specs, defaulted: tuple = (), constants: dict = {}) -> Graph:
     """A graph calling `spec_n(...spec_1(graph))` on graph's parameters: what
     `myir.grad(f)` means as a function, expanded later like `grad` in compiled code.  The
     parameters named in `defaulted` (a call left them at f's defaults) get the defaults
     themselves: a default function (`act=np.tanh`) is then known when compiling, as a
-    gradient needs it (passes/expand.py)."""
+    gradient needs it (passes/expand.py); so do those at the positions of `constants` (the
+    call's flags, `myir.api.static_arguments`) get those values."""
     kind = "_".join(s.kind for s in reversed(specs))
     w = Graph(f"{kind}_{graph.name}", None, graph.location)
     if specs[-1].takes:     # jvp: (primals, tangents)
@@ -196,7 +197,8 @@ def wrap_macros(graph: Graph, specs, defaulted: tuple = ()) -> Graph:
     fn: Node = Constant(graph)
     for spec in specs:
         fn = w.apply(Constant(spec), fn, location=graph.location)
-    args = [graph.defaults[p.debug.name] if p.debug.name in defaulted else p for p in params]
+    args = [graph.defaults[p.debug.name] if p.debug.name in defaulted
+            else Constant(constants[i]) if i in constants else p for i, p in enumerate(params)]
     w.output = w.apply(fn, *args, location=graph.location)
     return w
 
