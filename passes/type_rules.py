@@ -2167,33 +2167,36 @@ def list_of_length_rule(xs, n):
     if not (isinstance(xs, AList) and isinstance(n, AScalar) and n.known
             and type(n.value) is int) or xs.items is not None and len(xs.items) == n.value:
         return xs
-    item = xs.element
-    return AList((item,) * n.value) if item is not BOTTOM else BOTTOM
+    return _items_like(xs.element, n.value)
+
+
+def _items_like(item, n: int | None):
+    """A list of n items (an unknown number: None), each any value `item` describes; none
+    yet (BOTTOM) while no item is known."""
+    if n is None:
+        return AList(None, item)
+    return AList((item,) * n) if item is not BOTTOM or n == 0 else BOTTOM
 
 
 @rule
 def list_order_rule(xs, reverse):
-    if isinstance(xs, AArray):
-        raise RuleError("`.sort()` sorts an array in place, which compiled code does not do",
-                        "write `x = np.sort(x)`")
+    if isinstance(xs, AArray):  # `x.sort()`: refused by list_permute, at the user's line
+        return AList(None, AScalar(int))
     _needs_list(xs, "sort")
-    return AList((AScalar(int),) * len(xs.items)) if xs.items is not None \
-        else AList(None, AScalar(int))
+    return _items_like(AScalar(int), None if xs.items is None else len(xs.items))
 
 
 @rule
 def list_permute_rule(xs, order):
+    """`[xs[i] for i in order]`: `sorted(xs)`'s list, or the update of `xs.sort()` or
+    `xs.reverse()`, which an array does not have (numpy's `x.sort()` sorts in place)."""
     if isinstance(xs, AArray):
-        raise RuleError("`.reverse()` reverses a list in place; an array has no such method",
-                        "write `x = x[::-1]`")
-    _needs_list(xs, "reverse")
+        raise RuleError("`.sort()` or `.reverse()` of an array: compiled code does not "
+                        "change arrays in place", "write `x = np.sort(x)` or `x = x[::-1]`")
+    _needs_list(xs, "sort")
     if not isinstance(order, AList):
         return ANY
-    item = xs.element
-    if order.items is None:
-        return AList(None, item)
-    return AList((item,) * len(order.items)) if item is not BOTTOM or not order.items \
-        else BOTTOM
+    return _items_like(xs.element, None if order.items is None else len(order.items))
 
 
 @rule

@@ -491,3 +491,9 @@ def loss_atleast_many(a, v):
     x, y = np.atleast_2d(a, v * a)
     p, q = np.atleast_3d(v, a)
     return np.sum(x * y) + np.sum(p * q)
+
+
+def sort_local_array(v):
+    x = v * 2.0
+    x.sort()
+    return x

@@ -241,3 +241,12 @@ def test_gradient_of_repeating_an_argument_is_a_located_error():
     err = raise_error(lambda: myir.grad(L.repeat_argument, backend=BACKEND)([1.0, 2.0], 0.5))
     assert "xs * 2" in str(err) and "list(xs) * n" in str(err)
     assert myir.compile(L.repeat_argument, backend=BACKEND)([1.0, 2.0], 0.5) == 2.5
+
+
+def test_sort_of_a_local_array_is_a_located_type_error():
+    """numpy's `x.sort()` sorts in place; compiled code refuses it at the call, before
+    running, with numpy's functional form."""
+    err = raise_error(lambda: myir.compile(L.sort_local_array, backend=BACKEND)(V))
+    assert isinstance(err, myir.MyirTypeError)
+    assert "x.sort()" in str(err) and "programs_lists.py" in str(err)
+    assert "x = np.sort(x)" in err.hint
