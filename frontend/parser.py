@@ -1892,8 +1892,12 @@ class FunctionParser:
         if isinstance(fn, Constant) and fn.value is dict and len(e.args) == 1 \
                 and not e.keywords and self.loop_iterator(e.args[0]):
             return self.expr_DictComp(_each(e.args[0], pairs=True), block)   # dict(zip(k, v))
-        iterable_of = isinstance(fn, Constant) and isinstance(fn.value, Primitive) \
-            and fn.value.name in _ITERABLE_BUILTINS
+        iterable_of = isinstance(fn, Constant) and (
+            isinstance(fn.value, Primitive) and fn.value.name in _ITERABLE_BUILTINS
+            or _builtin_function(fn.value) == "sorted")
+        if iterable_of and _builtin_function(fn.value) == "sorted" and len(e.args) != 1:
+            self.error(e, f"sorted expected 1 argument, got {len(e.args)}",
+                       "pass `key=` and `reverse=` by keyword")
         args = [self.comprehension(_each(a) if self.loop_iterator(a) else a, block)
                 if iterable_of and (isinstance(a, ast.GeneratorExp) or self.loop_iterator(a))
                 else self.expr(a, block) for a in e.args]
@@ -2167,6 +2171,16 @@ _ITERABLE_BUILTINS = frozenset({"builtin_sum", "builtin_min", "builtin_max", "to
 # sums the copies' (`mul`'s would not).
 _SEQUENCE_MAKERS = frozenset({"make_list", "list_append", "list_extend", "seq_repeat",
                               "to_list", "make_tuple", "to_tuple"})
+
+
+def _builtin_function(value) -> str | None:
+    """The builtin (`sorted`) whose composition (frontend/builtin_functions.py) value is the
+    graph of, if it is one."""
+    if isinstance(value, Graph) and value.location is not None \
+            and value.location.filename == builtin_functions.__file__:
+        return next((name for name, f in resolve.BUILTIN_FUNCTIONS.items()
+                     if f.__name__ == value.name), None)
+    return None
 
 
 def _is_list_update(e: ast.AST) -> bool:

@@ -497,3 +497,9 @@ def sort_local_array(v):
     x = v * 2.0
     x.sort()
     return x
+
+
+def sorted_of_iterators(xs, ys):
+    """sorted() of a generator expression, of zip and enumerate, of a dict (its keys)."""
+    return sorted(x * x for x in xs), sorted(zip(ys, xs)), sorted(enumerate(xs), reverse=True), \
+        sorted({"b": 1, "a": 2})

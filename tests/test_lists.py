@@ -75,6 +75,7 @@ VALUE_CASES = [
     (L.list_methods, ([3.0, -1.0, 2.0], 0.5)),
     (L.list_methods, ([], -0.5)),
     (L.atleast_many, (1.5, V, np.ones((2, 3)))),
+    (L.sorted_of_iterators, ([2.0, -3.0, 1.0], [1.0, 0.0, 1.0])),
 ]
 
 
