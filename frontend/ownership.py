@@ -231,14 +231,27 @@ class Update:
                     yield from self._items_of(args[0], seen)
             elif prim == "list_extend":
                 yield from self._items_of(args[0], seen)
-                yield from self._items_of(args[1], seen)
+                yield from self._copied(args[1], seen)
             elif prim in ("to_list", "to_tuple", "copy", "list_permute"):
                 # copies of a list (a dict, an array: `.copy()`) holding its elements
-                yield from self._items_of(args[0], seen)
+                yield from self._copied(args[0], seen)
             elif prim == "getitem" and primitive_name(args[0]) == "list_pop":
                 yield from self._items_of(args[0].args[0], seen)    # what `xs.pop()` left
             elif prim == "seq_repeat":
                 raise Shared(f"the other copies of it in `xs * n`{_line(origin)}", items=True)
+
+    def _copied(self, source: Node, seen: set):
+        """The elements of `source`, a container a copy of y's was made from: they are y's
+        too, so `source` itself must not be read after the update either."""
+        try:
+            for origin in self._origins(source, (), set()):
+                names = self.flow.names_of.get(id(origin))
+                what = f"`{names[0][0]}` (line {names[0][1]}), which it was copied from" \
+                    if names else "the container it was copied from"
+                self._forward(origin, (), (what, origin), set())
+        except Shared as e:
+            raise Shared(e.what, e.argument, items=True) from None
+        yield from self._items_of(source, seen)
 
     def _container(self, n: Node) -> bool:
         """Whether n, what `setitem` updates, may be a list or dict rather than an array."""

@@ -649,3 +649,18 @@ def nested_update_one_array_appended(a, n):
         y.append(row)
     y[0][1] = a  # error
     return y
+
+
+def nested_update_of_a_copy_read_after(a):
+    d = {"W": np.zeros(2)}
+    g = d.copy()
+    g["W"][0] = a  # error
+    return d
+
+
+def nested_update_of_a_dead_copy(a):
+    y = [[0.0, 0.0]]
+    z = list(y)
+    z[0][0] = a
+    y = None
+    return z, y

@@ -58,6 +58,7 @@ x4 = np.array([0.5, -1.25, 2.0, 3.5])
     (U.list_of_arrays_updates, (np.array([0.5, -1.5, 2.0]),)),
     (U.dict_of_arrays_updates, (1.5,)),
     (U.array_row_updates, (1.5,)),
+    (U.nested_update_of_a_dead_copy, (1.5,)),
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_values_match_cpython(jit, f, args):
     check(jit, f, *args)
@@ -243,6 +244,9 @@ def test_updates_of_list_elements_and_dict_keys():
     (U.nested_update_copied_argument, ([[1.0, 2.0]], 1.0), ["element of `y`", "argument `xs`"]),
     (U.nested_update_row_used_twice, (1.0,), ["element of `y`", "`row` (line"]),
     (U.nested_update_one_array_appended, (1.0, 2), ["element of `y`", "`row` (line"]),
+    (U.nested_update_of_a_copy_read_after, (1.0,), [
+        "element of `g`", "copied from",
+        f"`d` (line {inspect.getsourcelines(U.nested_update_of_a_copy_read_after)[1] + 1})"]),
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_update_of_a_shared_element_is_a_located_error(f, args, words):
     """`y[i][j] = v` changes the element y[i] in CPython: where that element may be seen
