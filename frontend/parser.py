@@ -485,6 +485,22 @@ def _contains(nodes, kinds, into_loops: bool = True) -> bool:
     return False
 
 
+def _appended_once(s: ast.For) -> list[str]:
+    """The lists a `for` loop appends one item to at every step: `xs.append(v)` a statement
+    of the body itself (not under an `if` or in a nested loop), the body changing `xs` in
+    no other way, and every step running to its end (no `break`, `continue` or `return`).
+    After the loop such a list has as many more items as the loop had steps."""
+    if s.orelse or _contains(s.body, (ast.Break, ast.Continue), into_loops=False) \
+            or _contains(s.body, (ast.Return,)):
+        return []
+    appends = [st for st in s.body if isinstance(st, ast.Expr) and _is_list_update(st.value)
+               and st.value.func.attr == "append" and isinstance(st.value.func.value, ast.Name)]
+    names = [st.value.func.value.id for st in appends]
+    rest = [st for st in s.body if not any(st is a for a in appends)]
+    changed = set(_assigned_names(rest + [ast.Assign([s.target], s.iter)]))
+    return [n for n in names if names.count(n) == 1 and n not in changed]
+
+
 def _adds_keys(body: list, owned: set, changing: list) -> str | None:
     """The name of a dict this function owns that a loop's body (not a nested loop's or
     function's) assigns into at a key computed from names the loop assigns, `changing`
@@ -548,7 +564,6 @@ class FunctionParser:
         self.locals.update(a.arg for a in args.posonlyargs + args.args)
         self.current_loop: Loop | None = None
         self.computed_defaults: dict[str, Node] = {}   # see `nested_function`
-        self.lengths: dict[int, Node] = {}   # id(a `for`'s AST) -> its number of steps
         # name -> list of (assignment AST node, enclosing loops) for the capture check
         self.captures: list[tuple[str, ast.AST, tuple]] = []
         self.assignments: dict[str, list[tuple[ast.AST, tuple]]] = {}
@@ -1307,9 +1322,12 @@ class FunctionParser:
             loop_graph.unrolled = True
             grows = f"this loop adds keys to `{grown}`, a dict whose keys must be known when " \
                     "compiling"
+        # lists the loop appends one item to at each step: their lengths before it
+        before = {n: block.graph.apply(P["len"], self.value(block, n), location=loc)
+                  for n in (_appended_once(s) if isinstance(s, ast.For) else ())
+                  if n in carried and n not in maybe}
         if isinstance(s, ast.For):
             seq = self.iteration(s.iter, block)
-            self.lengths[id(s)] = seq[0]
             counter = loop_graph.add_parameter("k", loc)
             init = [Constant(0)] + init
             if grown is not None:
@@ -1353,6 +1371,11 @@ class FunctionParser:
         if has_return:
             return block, (result, carried, maybe, s)
         self.unpack_into(block, result, carried, maybe, s)
+        for name, n in before.items():  # inference widens a list grown in a loop: its length
+            total = block.graph.apply(P["add"], n, seq[0], location=loc)
+            grown = block.graph.apply(P["list_of_length"], self.value(block, name), total,
+                                      location=loc, name=name)
+            self.rebind(block, name, grown, False)
         return block
 
     def returned(self, block: Block, value: Node, s: ast.AST) -> Node:
@@ -1615,9 +1638,6 @@ class FunctionParser:
         end = self.stmts(ast.fix_missing_locations(ast.Module(body, [])).body, block)
         assert end is block, "a comprehension's loop returns to its block"
         result = self.read(block, acc, e)
-        if len(e.generators) == 1 and not e.generators[0].ifs:    # one item per value
-            result = block.graph.apply(P["list_of_length"], result, self.lengths[id(body[0])],
-                                       location=self.loc(e))
         result.debug.name = "comprehension"
         self.root.lists_made = getattr(self.root, "lists_made", set()) | {id(result)}
         return result

@@ -161,3 +161,10 @@ def reshape_to_a_partly_unknown_shape(y, dout):
 def stack_of_comprehension_mismatch(v, W):
     rows = [v * i for i in range(4)]
     return np.stack(rows) @ W  # error
+
+
+def stack_of_appended_rows_mismatch(v, W):
+    rows = []
+    for i in range(4):
+        rows.append(v * i)
+    return np.stack(rows) @ W  # error

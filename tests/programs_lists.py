@@ -503,3 +503,25 @@ def sorted_of_iterators(xs, ys):
     """sorted() of a generator expression, of zip and enumerate, of a dict (its keys)."""
     return sorted(x * x for x in xs), sorted(zip(ys, xs)), sorted(enumerate(xs), reverse=True), \
         sorted({"b": 1, "a": 2})
+
+
+def rows_appended(v, xs):
+    """A loop appending one item at every step: the list's length is the loop's number of
+    steps more (known for `range` of a constant, a list of known length)."""
+    rows = []
+    for i in range(3):
+        rows.append(v * i)
+    out = [v]
+    for x in xs:
+        h = v * x
+        out.append(h)
+    some = []
+    for x in xs:
+        if x > 0.0:
+            some.append(x)
+    first = []
+    for x in xs:
+        first.append(x)
+        if x > 1.0:
+            break
+    return np.stack(rows), np.stack(out), some, first

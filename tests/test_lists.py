@@ -76,6 +76,8 @@ VALUE_CASES = [
     (L.list_methods, ([], -0.5)),
     (L.atleast_many, (1.5, V, np.ones((2, 3)))),
     (L.sorted_of_iterators, ([2.0, -3.0, 1.0], [1.0, 0.0, 1.0])),
+    (L.rows_appended, (V, [1.0, -2.0, 3.0])),
+    (L.rows_appended, (V, [])),
 ]
 
 
@@ -119,9 +121,10 @@ def test_types():
 
 def test_comprehensions_have_known_lengths():
     """A comprehension without `if` over values of a known number (a list or tuple of known
-    length, `range` of a constant, `zip` of those) is a list of that length, so numpy's
-    stacks of it have known shapes, and a loop that rebuilds a list with one keeps its
-    length."""
+    length, `range` of a constant, `zip` of those) is a list of that length, and so is a
+    list a loop over such values appends to at every step, so numpy's stacks of it have
+    known shapes, and a loop that rebuilds a list with one keeps its length; not where an
+    append is under an `if` or a step may `break`."""
     assert repr(output_type(L.comprehension_lengths, [1.0, -2.0, 3.0], 0.5)) == \
         "([float, float, float], [float, float, float], [float, float], list[float])"
     assert repr(output_type(L.comprehension_lengths, [], 0.5)) == \
@@ -129,6 +132,8 @@ def test_comprehensions_have_known_lengths():
     assert repr(output_type(L.stacks_of_comprehensions, V)) == \
         "(f64[3,3], f64[3,3], f64[9], f64[3,3], f64[1,3,3], f64[9], f64[3,3])"
     assert repr(output_type(L.list_carried_by_a_loop, V, 3)) == "[f64[3], f64[3]]"
+    assert repr(output_type(L.rows_appended, V, [1.0, -2.0])) == \
+        "(f64[3,3], f64[3,3], list[float], list[float])"
     assert repr(output_type(L.atleast_many, 1.5, V, np.ones((2, 3)))) == \
         "(f64[1], f64[3], f64[2,3], (f64[1,1], f64[1,3]), (f64[1,3,1], f64[2,3,1], " \
         "f64[1,1,1]), f64[3])"
