@@ -237,8 +237,11 @@ class Update:
                 yield from self._copied(args[0], seen)
             elif prim == "getitem" and primitive_name(args[0]) == "list_pop":
                 yield from self._items_of(args[0].args[0], seen)    # what `xs.pop()` left
-            elif prim == "seq_repeat":
+            elif prim == "seq_repeat" or prim == "mul" and self._maybe_sequence(args):
                 raise Shared(f"the other copies of it in `xs * n`{_line(origin)}", items=True)
+            elif prim == "add" and self._maybe_sequence(args):     # `xs + ys`
+                yield from self._copied(args[0], seen)
+                yield from self._copied(args[1], seen)
 
     def _copied(self, source: Node, seen: set):
         """The elements of `source`, a container a copy of y's was made from: they are y's
@@ -252,6 +255,22 @@ class Update:
         except Shared as e:
             raise Shared(e.what, e.argument, items=True) from None
         yield from self._items_of(source, seen)
+
+    def _maybe_sequence(self, operands) -> bool:
+        """Whether an operand of `+` or `*` (arithmetic, or a concatenation or repetition
+        of lists, which hold the operands' elements) may be a list or tuple: made as one,
+        or of an origin the analysis cannot trace (an argument may be a list)."""
+        for n in operands:
+            if isinstance(n, Constant):
+                if isinstance(n.value, tuple):
+                    return True
+                continue
+            try:
+                if self._container(n):
+                    return True
+            except Shared:
+                return True
+        return False
 
     def _container(self, n: Node) -> bool:
         """Whether n, what `setitem` updates, may be a list or dict rather than an array."""

@@ -664,3 +664,16 @@ def nested_update_of_a_dead_copy(a):
     z[0][0] = a
     y = None
     return z, y
+
+
+def nested_update_of_a_concatenation(a):
+    r = [0.0]
+    y = [r] + [r]
+    y[0][0] = a  # error
+    return y
+
+
+def nested_update_of_rows_added(a):
+    y = [[0.0]] + [[1.0, 2.0] for _ in range(2)]
+    y[2][1] = a
+    return y

@@ -59,6 +59,7 @@ x4 = np.array([0.5, -1.25, 2.0, 3.5])
     (U.dict_of_arrays_updates, (1.5,)),
     (U.array_row_updates, (1.5,)),
     (U.nested_update_of_a_dead_copy, (1.5,)),
+    (U.nested_update_of_rows_added, (1.5,)),
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_values_match_cpython(jit, f, args):
     check(jit, f, *args)
@@ -244,6 +245,7 @@ def test_updates_of_list_elements_and_dict_keys():
     (U.nested_update_copied_argument, ([[1.0, 2.0]], 1.0), ["element of `y`", "argument `xs`"]),
     (U.nested_update_row_used_twice, (1.0,), ["element of `y`", "`row` (line"]),
     (U.nested_update_one_array_appended, (1.0, 2), ["element of `y`", "`row` (line"]),
+    (U.nested_update_of_a_concatenation, (1.0,), ["element of `y`", "`r` (line"]),
     (U.nested_update_of_a_copy_read_after, (1.0,), [
         "element of `g`", "copied from",
         f"`d` (line {inspect.getsourcelines(U.nested_update_of_a_copy_read_after)[1] + 1})"]),
