@@ -1322,10 +1322,12 @@ class FunctionParser:
             loop_graph.unrolled = True
             grows = f"this loop adds keys to `{grown}`, a dict whose keys must be known when " \
                     "compiling"
-        # lists the loop appends one item to at each step: their lengths before it
+        # lists the loop appends one item to at each step (lists certainly: a list the
+        # function made): their lengths before it
         before = {n: block.graph.apply(P["len"], self.value(block, n), location=loc)
                   for n in (_appended_once(s) if isinstance(s, ast.For) else ())
-                  if n in carried and n not in maybe}
+                  if n in carried and n not in maybe
+                  and self.makes_sequence(self.value(block, n))}
         if isinstance(s, ast.For):
             seq = self.iteration(s.iter, block)
             counter = loop_graph.add_parameter("k", loc)

@@ -335,7 +335,8 @@ CANNOT_RAISE = _table([
      "were checked at compile time"),
     ("einsum_grad tensordot_grad take_grad take_along_axis_grad", "gradient code, on values "
      "of shapes the forward computed"),
-    ("make_list list_append seq_repeat list_of_length list_permute", "build a list from values (append's object is a "
+    ("make_list list_append seq_repeat list_of_length list_permute", "build a list from "
+     "values (append's object is a "
      "list, the count an int: inference checked)"),
     ("builtin_sum", "adds numbers and arrays of shapes inference knows, as `+` does"),
     ("sum_grad seq_grad array_grad setitem_slot", "gradient code, on values of the structure "
