@@ -1681,9 +1681,9 @@ class FunctionParser:
         xs = self.read(block, name, obj)
         result = Constant(None)
 
-        def position(helper, *operands, **keywords):
+        def position(helper, *operands, **options):
             fn = self.global_value(helper, f"list.{attr}", e)
-            return block.graph.apply(fn, *self.bind_graph(fn.value, [xs, *operands], keywords,
+            return block.graph.apply(fn, *self.bind_graph(fn.value, [xs, *operands], options,
                                                           e), location=loc)
 
         if attr == "append":
@@ -1959,6 +1959,8 @@ class FunctionParser:
                 call = block.graph.apply(fn, *bound, location=loc)
                 if PRINTED in self.locals:
                     block.env[PRINTED] = call
+                if _builtin_function(value) == "sorted":    # a new list
+                    self.root.lists_made = getattr(self.root, "lists_made", set()) | {id(call)}
                 return call
             if isinstance(value, type) and issubclass(value, Exception):
                 if kwargs:
@@ -2192,7 +2194,8 @@ _ITERABLE_BUILTINS = frozenset({"builtin_sum", "builtin_min", "builtin_max", "to
 # What certainly makes a list or a tuple: `xs * n` of one is `seq_repeat`, whose gradient
 # sums the copies' (`mul`'s would not).
 _SEQUENCE_MAKERS = frozenset({"make_list", "list_append", "list_extend", "seq_repeat",
-                              "to_list", "make_tuple", "to_tuple"})
+                              "to_list", "make_tuple", "to_tuple", "list_of_length",
+                              "list_permute", "list_unpop"})
 
 
 def _builtin_function(value) -> str | None:

@@ -525,3 +525,12 @@ def rows_appended(v, xs):
         if x > 1.0:
             break
     return np.stack(rows), np.stack(out), some, first
+
+
+def loss_repeat_sorted_and_appended(xs):
+    """`* n` of a sorted list and of a list a loop appended to: lists the function made."""
+    ys = sorted(xs)
+    rows = []
+    for x in xs:
+        rows.append(x * x)
+    return sum(ys * 2) + sum(rows * 3)

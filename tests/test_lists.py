@@ -194,6 +194,7 @@ GRADIENT_CASES = [
     (L.loss_sorted, ([0.5, -1.5, 2.0],)),
     (L.loss_list_methods, (0.7,)),
     (L.loss_atleast_many, (1.5, V)),
+    (L.loss_repeat_sorted_and_appended, ([0.5, -1.5, 2.0],)),
 ]
 
 
