@@ -1133,8 +1133,11 @@ class FunctionParser:
         read = {n.id for n in _subtree(self.node)
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
         for node, name in reversed(self.assigned):   # a loop before what its body assigns
+            # a comprehension's own names (`x.1`, its list) are read where it is written
+            hidden = name is not None and "." in name
             if isinstance(node, Apply) and (not uses.get(id(node)) or name not in read
-                                            and name is not None) and _can_raise(node):
+                                            and name is not None and not hidden) \
+                    and _can_raise(node):
                 _keep(node, self.root.function_graphs)
                 uses = _use_counts(self.graph)
 
@@ -1304,7 +1307,13 @@ class FunctionParser:
         loc = self.loc(s)
         body_names = _assigned_names(s.body + ([ast.Assign([s.target], s.iter)]
                                                if isinstance(s, ast.For) else []))
-        carried = [n for n in body_names if n in self.locals]
+        # not a comprehension's own variables (`x.1`): assigned by each step, and read by
+        # no code after the loop (carried, the loop's last value of one was kept only for
+        # what reading it can raise, and that kept the loop from being a loop)
+        targets = _assigned_names([ast.Assign([s.target], s.iter)]) \
+            if isinstance(s, ast.For) else ()
+        carried = [n for n in body_names if n in self.locals
+                   and not ("." in n and n in targets)]
         maybe = {n for n in carried if self.maybe_unbound(block, n)}
         has_return = _contains(s.body, ast.Return)
         kind = "while" if isinstance(s, ast.While) else "for"

@@ -105,6 +105,17 @@ def test_generated_code_is_natural():
     assert "xs.append(a * i)" in source, source     # in place: nothing else sees xs
 
 
+def test_comprehension_over_a_long_list_is_a_loop():
+    """A comprehension is a `while` loop appending in place (its variables are not carried
+    out of it), so a long list neither recurses nor copies at each step."""
+    xs = [float(i) for i in range(20000)]
+    compiled = myir.compile(L.comprehension, backend="python")
+    assert compiled(xs, 0.5) == L.comprehension(xs, 0.5)
+    source = compiled.lower([1.0, 2.0], 0.5).source
+    assert "while True:" in source and ".append(" in source and "def " not in \
+        source.split("\n", 1)[1], source
+
+
 def test_types():
     assert repr(output_type(L.literal_returned, 1.5)) == "[float, float, [float, int=1]]"
     assert output_type(L.append_loop, 1.5, 4) == AList(None, AScalar(float))
