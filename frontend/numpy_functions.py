@@ -627,28 +627,23 @@ def hstack(tup):
     return np.concatenate(tup, axis=1)
 
 
+# The stacks below make each part with a comprehension, whose list inference knows the
+# length of (one item per part), so the result's shape is known.
+
 def column_stack(tup):
     """1-d arrays as columns, 2-d ones as they are, side by side."""
-    columns = ()
-    for a in tup:
-        columns = columns + ((np.reshape(a, (-1, 1)) if np.ndim(a) < 2 else a),)
-    return np.concatenate(columns, axis=1)
+    return np.concatenate([np.reshape(a, (-1, 1)) if np.ndim(a) < 2 else a for a in tup],
+                          axis=1)
 
 
 def dstack(tup):
-    layers = ()
-    for a in tup:
-        layers = layers + (atleast_3d(a),)
-    return np.concatenate(layers, axis=2)
+    return np.concatenate([atleast_3d(a) for a in tup], axis=2)
 
 
 def vstack(tup):
     """Each array made 2-d first (a vector is a row), as numpy: a matrix and a vector
     stack."""
-    rows = ()
-    for a in tup:
-        rows = rows + (atleast_2d(a),)
-    return np.concatenate(rows, axis=0)
+    return np.concatenate([atleast_2d(a) for a in tup], axis=0)
 
 
 def split(ary, indices_or_sections, axis=0):

@@ -65,6 +65,18 @@ STORES = {"make_list": None, "make_record": None,     # None: every operand but 
 # itself, so the object goes on in their result (list_pop's second item), and the parser
 # checks them as it checks `y[i] = v`.
 LIST_UPDATES = frozenset({"list_append", "list_extend", "list_pop"})
+# The updates of `xs.insert(i, v)` (list_unpop), `xs.sort()` and `xs.reverse()`
+# (list_permute): checked the same way, but their primitives also make new lists elsewhere
+# (`sorted(xs)`, a gradient), so the object does not go on through them.
+LIST_METHOD_UPDATES = LIST_UPDATES | {"list_unpop", "list_permute"}
+
+# Primitives whose result is their first operand itself (checked, or typed more precisely).
+PASSED_ON = frozenset({"check_bound", "depend", "unpack", "list_of_length"})
+
+# Primitives making a list or dict (whose elements are objects of their own).
+_CONTAINER_MAKERS = frozenset({"make_list", "make_tuple", "make_dict", "dict_cons",
+                               "dict_setitem", "list_append", "list_extend", "list_unpop",
+                               "list_permute", "seq_repeat", "to_list", "to_tuple"})
 
 # A dict's live views: a variable bound to one sees later updates of the dict.
 DICT_VIEWS = frozenset({"dict_keys", "dict_values", "dict_items"})
@@ -77,12 +89,14 @@ NUMPY_VIEWS = frozenset("ravel atleast_1d atleast_2d atleast_3d moveaxis diagona
 
 class Shared(Exception):
     """The update is not provably alone: `what` the object is shared with, and `argument`
-    the parameter's name when it is the caller's data."""
+    the parameter's name when it is the caller's data; `items`: what is shared is an
+    element the update of `y[i][j] = v` changes (`Update.check_items`)."""
 
-    def __init__(self, what: str, argument: str | None = None):
+    def __init__(self, what: str, argument: str | None = None, items: bool = False):
         super().__init__(what)
         self.what = what
         self.argument = argument
+        self.items = items
 
 
 def _line(node: Node) -> str:
@@ -152,7 +166,7 @@ class Update:
     def __init__(self, flow: Flow, node: Apply, old: Node, name: str):
         self.flow, self.node, self.old, self.name = flow, node, old, name
         # the object is a list: a slice of it is a new list, not a view
-        self.list = primitive_name(node) in LIST_UPDATES
+        self.list = primitive_name(node) in LIST_METHOD_UPDATES
         self.enclosing = set()        # ids of the graphs the update runs in
         g = node.graph
         while g is not None:
@@ -171,6 +185,120 @@ class Update:
             raise Shared("a value whose origin cannot be traced")
         for origin in origins:
             self._forward(origin, (), None, set())
+
+    # -- the elements `y[i][j] = v` changes
+
+    def check_items(self) -> None:
+        """For `y[i][j] = v` (after `check`): CPython changes the element `y[i]` itself, so
+        every element y may hold must be seen through y alone.  An array's rows are views of
+        the array (the update of y writes them back); a list's or dict's elements are
+        objects of their own: each must be made where it is stored (a literal, a new array,
+        a comprehension's item), stored once, and used nowhere else -- not bound to another
+        name, not one object repeated (`[row] * n`), not the caller's (`list(xs)` copies
+        the list, not its elements).  And no element of y read from it before the update
+        may be used after it (`r = y[0]`; CPython's r sees the change)."""
+        for item in self._items_of(self.old, set()):
+            self._private(item)
+        if self.elements:
+            element = next(iter(self.elements.values()))
+            names = self.flow.names_of.get(id(element))
+            what = f"`{names[0][0]}`" if names else "a value"
+            raise Shared(f"{what}, an element of `{self.name}` read{_line(element)} before "
+                         "the update and used after it", items=True)
+
+    def _items_of(self, n: Node, seen: set):
+        """The values the elements of the list or dict n may be (none for an array)."""
+        try:
+            origins = list(self._origins(n, (), set()))
+        except Shared as e:
+            raise Shared(e.what, e.argument, items=True) from None
+        for origin in origins:
+            if id(origin) in seen:
+                continue
+            seen.add(id(origin))
+            prim = primitive_name(origin)
+            args = origin.args if isinstance(origin, Apply) else []
+            if prim in ("make_list", "make_tuple"):
+                yield from args
+            elif prim == "make_dict":
+                yield from args[1::2]
+            elif prim == "dict_cons":       # a dict comprehension's step: {k: v, **rest}
+                yield args[1]
+                yield from self._items_of(args[2], seen)
+            elif prim in ("list_append", "setitem", "list_unpop", "dict_setitem"):
+                if prim != "setitem" or self._container(args[0]):  # an array copies v in
+                    yield args[-1]
+                    yield from self._items_of(args[0], seen)
+            elif prim == "list_extend":
+                yield from self._items_of(args[0], seen)
+                yield from self._copied(args[1], seen)
+            elif prim in ("to_list", "to_tuple", "copy", "list_permute"):
+                # copies of a list (a dict, an array: `.copy()`) holding its elements
+                yield from self._copied(args[0], seen)
+            elif prim == "getitem" and primitive_name(args[0]) == "list_pop":
+                yield from self._items_of(args[0].args[0], seen)    # what `xs.pop()` left
+            elif prim == "seq_repeat" or prim == "mul" and self._maybe_sequence(args):
+                raise Shared(f"the other copies of it in `xs * n`{_line(origin)}", items=True)
+            elif prim == "add" and self._maybe_sequence(args):     # `xs + ys`
+                yield from self._copied(args[0], seen)
+                yield from self._copied(args[1], seen)
+
+    def _copied(self, source: Node, seen: set):
+        """The elements of `source`, a container a copy of y's was made from: they are y's
+        too, so `source` itself must not be read after the update either."""
+        try:
+            for origin in self._origins(source, (), set()):
+                names = self.flow.names_of.get(id(origin))
+                what = f"`{names[0][0]}` (line {names[0][1]}), which it was copied from" \
+                    if names else "the container it was copied from"
+                self._forward(origin, (), (what, origin), set())
+        except Shared as e:
+            raise Shared(e.what, e.argument, items=True) from None
+        yield from self._items_of(source, seen)
+
+    def _maybe_sequence(self, operands) -> bool:
+        """Whether an operand of `+` or `*` (arithmetic, or a concatenation or repetition
+        of lists, which hold the operands' elements) may be a list or tuple: made as one,
+        or of an origin the analysis cannot trace (an argument may be a list)."""
+        for n in operands:
+            if isinstance(n, Constant):
+                if isinstance(n.value, tuple):
+                    return True
+                continue
+            try:
+                if self._container(n):
+                    return True
+            except Shared:
+                return True
+        return False
+
+    def _container(self, n: Node) -> bool:
+        """Whether n, what `setitem` updates, may be a list or dict rather than an array."""
+        for origin in self._origins(n, (), set()):
+            prim = primitive_name(origin)
+            if prim in ("setitem", "copy"):
+                if self._container(origin.args[0]):
+                    return True
+            elif prim in _CONTAINER_MAKERS or prim == "getitem":
+                return True
+        return False
+
+    def _private(self, item: Node) -> None:
+        """Raise Shared unless `item`, stored as an element, is a new object stored once
+        and used nowhere else (or a constant that is no array: a number, a string)."""
+        if isinstance(item, Constant):
+            if type(item.value).__module__ == "numpy" or isinstance(item.value, Graph):
+                raise Shared(f"a constant of the program{_line(item)}", items=True)
+            return
+        uses = self.flow.uses.get(id(item), ())
+        fresh = isinstance(item, Apply) and (
+            primitive_name(item) in FRESH or primitive_name(item) in NEW_CONTAINERS
+            or numpy_function(item.fn.value if is_graph_constant(item.fn) else None)
+            not in (None, *NUMPY_VIEWS))
+        if not fresh or len(uses) != 1 or uses[0][0].graph is not item.graph:
+            names = self.flow.names_of.get(id(item))
+            what = f"`{names[0][0]}`" if names else "the value stored"
+            raise Shared(f"{what}{_line(item)}, which may be held elsewhere too", items=True)
 
     # -- what ran before the update
 
@@ -213,7 +341,7 @@ class Update:
             raise Shared("a constant of the program, which compiled code never changes")
         prim = primitive_name(n)
         callees = flow.callees(n)
-        name = _numpy_function(n.fn.value) if isinstance(n, Apply) \
+        name = numpy_function(n.fn.value) if isinstance(n, Apply) \
             and is_graph_constant(n.fn) else None
         if name is not None and name not in NUMPY_VIEWS and not path:
             yield n
@@ -225,7 +353,7 @@ class Update:
         elif prim == "getitem" and isinstance(n.args[1], Constant) \
                 and type(n.args[1].value) is int and self._packed(n.args[0]):
             yield from self._origins(n.args[0], (n.args[1].value,) + path, seen)
-        elif prim in ("check_bound", "depend", "unpack"):
+        elif prim in PASSED_ON:
             yield from self._origins(n.args[0], path, seen)
         elif prim == "getitem" and primitive_name(n.args[0]) == "list_pop" and not path \
                 and isinstance(n.args[1], Constant) and n.args[1].value == 1:
@@ -302,7 +430,7 @@ class Update:
                     alias = alias[:2] + (True,)   # from a branch without the update
                 self._forward(callee.parameters[k - 1], path, alias, seen)
                 return
-            name = _numpy_function(callee)
+            name = numpy_function(callee)
             if name is not None and name not in NUMPY_VIEWS or _gradient(user.fn):
                 return self._read(user, alias)
             what = f"np.{name}()" if name else f"`{callee.name}()`" if callee else "a call"
@@ -322,7 +450,7 @@ class Update:
             # list_pop(xs, i) gives (the item, xs without it): the list goes on as item 1
             self._forward(user, (k - 1 if prim == "make_tuple" else 1,) + path, alias, seen)
             return
-        if prim in ("check_bound", "depend", "unpack") and k == 1 \
+        if prim in PASSED_ON and k == 1 \
                 or prim in LIST_UPDATES and k == 1 or prim in ("setitem", "dict_setitem") \
                 and k == 1:
             self._forward(user, path, alias, seen)
@@ -438,7 +566,7 @@ def _gradient(fn: Node) -> bool:
         and isinstance(fn.fn.value, GradMacro)
 
 
-def _numpy_function(g: Graph | None) -> str | None:
+def numpy_function(g: Graph | None) -> str | None:
     """The name of the numpy function g is the graph of (frontend/numpy_functions.py)."""
     loc = g.location if g is not None else None
     if loc is not None and loc.filename == numpy_functions.__file__:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from frontend import ownership, resolve
+from frontend import builtin_functions, ownership, resolve
 from frontend.fingerprint import fingerprints, text_positions
 from myir import tree
 from myir.errors import Location, MyirSyntaxError
@@ -180,12 +180,13 @@ def _function_parser(fn, worklist: _Worklist) -> "FunctionParser":
 JACOBIANS = ("jacfwd", "jacrev", "hessian")
 
 
-def wrap_macros(graph: Graph, specs, defaulted: tuple = ()) -> Graph:
+def wrap_macros(graph: Graph, specs, defaulted: tuple = (), constants: dict = {}) -> Graph:
     """A graph calling `spec_n(...spec_1(graph))` on graph's parameters: what
     `myir.grad(f)` means as a function, expanded later like `grad` in compiled code.  The
     parameters named in `defaulted` (a call left them at f's defaults) get the defaults
     themselves: a default function (`act=np.tanh`) is then known when compiling, as a
-    gradient needs it (passes/expand.py)."""
+    gradient needs it (passes/expand.py); so do those at the positions of `constants` (the
+    call's flags, `myir.api.static_arguments`) get those values."""
     kind = "_".join(s.kind for s in reversed(specs))
     w = Graph(f"{kind}_{graph.name}", None, graph.location)
     if specs[-1].takes:     # jvp: (primals, tangents)
@@ -196,7 +197,8 @@ def wrap_macros(graph: Graph, specs, defaulted: tuple = ()) -> Graph:
     fn: Node = Constant(graph)
     for spec in specs:
         fn = w.apply(Constant(spec), fn, location=graph.location)
-    args = [graph.defaults[p.debug.name] if p.debug.name in defaulted else p for p in params]
+    args = [graph.defaults[p.debug.name] if p.debug.name in defaulted
+            else Constant(constants[i]) if i in constants else p for i, p in enumerate(params)]
     w.output = w.apply(fn, *args, location=graph.location)
     return w
 
@@ -453,6 +455,10 @@ def _assigned_names(nodes, updates: bool = True) -> list[str]:
         elif updates and isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) \
                 and isinstance(node.value, ast.Name):
             names[node.value.id] = None
+        elif updates and isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) \
+                and isinstance(node.value, ast.Subscript) \
+                and isinstance(node.value.value, ast.Name):    # `y[i][j] = v`
+            names[node.value.value.id] = None
         elif updates and _is_list_update(node) and isinstance(node.func.value, ast.Name):
             names[node.func.value.id] = None   # `xs.append(v)` binds xs to a new list
         elif _is_print(node) or (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
@@ -477,6 +483,22 @@ def _contains(nodes, kinds, into_loops: bool = True) -> bool:
             continue
         stack.extend(ast.iter_child_nodes(node))
     return False
+
+
+def _appended_once(s: ast.For) -> list[str]:
+    """The lists a `for` loop appends one item to at every step: `xs.append(v)` a statement
+    of the body itself (not under an `if` or in a nested loop), the body changing `xs` in
+    no other way, and every step running to its end (no `break`, `continue` or `return`).
+    After the loop such a list has as many more items as the loop had steps."""
+    if s.orelse or _contains(s.body, (ast.Break, ast.Continue), into_loops=False) \
+            or _contains(s.body, (ast.Return,)):
+        return []
+    appends = [st for st in s.body if isinstance(st, ast.Expr) and _is_list_update(st.value)
+               and st.value.func.attr == "append" and isinstance(st.value.func.value, ast.Name)]
+    names = [st.value.func.value.id for st in appends]
+    rest = [st for st in s.body if not any(st is a for a in appends)]
+    changed = set(_assigned_names(rest + [ast.Assign([s.target], s.iter)]))
+    return [n for n in names if names.count(n) == 1 and n not in changed]
 
 
 def _adds_keys(body: list, owned: set, changing: list) -> str | None:
@@ -724,6 +746,8 @@ class FunctionParser:
         builtin = getattr(value, "__name__", None)   # `abs`, or a default `h=abs`
         if builtin in resolve.BUILTINS and value is getattr(builtins, builtin, None):
             return Constant(resolve.BUILTINS[builtin])
+        if builtin in resolve.BUILTIN_FUNCTIONS and value is getattr(builtins, builtin, None):
+            return self.global_value(resolve.BUILTIN_FUNCTIONS[builtin], builtin, node)
         if isinstance(value, type) and issubclass(value, Exception):
             return Constant(value)
         if resolve.is_embeddable(value):
@@ -884,15 +908,11 @@ class FunctionParser:
         return True
 
     def mutating_method(self, e: ast.Call):
-        """`xs.insert(i, v)`, `d.update(e)`, `x.sort()`, ...: methods that change their
-        object in place, which compiled code does not have; the error says what to write."""
+        """`d.update(e)`, `x.fill(v)`, ...: methods that change their object in place, which
+        compiled code does not have; the error says what to write."""
         attr, obj = e.func.attr, ast.unparse(e.func.value)
         args = ", ".join(ast.unparse(a) for a in e.args)
         hint = {
-            "insert": f"build a new list: `{obj} = {obj}[:i] + [v] + {obj}[i:]`",
-            "remove": f"build a new list: `{obj} = [v for v in {obj} if ...]`",
-            "sort": f"for an array, `{obj} = np.sort({obj})`",
-            "reverse": f"`{obj} = {obj}[::-1]`",
             "clear": f"`{obj} = []` or `{obj} = {{}}`",
             "update": f"set the keys one by one: `for k, v in {args or 'other'}.items(): "
                       f"{obj}[k] = v`",
@@ -980,13 +1000,19 @@ class FunctionParser:
                     value: Node | None = None, op: ast.operator | None = None):
         """`y[index] = value` (or `y[index] op= value`, `op` given) on a local variable `y`:
         `y = setitem(y, index, value)`, a new value bound to `y`.  Python changes the object
-        `y` holds; `_check_updates` proves nothing else sees that object."""
+        `y` holds; `_check_updates` proves nothing else sees that object.  `y[i][j] = value`
+        is `y = setitem(y, i, setitem(y[i], j, value))`: Python changes the element `y[i]`,
+        which `_check_updates` also proves is seen through `y` alone."""
         base = target.value
+        if isinstance(base, ast.Subscript) and isinstance(base.value, ast.Name) \
+                and base.value.id in self.locals:
+            return self.update_element_item(target, block, stmt, value, op)
         if isinstance(base, ast.Subscript):
-            self.error(target, "assignment into an element of an element (`y[i][j] = v`) is "
-                       "not supported", "for an array write `y[i, j] = v`; otherwise take the "
-                       "element out, update it and put it back: `row = y[i]`, `row[j] = v`, "
-                       "`y[i] = row`")
+            self.error(target, "assignment into an element of an element of an element "
+                       "(`y[i][j][k] = v`), or of an element of a value no local variable "
+                       "holds, is not supported", "for an array write `y[i, j, k] = v`; "
+                       "otherwise take the element out, update it and put it back: "
+                       "`row = y[i][j]`, `row[k] = v`, `y[i][j] = row`")
         if not isinstance(base, ast.Name):
             self.error(target, "assignment into an element of an expression changes a value "
                        "no variable of this function holds",
@@ -1009,6 +1035,26 @@ class FunctionParser:
         self.root.assigned.append((node, name))
         self.bind(block, name, node, base)
 
+    def update_element_item(self, target: ast.Subscript, block: Block, stmt: ast.AST,
+                            value: Node | None, op: ast.operator | None):
+        """`y[i][j] = value` (see `update_item`): the element's update, then y's (a dict's
+        `dict_setitem` where y is a dict this function made)."""
+        base = target.value
+        name, loc = base.value.id, self.loc(target)
+        current = self.read(block, name, base.value)
+        i = self.index(base.slice, block)
+        element = block.graph.apply(P["getitem"], current, i, location=self.loc(base))
+        j = self.index(target.slice, block)
+        if op is not None:
+            old = block.graph.apply(P["getitem"], element, j, location=loc)
+            value = self.in_place(op, old, stmt, block)
+        inner = block.graph.apply(P["setitem"], element, j, value, location=loc)
+        outer = "dict_setitem" if self.owns(base.value) else "setitem"
+        node = block.graph.apply(P[outer], current, i, inner, name=name, location=loc)
+        self.root.updates.append((node, name, target))
+        self.root.assigned.append((node, name))
+        self.bind(block, name, node, base.value)
+
     def _check_updates(self):
         """Updates in place become functional updates where `frontend.ownership` proves
         nothing else sees the object (see there).  `y[i] = v` that cannot be proven is an
@@ -1021,21 +1067,43 @@ class FunctionParser:
                               [n for n, _ in self.assigned] + [n for n, _, _ in self.updates])
         elements: dict[int, tuple[Apply, str, Apply]] = {}
         for node, name, target in self.updates:
+            nested = isinstance(target, ast.Subscript) and isinstance(target.value,
+                                                                      ast.Subscript)
             try:
                 update = ownership.Update(flow, node, node.args[0], name)
                 update.check()
+                if nested:      # `y[i][j] = v`
+                    update.check_items()
                 elements.update((k, (v, name, node)) for k, v in update.elements.items())
             except ownership.Shared as e:
-                what = f"`{name}.{target.func.attr}()`" if isinstance(target, ast.Call) \
+                method = isinstance(target, ast.Call)     # a list's: `xs.append(v)`
+                what = f"`{name}.{target.func.attr}()`" if method \
+                    else f"assignment into an element of `{name}`" if nested \
                     else f"assignment into `{name}`"
+                if e.items:
+                    self.error(target, f"{what} would change an element of `{name}` in place, "
+                               f"and that element may be shared with {e.what}: Python would "
+                               "change it there too, compiled code would not", "give each "
+                               f"element its own copy first, e.g. `{name}[i] = list({name}[i])`"
+                               f" or `{name} = [row.copy() for row in {name}]`; for an array, "
+                               f"write `{name}[i, j] = v`")
+
+                def copy(x, when):
+                    if nested:
+                        return f"write `{x} = [row.copy() for row in {x}]` {when}, which " \
+                            "copies its elements too"
+                    if not method:
+                        return f"write `{x} = {x}.copy()` {when}"
+                    return f"write `{x} = list({x})` (or `{x} = {x}.copy()`) {when}" + (
+                        f"; for an array, `{x} = np.sort({x})` instead of `.sort()`"
+                        if target.func.attr == "sort" else "")
                 if e.argument is not None:
                     self.error(target, f"{what} would change the argument `{e.argument}` in "
                                "place; the caller's data is never changed",
-                               f"write `{e.argument} = {e.argument}.copy()` first")
+                               copy(e.argument, "first"))
                 self.error(target, f"{what} would change its value in place, and that value "
                            f"is shared with {e.what}: Python would change it there too, "
-                           "compiled code would not",
-                           f"write `{name} = {name}.copy()` before the update")
+                           "compiled code would not", copy(name, "before the update"))
         for element, name, update in elements.values():
             self._not_a_view(flow, element, name, update)
         uses = None
@@ -1081,8 +1149,11 @@ class FunctionParser:
         read = {n.id for n in _subtree(self.node)
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
         for node, name in reversed(self.assigned):   # a loop before what its body assigns
+            # a comprehension's own names (`x.1`, its list) are read where it is written
+            hidden = name is not None and "." in name
             if isinstance(node, Apply) and (not uses.get(id(node)) or name not in read
-                                            and name is not None) and _can_raise(node):
+                                            and name is not None and not hidden) \
+                    and _can_raise(node):
                 _keep(node, self.root.function_graphs)
                 uses = _use_counts(self.graph)
 
@@ -1252,7 +1323,13 @@ class FunctionParser:
         loc = self.loc(s)
         body_names = _assigned_names(s.body + ([ast.Assign([s.target], s.iter)]
                                                if isinstance(s, ast.For) else []))
-        carried = [n for n in body_names if n in self.locals]
+        # not a comprehension's own variables (`x.1`): assigned by each step, and read by
+        # no code after the loop (carried, the loop's last value of one was kept only for
+        # what reading it can raise, and that kept the loop from being a loop)
+        targets = _assigned_names([ast.Assign([s.target], s.iter)]) \
+            if isinstance(s, ast.For) else ()
+        carried = [n for n in body_names if n in self.locals
+                   and not ("." in n and n in targets)]
         maybe = {n for n in carried if self.maybe_unbound(block, n)}
         has_return = _contains(s.body, ast.Return)
         kind = "while" if isinstance(s, ast.While) else "for"
@@ -1270,6 +1347,12 @@ class FunctionParser:
             loop_graph.unrolled = True
             grows = f"this loop adds keys to `{grown}`, a dict whose keys must be known when " \
                     "compiling"
+        # lists the loop appends one item to at each step (lists certainly: a list the
+        # function made): their lengths before it
+        before = {n: block.graph.apply(P["len"], self.value(block, n), location=loc)
+                  for n in (_appended_once(s) if isinstance(s, ast.For) else ())
+                  if n in carried and n not in maybe
+                  and self.makes_sequence(self.value(block, n))}
         if isinstance(s, ast.For):
             seq = self.iteration(s.iter, block)
             counter = loop_graph.add_parameter("k", loc)
@@ -1315,6 +1398,11 @@ class FunctionParser:
         if has_return:
             return block, (result, carried, maybe, s)
         self.unpack_into(block, result, carried, maybe, s)
+        for name, n in before.items():  # inference widens a list grown in a loop: its length
+            total = block.graph.apply(P["add"], n, seq[0], location=loc)
+            grown = block.graph.apply(P["list_of_length"], self.value(block, name), total,
+                                      location=loc, name=name)
+            self.rebind(block, name, grown, False)
         return block
 
     def returned(self, block: Block, value: Node, s: ast.AST) -> Node:
@@ -1590,9 +1678,11 @@ class FunctionParser:
             or id(node) in getattr(self.root, "lists_made", ())
 
     def list_update(self, e: ast.Call, block: Block) -> Node:
-        """`xs.append(v)`, `xs.extend(ys)`, `xs.pop(i)` on a local list: a new list bound to
-        `xs` again (`xs = list_append(xs, v)`).  Python changes the list in place, so this
-        is refused where another name, container or closure, or the caller, may see it:
+        """`xs.append(v)`, `xs.extend(ys)`, `xs.pop(i)`, `xs.insert(i, v)`, `xs.remove(v)`,
+        `xs.sort(key=..., reverse=...)`, `xs.reverse()` on a local list: a new list bound to
+        `xs` again (`xs = list_append(xs, v)`; the positions the others need come from
+        frontend/builtin_functions.py).  Python changes the list in place, so this is
+        refused where another name, container or closure, or the caller, may see it:
         `_check_updates` proves it, as for `y[i] = v`."""
         attr, obj = e.func.attr, e.func.value
         if not isinstance(obj, ast.Name) or obj.id not in self.locals:
@@ -1601,24 +1691,45 @@ class FunctionParser:
                        "update a list held by a local variable, by making a new one",
                        f"build a local list first: `xs = list({what})`, then `xs.{attr}(...)`")
         name = obj.id
-        if e.keywords:
-            self.error(e, f"`.{attr}()` takes no keyword arguments")
-        arity = {"append": (1,), "extend": (1,), "pop": (0, 1)}[attr]
+        keywords = ("key", "reverse") if attr == "sort" else ()
+        for k in e.keywords:
+            if k.arg not in keywords:
+                self.error(e, f"`.{attr}()` takes no keyword argument `{k.arg}`",
+                           "`.sort()` takes `key=` and `reverse=`" if attr == "sort" else None)
+        arity = {"append": (1,), "extend": (1,), "pop": (0, 1), "insert": (2,),
+                 "remove": (1,), "sort": (0,), "reverse": (0,)}[attr]
         if len(e.args) not in arity:
-            self.error(e, f"`.{attr}()` takes {' or '.join(map(str, arity))} argument"
-                       f"{'s' if max(arity) > 1 else ''}, got {len(e.args)}")
+            self.error(e, f"`.{attr}()` takes {' or '.join(map(str, arity))} positional "
+                       f"argument{'s' if max(arity) != 1 else ''}, got {len(e.args)}")
         loc = self.loc(e)
         args = [self.expr(a, block) for a in e.args]
         xs = self.read(block, name, obj)
         result = Constant(None)
+
+        def position(helper, *operands, **options):
+            fn = self.global_value(helper, f"list.{attr}", e)
+            return block.graph.apply(fn, *self.bind_graph(fn.value, [xs, *operands], options,
+                                                          e), location=loc)
+
         if attr == "append":
             new = update = block.graph.apply(P["list_append"], xs, args[0], location=loc)
         elif attr == "extend":
             new = update = block.graph.apply(P["list_extend"], xs, args[0], location=loc)
+        elif attr == "insert":
+            new = update = block.graph.apply(P["list_unpop"], xs, position(
+                builtin_functions.insert_position, args[0]), args[1], location=loc)
+        elif attr in ("sort", "reverse"):
+            order = position(builtin_functions.sort_order, **{
+                k.arg: self.expr(k.value, block) for k in e.keywords}) if attr == "sort" \
+                else position(builtin_functions.reversed_order)
+            new = update = block.graph.apply(P["list_permute"], xs, order, location=loc)
         else:
+            if attr == "remove":
+                args = [position(builtin_functions.remove_position, args[0])]
             update = block.graph.apply(P["list_pop"], *self.bind_primitive(
                 P["list_pop"], [xs] + args, {}, e), location=loc)
-            result = block.graph.apply(P["getitem"], update, 0, location=loc)
+            if attr == "pop":
+                result = block.graph.apply(P["getitem"], update, 0, location=loc)
             new = block.graph.apply(P["getitem"], update, 1, location=loc)
         if "." not in name:     # a comprehension's own list is never shared
             self.root.updates.append((update, name, e))
@@ -1828,8 +1939,12 @@ class FunctionParser:
         if isinstance(fn, Constant) and fn.value is dict and len(e.args) == 1 \
                 and not e.keywords and self.loop_iterator(e.args[0]):
             return self.expr_DictComp(_each(e.args[0], pairs=True), block)   # dict(zip(k, v))
-        iterable_of = isinstance(fn, Constant) and isinstance(fn.value, Primitive) \
-            and fn.value.name in _ITERABLE_BUILTINS
+        iterable_of = isinstance(fn, Constant) and (
+            isinstance(fn.value, Primitive) and fn.value.name in _ITERABLE_BUILTINS
+            or _builtin_function(fn.value) == "sorted")
+        if iterable_of and _builtin_function(fn.value) == "sorted" and len(e.args) != 1:
+            self.error(e, f"sorted expected 1 argument, got {len(e.args)}",
+                       "pass `key=` and `reverse=` by keyword")
         args = [self.comprehension(_each(a) if self.loop_iterator(a) else a, block)
                 if iterable_of and (isinstance(a, ast.GeneratorExp) or self.loop_iterator(a))
                 else self.expr(a, block) for a in e.args]
@@ -1857,6 +1972,10 @@ class FunctionParser:
                     return block.graph.apply(fn, *args, location=loc)
                 return block.graph.apply(value, *self.bind_primitive(
                     value, args, kwargs, e, ast.unparse(e.func)), location=loc)
+            if isinstance(value, Graph) and len(args) > 1 and not kwargs \
+                    and ownership.numpy_function(value) in resolve.EACH_ARGUMENT:
+                return block.graph.apply(P[resolve.EACH_ARGUMENT_KIND], *[
+                    block.graph.apply(fn, a, location=loc) for a in args], location=loc)
             if isinstance(value, Graph):
                 bound = self.bind_graph(value, args, kwargs, e)
                 if PRINTED in self.locals and bound:   # it may print: after the last print
@@ -1865,6 +1984,8 @@ class FunctionParser:
                 call = block.graph.apply(fn, *bound, location=loc)
                 if PRINTED in self.locals:
                     block.env[PRINTED] = call
+                if _builtin_function(value) == "sorted":    # a new list
+                    self.root.lists_made = getattr(self.root, "lists_made", set()) | {id(call)}
                 return call
             if isinstance(value, type) and issubclass(value, Exception):
                 if kwargs:
@@ -2098,7 +2219,18 @@ _ITERABLE_BUILTINS = frozenset({"builtin_sum", "builtin_min", "builtin_max", "to
 # What certainly makes a list or a tuple: `xs * n` of one is `seq_repeat`, whose gradient
 # sums the copies' (`mul`'s would not).
 _SEQUENCE_MAKERS = frozenset({"make_list", "list_append", "list_extend", "seq_repeat",
-                              "to_list", "make_tuple", "to_tuple"})
+                              "to_list", "make_tuple", "to_tuple", "list_of_length",
+                              "list_permute", "list_unpop"})
+
+
+def _builtin_function(value) -> str | None:
+    """The builtin (`sorted`) whose composition (frontend/builtin_functions.py) value is the
+    graph of, if it is one."""
+    if isinstance(value, Graph) and value.location is not None \
+            and value.location.filename == builtin_functions.__file__:
+        return next((name for name, f in resolve.BUILTIN_FUNCTIONS.items()
+                     if f.__name__ == value.name), None)
+    return None
 
 
 def _is_list_update(e: ast.AST) -> bool:

@@ -112,6 +112,14 @@ BUILTINS = {"abs": P["builtin_abs"], "len": P["len"], "min": P["builtin_min"],
             "bool": P["to_bool"], "range": P["range"], "pow": P["pow"],
             "round": P["builtin_round"], "divmod": P["builtin_divmod"], "sum": P["builtin_sum"],
             "list": P["to_list"], "tuple": P["to_tuple"]}
+# numpy functions of one array that take any number, each on its own: `np.atleast_1d(a, b)`
+# is the sequence of `np.atleast_1d(a)` and `np.atleast_1d(b)`, of numpy's kind (a tuple
+# since numpy 2, a list before).
+EACH_ARGUMENT = frozenset({"atleast_1d", "atleast_2d", "atleast_3d"})
+EACH_ARGUMENT_KIND = "make_tuple" if isinstance(np.atleast_1d(0, 0), tuple) else "make_list"
+
+# Builtins that are compositions (frontend/builtin_functions.py).
+BUILTIN_FUNCTIONS = {"sorted": builtin_functions.sorted_of}
 # min(xs) / max(xs) of one iterable: compositions (frontend/builtin_functions.py).
 ITERABLE_EXTREMA = {"builtin_min": builtin_functions.min_of,
                     "builtin_max": builtin_functions.max_of}
@@ -137,8 +145,8 @@ METHODS.update({"items": P["dict_items"], "keys": P["dict_keys"], "values": P["d
 ATTRIBUTES = {"T": P["transpose"], "shape": P["shape"], "ndim": P["ndim"], "size": P["size"],
               "dtype": P["dtype"]}
 # Updates of a local list, made functional: `xs.append(v)` is `xs = list_append(xs, v)`.
-LIST_UPDATES = {"append", "extend", "pop"}
-MUTATING_METHODS = {"insert", "remove", "sort", "reverse", "clear",
+LIST_UPDATES = {"append", "extend", "pop", "insert", "remove", "sort", "reverse"}
+MUTATING_METHODS = {"clear",
                     "update", "fill", "resize", "setdefault", "put", "itemset", "setflags"}
 
 CONSTANT_TYPES = (int, float, complex, bool, str, type(None), np.ndarray, np.generic,

@@ -127,6 +127,9 @@ class CompiledFunction:
         self._signature = inspect.signature(fn)
         self._nparams = len(self._signature.parameters)
         self._callable_defaults = callable_defaults(fn) if transforms else ()
+        # a gradient of f's own parameters (not jvp's primals and tangents) takes its flags
+        # as constants (`static_arguments`)
+        self._static_flags = bool(transforms) and not transforms[-1].takes
         # updated=(): the wrapped object may itself be compiled (compile(grad(f), ...)): its
         # signature cache, backend and options must not be copied over this one's
         functools.update_wrapper(self, fn, updated=())
@@ -154,6 +157,9 @@ class CompiledFunction:
         if self._callable_defaults:    # a gradient takes default functions as constants
             baked = default_functions(self._callable_defaults, args)
             key += (("default functions",) + baked,) if baked else ()
+        if self._static_flags:
+            flags = static_arguments(args)
+            key += (("constants",) + flags,) if flags else ()
         lowered = self._by_signature.get(key)
         if lowered is None or stages and lowered.from_disk:
             with self._lock:
@@ -272,6 +278,14 @@ def default_functions(callables: tuple, args) -> tuple:
     default functions, which a gradient takes as known when compiling: part of the
     signature it is compiled for."""
     return tuple(name for i, name, d in callables if i < len(args) and args[i] is d)
+
+
+def static_arguments(args) -> tuple:
+    """(position, value) of each argument a gradient takes as a constant when compiling: a
+    bool, None or a string.  Such a flag (`reduce=True`, `mode="mean"`) may choose whether
+    the function returns a scalar or an array, which a gradient needs to know; it has no
+    gradient, and few values, each its own compiled program."""
+    return tuple((i, a) for i, a in enumerate(args) if a is None or type(a) in (bool, str))
 
 
 def _rebuild(fn, backend, transforms, options, texts, files, runtime, programs) -> CompiledFunction:

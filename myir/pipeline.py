@@ -18,7 +18,7 @@ import time
 
 from backends.python import entry_function, generate, module_code
 from frontend import parse, wrap_macros
-from myir.api import Lowered, callable_defaults, default_functions
+from myir.api import Lowered, callable_defaults, default_functions, static_arguments
 from myir import progress
 from myir.ir.analysis import clear_caches
 from passes.expand import expand
@@ -54,8 +54,8 @@ def _run_pipeline(fn, args, backend: str, options: dict, transforms, report) -> 
     step = _Stopwatch(timings, report)
     parsed = step("parse", parse, fn)
     stages = {"parsed": parsed}
-    root = wrap_macros(parsed, transforms, default_functions(callable_defaults(fn), args)) \
-        if transforms else parsed
+    root = wrap_macros(parsed, transforms, default_functions(callable_defaults(fn), args),
+                       dict(static_arguments(args))) if transforms else parsed
     optimizing = options.get("optimize", os.environ.get("MYIR_OPTIMIZE", "1") != "0")
     expanded = step("expand", expand, root, optimizing)
     if expanded is not parsed:

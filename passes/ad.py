@@ -97,7 +97,8 @@ NON_DIFFERENTIABLE = frozenset("""
     math_isnan math_isinf math_isfinite math_trunc
 """.split()) | frozenset({"searchsorted"}) \
     | frozenset({"contains", "dict_keys", "comp_length", "comp_next"}) \
-    | frozenset({"setitem_slot"})   # keys, lengths, where an update wrote
+    | frozenset({"setitem_slot", "list_order"})   # keys, lengths, where an update wrote, an
+#                                                   order
 
 # Gradient rules built here rather than parsed, for primitives with any number of inputs.
 VARIADIC_RULES = frozenset({"make_tuple", "builtin_min", "builtin_max", "einsum", "einsum_grad",

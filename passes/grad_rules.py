@@ -66,6 +66,8 @@ list_pop = _P["list_pop"]
 list_unpop = _P["list_unpop"]
 setitem_slot = _P["setitem_slot"]
 seq_grad = _P["seq_grad"]
+list_permute = _P["list_permute"]
+list_order = _P["list_order"]
 sum_grad = _P["sum_grad"]
 array_grad = _P["array_grad"]
 tree_ravel = _P["tree_ravel"]
@@ -762,6 +764,16 @@ def bprop_list_unpop(rest, index, x, out, dout):
 
 def bprop_to_list(x, out, dout):
     return (seq_grad(dout, x),)
+
+
+def bprop_list_of_length(xs, n, out, dout):
+    return (dout, zeros(n))
+
+
+def bprop_list_permute(xs, order, out, dout):
+    """Each item's sensitivity back where it came from: the inverse permutation, which is
+    the order of the permutation itself."""
+    return (list_permute(dout, list_order(order, False)), zeros(order))
 
 
 def bprop_to_tuple(x, out, dout):

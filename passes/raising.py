@@ -36,7 +36,7 @@ from myir.ir.analysis import primitive_name
 from myir.ir.graph import Apply, Node
 from myir.ir.primitives import IN_PLACE
 from passes.abstract import ANY, BOTTOM, AArray, ADict, AEnv, AFunction, AList, ANone, AObject, ARecord, AScalar, \
-    ASlice, AStack, ATuple
+    ASlice, AStack, ATuple, options
 
 _PY_NUMBERS = (bool, int, float, complex)
 
@@ -210,6 +210,24 @@ def _sequence(args, out) -> bool:
     return not isinstance(args[-1], (ATuple, AList))
 
 
+def _list_order(args, out) -> bool:
+    """sorted(xs): TypeError or ValueError where items do not compare (a number and a
+    string, arrays of more than one element), or `reverse` is no int."""
+    xs, reverse = args
+    numbers = (int, float, bool, np.integer, np.floating, np.bool_)
+    items = options(xs.element) if isinstance(xs, AList) else ()
+    return not (items and all(isinstance(t, AScalar) and issubclass(t.pytype, numbers)
+                              for t in items)
+                and isinstance(reverse, AScalar) and reverse.pytype in (bool, int))
+
+
+def _list_unpop(args, out) -> bool:
+    """`xs.insert(i, v)` (at i clamped to the list: frontend/builtin_functions.py), or pop's
+    adjoint: TypeError unless i is an int."""
+    index = args[1]
+    return not (isinstance(index, AScalar) and issubclass(index.pytype, (int, np.integer)))
+
+
 def _always(args, out) -> bool:
     return True
 
@@ -268,6 +286,8 @@ RAISES = _table([
     ("setitem", _always),
     ("vectorize_call", _always),    # the scalar function may raise (or not broadcast)
     ("list_pop", _list_pop),
+    ("list_order", _list_order),
+    ("list_unpop", _list_unpop),
     *(("inplace_" + name, _in_place(name)) for name in IN_PLACE),
     ("to_list to_tuple list_extend", _sequence),
 ])
@@ -315,10 +335,11 @@ CANNOT_RAISE = _table([
      "were checked at compile time"),
     ("einsum_grad tensordot_grad take_grad take_along_axis_grad", "gradient code, on values "
      "of shapes the forward computed"),
-    ("make_list list_append seq_repeat", "build a list from values (append's object is a "
+    ("make_list list_append seq_repeat list_of_length list_permute", "build a list from "
+     "values (append's object is a "
      "list, the count an int: inference checked)"),
     ("builtin_sum", "adds numbers and arrays of shapes inference knows, as `+` does"),
-    ("list_unpop sum_grad seq_grad array_grad setitem_slot", "gradient code, on values of the structure "
+    ("sum_grad seq_grad array_grad setitem_slot", "gradient code, on values of the structure "
      "the forward computed"),
 ])
 

@@ -2096,8 +2096,8 @@ def list_pop_rule(xs, index):
         return ANY
     if xs.items is None:
         return ATuple((xs.item, xs)) if xs.item is not BOTTOM else BOTTOM
-    if i is ANY:
-        rest = AList(None, xs.element) if len(xs.items) > 1 else AList(())
+    if i is ANY:    # one item fewer, whichever it is
+        rest = AList((xs.element,) * (len(xs.items) - 1))
         return ATuple((xs.element, rest)) if xs.items else BOTTOM
     if not -len(xs.items) <= i < len(xs.items):
         return BOTTOM   # IndexError: pop from empty list, pop index out of range
@@ -2157,6 +2157,46 @@ def to_list_rule(x):
     if rows is None:
         return ANY
     return rows if isinstance(rows, AList) else AList(rows)
+
+
+def list_of_length_rule(xs, n):
+    """xs with n items: the list a comprehension without `if` built over n values, whose
+    loop widened its length away.  Before the loop's inference converges, xs may be its
+    value at an earlier step (fewer items): each of the n items is then any item xs has,
+    and none yet (BOTTOM, which joins leave out) while xs has none."""
+    if not (isinstance(xs, AList) and isinstance(n, AScalar) and n.known
+            and type(n.value) is int) or xs.items is not None and len(xs.items) == n.value:
+        return xs
+    return _items_like(xs.element, n.value)
+
+
+def _items_like(item, n: int | None):
+    """A list of n items (an unknown number: None), each any value `item` describes; none
+    yet (BOTTOM) while no item is known."""
+    if n is None:
+        return AList(None, item)
+    return AList((item,) * n) if item is not BOTTOM or n == 0 else BOTTOM
+
+
+@rule
+def list_order_rule(xs, reverse):
+    if isinstance(xs, AArray):  # `x.sort()`: refused by list_permute, at the user's line
+        return AList(None, AScalar(int))
+    _needs_list(xs, "sort")
+    return _items_like(AScalar(int), None if xs.items is None else len(xs.items))
+
+
+@rule
+def list_permute_rule(xs, order):
+    """`[xs[i] for i in order]`: `sorted(xs)`'s list, or the update of `xs.sort()` or
+    `xs.reverse()`, which an array does not have (numpy's `x.sort()` sorts in place)."""
+    if isinstance(xs, AArray):
+        raise RuleError("`.sort()` or `.reverse()` of an array: compiled code does not "
+                        "change arrays in place", "write `x = np.sort(x)` or `x = x[::-1]`")
+    _needs_list(xs, "sort")
+    if not isinstance(order, AList):
+        return ANY
+    return _items_like(xs.element, None if order.items is None else len(order.items))
 
 
 @rule
@@ -2233,6 +2273,9 @@ LIST_RULES = {
     "list_unpop": list_unpop_rule,
     "setitem_slot": setitem_slot_rule,
     "to_list": to_list_rule,
+    "list_of_length": list_of_length_rule,
+    "list_order": list_order_rule,
+    "list_permute": list_permute_rule,
     "to_tuple": to_tuple_rule,
     "builtin_sum": builtin_sum_rule,
     "sum_grad": sum_grad_rule,

@@ -415,8 +415,8 @@ def extremum_read_after(x):
 
 
 def nested_element(x):
-    y = np.zeros((2, 2))
-    y[0][1] = 1.0  # error
+    y = np.zeros((2, 2, 2))
+    y[0][1][0] = 1.0  # error
     return y
 
 
@@ -544,4 +544,136 @@ def fancy_updates(x):
     y[np.array([0, 2])] = x[:2] * 2.0
     y[[1, 1, 3]] += 1.0
     y[y < 0] = 0.0
+    return y
+
+
+# ------------------------------------------------------------------ y[i][j] = v
+
+def nested_list_updates(a):
+    """`y[i][j] = v` and `y[i][j] += v` on a list of lists the function made."""
+    y = [[0.0, 0.0], [1.0, 2.0]]
+    y[0][1] = a
+    y[1][0] = a * 2.0
+    y[1][1] += a * a
+    y[-1][-2] -= 1.0
+    return y
+
+
+def grid_filled_in_loops(a, n):
+    """A comprehension's rows, filled in a loop nest."""
+    grid = [[0.0] * 3 for _ in range(n)]
+    for i in range(n):
+        for j in range(3):
+            grid[i][j] = a * i + j
+    return grid
+
+
+def list_of_arrays_updates(v):
+    ys = [np.zeros(3), np.ones(3)]
+    ys[1][2] = v[0]
+    ys[0][0:2] = v[1:]
+    ys[0][2] += v[2] * 2.0
+    rows = []
+    for i in range(2):
+        rows.append(np.zeros(2))
+    for i in range(2):
+        rows[i][1] = v[i] * v[i]
+    return ys, rows
+
+
+def dict_of_arrays_updates(a):
+    g = {"W": np.zeros(2), "b": 0.0}
+    g["W"][0] = a
+    g["W"][1] += 2.0 * a
+    return g
+
+
+def array_row_updates(a):
+    """On a 2-D array, `y[i][j] = v` writes into y, as `y[i, j] = v`."""
+    y = np.zeros((2, 3))
+    y[0][1] = a
+    y[1][0:2] += a
+    return y
+
+
+def loss_nested_updates(a, v):
+    y = nested_list_updates(a)
+    ys, rows = list_of_arrays_updates(v * a)
+    g = dict_of_arrays_updates(a)
+    return y[0][1] * y[1][1] + y[1][0] + np.sum(ys[0] * ys[1]) + np.sum(rows[1] ** 2) \
+        + g["W"][1] * a + np.sum(array_row_updates(a) ** 2)
+
+
+def nested_update_aliased_rows(a):
+    r = [0.0, 0.0]
+    y = [r, r]
+    y[0][1] = a  # error
+    return y
+
+
+def nested_update_repeated_rows(a):
+    y = [[0.0] * 2] * 2
+    y[0][1] = a  # error
+    return y
+
+
+def nested_update_element_read_after(a):
+    y = [[0.0, 0.0], [1.0, 1.0]]
+    r = y[0]
+    y[0][1] = a  # error
+    return r
+
+
+def nested_update_copied_argument(xs, a):
+    y = list(xs)
+    y[0][1] = a  # error
+    return y
+
+
+def nested_update_argument(xs, a):
+    xs[0][1] = a  # error
+    return xs
+
+
+def nested_update_row_used_twice(a):
+    row = [0.0, 0.0]
+    y = [row]
+    y[0][0] = a  # error
+    return y, row
+
+
+def nested_update_one_array_appended(a, n):
+    row = np.zeros(2)
+    y = []
+    for i in range(n):
+        y.append(row)
+    y[0][1] = a  # error
+    return y
+
+
+def nested_update_of_a_copy_read_after(a):
+    d = {"W": np.zeros(2)}
+    g = d.copy()
+    g["W"][0] = a  # error
+    return d
+
+
+def nested_update_of_a_dead_copy(a):
+    y = [[0.0, 0.0]]
+    z = list(y)
+    z[0][0] = a
+    y = None
+    return z, y
+
+
+def nested_update_of_a_concatenation(a):
+    r = [0.0]
+    y = [r] + [r]
+    y[0][0] = a  # error
+    return y
+
+
+def nested_update_of_rows_added(a):
+    y = [[0.0]] + [[1.0, 2.0] for _ in range(2)]
+    y[2][1] = a
     return y

@@ -89,9 +89,9 @@ def append_param(t):
     return t
 
 
-def insert_local(a):
+def clear_local(a):
     xs = [a, 2.0 * a]
-    xs.insert(1, 0.5)
+    xs.clear()
     return xs
 
 

@@ -1379,3 +1379,16 @@ def grad_with_a_flag_default(params, x):
 
 def grad_missing_an_argument(v):
     return grad(scaled_norm)(scale=1.0)
+
+
+def squares_or_their_sum(x, reduce=True):
+    """A flag default choosing between a scalar and an array."""
+    y = x * x
+    if reduce:
+        return np.sum(y)
+    return y
+
+
+def loss_with_flags(x, w, mean=False, scale=2.0, mode="tanh"):
+    y = (np.tanh(x * w) if mode == "tanh" else np.sin(x * w)) * scale
+    return np.mean(y) if mean else np.sum(y)

@@ -156,3 +156,15 @@ def reshape_to_a_partly_unknown_shape(y, dout):
     columns = np.moveaxis(y, -2, 0)
     d2 = np.reshape(dout, (np.shape(columns)[0] * 4, -1))
     return np.moveaxis(np.reshape(d2, np.shape(columns)), 0, -2)
+
+
+def stack_of_comprehension_mismatch(v, W):
+    rows = [v * i for i in range(4)]
+    return np.stack(rows) @ W  # error
+
+
+def stack_of_appended_rows_mismatch(v, W):
+    rows = []
+    for i in range(4):
+        rows.append(v * i)
+    return np.stack(rows) @ W  # error

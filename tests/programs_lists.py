@@ -367,3 +367,170 @@ def loss_of_iterators(a):
     d = dict(zip(("u", "v", "w"), xs))
     pairs = list(zip(xs, reversed(xs)))
     return d["u"] * d["v"] + sum([x * y for x, y in pairs]) + pairs[0][1]
+
+
+def comprehension_lengths(xs, a):
+    """Comprehensions without `if` over values of a known number: one item per value, a
+    list of that length; with `if`, of a length inference does not know."""
+    return [x * a for x in xs], [a * i for i in range(3)], \
+        [x * y for x, y in zip(xs, (1.0, 2.0))], [x for x in xs if x > a]
+
+
+def stacks_of_comprehensions(v):
+    """numpy's stacks of a list a comprehension made: shapes known before running."""
+    rows = [v * i for i in range(3)]
+    return np.vstack(rows), np.stack(rows, axis=1), np.concatenate(rows), \
+        np.column_stack(rows), np.dstack(rows), np.hstack(rows), np.array(rows)
+
+
+def loss_stacks_of_comprehensions(v):
+    total = 0.0
+    for k, m in enumerate(stacks_of_comprehensions(v)):
+        total = total + np.sum(m * m) * (k + 1)
+    return total
+
+
+def list_carried_by_a_loop(v, n):
+    """A list a comprehension rebuilds at each step: its length stays known."""
+    ps = [v, v * 2.0]
+    for _ in range(n):
+        ps = [p * 0.5 + 1.0 for p in ps]
+    return ps
+
+
+# ------------------------------------------------------------------ sorting and list methods
+
+def sorts(xs):
+    """sorted() with `reverse=` and `key=`: CPython's order, ties in their stable order."""
+    return sorted(xs), sorted(xs, reverse=True), sorted(xs, key=abs), \
+        sorted(xs, key=lambda v: -v, reverse=True), sorted(tuple(xs))
+
+
+def sort_records(ps):
+    return sorted(ps), sorted(ps, key=lambda p: p[1]), sorted(ps, key=lambda p: p[0],
+                                                               reverse=True)
+
+
+def list_methods(xs, v):
+    ys = list(xs)
+    ys.sort()
+    ys.insert(1, v)
+    ys.insert(-10, v * 2.0)
+    ys.insert(100, 7.0)
+    ys.insert(-1, 8.0)
+    ys.reverse()
+    ys.remove(7.0)
+    ys.sort(key=lambda t: t * t, reverse=True)
+    return ys
+
+
+def remove_missing(xs):
+    ys = list(xs)
+    ys.remove(10.0)
+    return ys
+
+
+def sort_incomparable(a):
+    ys = [a, "b"]
+    ys.sort()
+    return ys
+
+
+def loss_sorted(xs):
+    ys = sorted(xs)
+    zs = sorted(xs, key=lambda v: v * v, reverse=True)
+    return ys[0] * 1.0 + ys[1] * 10.0 + ys[2] * 100.0 + zs[0] * zs[1] + zs[2] * 0.5
+
+
+def loss_list_methods(a):
+    ys = [a, 2.0 * a, -a, 3.0]
+    ys.sort()
+    ys.insert(1, a * a)
+    ys.reverse()
+    ys.remove(3.0)
+    ys.sort(key=lambda t: -t)
+    return ys[0] + 10.0 * ys[1] + 100.0 * ys[2] + 1000.0 * ys[3]
+
+
+def sort_argument(xs):
+    xs.sort()
+    return xs
+
+
+def reverse_argument(xs):
+    xs.reverse()
+    return xs
+
+
+def insert_shared(a):
+    xs = [a, 2.0 * a]
+    ys = xs
+    xs.insert(0, 1.0)
+    return ys
+
+
+def remove_in_a_tuple(a):
+    xs = [a, 2.0 * a]
+    t = (xs, a)
+    xs.remove(a)
+    return t
+
+
+def weighted_sorted(xs, reverse):
+    ys = sorted(xs, reverse=reverse)
+    return ys[0] * 1.0 + ys[1] * 10.0 + ys[2] * 100.0
+
+
+def atleast_many(a, v, m):
+    """np.atleast_1d/2d/3d of several arrays: numpy's tuple of each one's result."""
+    x, y, z = np.atleast_1d(a, v, m)
+    return x, y, z, np.atleast_2d(a, v), np.atleast_3d(v, m, a), np.atleast_1d(v)
+
+
+def loss_atleast_many(a, v):
+    x, y = np.atleast_2d(a, v * a)
+    p, q = np.atleast_3d(v, a)
+    return np.sum(x * y) + np.sum(p * q)
+
+
+def sort_local_array(v):
+    x = v * 2.0
+    x.sort()
+    return x
+
+
+def sorted_of_iterators(xs, ys):
+    """sorted() of a generator expression, of zip and enumerate, of a dict (its keys)."""
+    return sorted(x * x for x in xs), sorted(zip(ys, xs)), sorted(enumerate(xs), reverse=True), \
+        sorted({"b": 1, "a": 2})
+
+
+def rows_appended(v, xs):
+    """A loop appending one item at every step: the list's length is the loop's number of
+    steps more (known for `range` of a constant, a list of known length)."""
+    rows = []
+    for i in range(3):
+        rows.append(v * i)
+    out = [v]
+    for x in xs:
+        h = v * x
+        out.append(h)
+    some = []
+    for x in xs:
+        if x > 0.0:
+            some.append(x)
+    first = []
+    for x in xs:
+        first.append(x)
+        if x > 1.0:
+            break
+    return np.stack(rows), np.stack(out), some, first
+
+
+def loss_repeat_sorted_and_appended(xs):
+    """`* n` of a sorted list and of a list a loop appended to: lists the function made."""
+    ys = sorted(xs)
+    rows = []
+    for x in xs:
+        rows.append(x * x)
+    return sum(ys * 2) + sum(rows * 3)

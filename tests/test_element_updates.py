@@ -52,6 +52,14 @@ x4 = np.array([0.5, -1.25, 2.0, 3.5])
     (U.view_made_in_the_other_branch, (x4, 0)),
     (U.view_made_in_the_other_branch, (x4, 1)),
     (U.fancy_updates, (x4,)),
+    (U.nested_list_updates, (1.5,)),
+    (U.grid_filled_in_loops, (1.5, 3)),
+    (U.grid_filled_in_loops, (1.5, 0)),
+    (U.list_of_arrays_updates, (np.array([0.5, -1.5, 2.0]),)),
+    (U.dict_of_arrays_updates, (1.5,)),
+    (U.array_row_updates, (1.5,)),
+    (U.nested_update_of_a_dead_copy, (1.5,)),
+    (U.nested_update_of_rows_added, (1.5,)),
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_values_match_cpython(jit, f, args):
     check(jit, f, *args)
@@ -120,6 +128,7 @@ def test_update_of_a_value_read_later_copies():
     (U.running_total_loss, (1.5, 3)),
     (U.powers, (1.3,)),
     (U.matrix_fill, (np.array([0.3, -0.7, 1.1]),)),
+    (U.loss_nested_updates, (0.7, np.array([0.5, -1.5, 2.0]))),
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_gradients_match_finite_differences(f, args):
     check_gradient(f, args)
@@ -164,7 +173,7 @@ def _located_error(f, args, words):
     (U.transpose_read_after, (np.ones((2, 2)),), ["`y`", "`z` (line"]),
     (U.tuple_read_after, (x4,), ["`y`", "the tuple `t`"]),
     (U.function_result_read_after, (x4,), ["`y`", "the result of `ident()`"]),
-    (U.nested_element, (x4,), ["`y[i][j] = v`"]),
+    (U.nested_element, (x4,), ["`y[i][j][k] = v`"]),
     (U.into_global, (1.0,), ["`GLOBAL`", "not a local variable"]),
     (U.loop_alias, (x4, 2), ["`y`", "`z` (line"]),
     (U.view_carried_round_a_loop, (x4,), ["`y`", "`w` (line"]),
@@ -179,7 +188,7 @@ def test_shared_update_is_a_located_error(f, args, words):
     before = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     err = _located_error(f, args, words)
     hint = "x = x.copy()" if "argument" in err.message else \
-        "y[i, j] = v" if f is U.nested_element else "GLOBAL" if f is U.into_global \
+        "y[i, j, k] = v" if f is U.nested_element else "GLOBAL" if f is U.into_global \
         else "y = y.copy()"
     assert hint in err.hint, err.hint
     for a, b in zip(args, before):
@@ -227,3 +236,29 @@ def test_updates_of_list_elements_and_dict_keys():
     assert myir.compile(U.list_updates)(1.5, 3) == U.list_updates(1.5, 3)
     d = gradient(U.list_updates)(1.5, 3)
     assert d == pytest.approx(numerical_grad(U.list_updates, (1.5, 3), 0), rel=1e-7)
+
+
+@pytest.mark.parametrize("f, args, words", [
+    (U.nested_update_aliased_rows, (1.0,), ["element of `y`", "`r` (line"]),
+    (U.nested_update_repeated_rows, (1.0,), ["element of `y`", "`xs * n` (line"]),
+    (U.nested_update_element_read_after, (1.0,), ["element of `y`", "`r`, an element of `y`"]),
+    (U.nested_update_copied_argument, ([[1.0, 2.0]], 1.0), ["element of `y`", "argument `xs`"]),
+    (U.nested_update_row_used_twice, (1.0,), ["element of `y`", "`row` (line"]),
+    (U.nested_update_one_array_appended, (1.0, 2), ["element of `y`", "`row` (line"]),
+    (U.nested_update_of_a_concatenation, (1.0,), ["element of `y`", "`r` (line"]),
+    (U.nested_update_of_a_copy_read_after, (1.0,), [
+        "element of `g`", "copied from",
+        f"`d` (line {inspect.getsourcelines(U.nested_update_of_a_copy_read_after)[1] + 1})"]),
+], ids=lambda v: getattr(v, "__name__", None))
+def test_update_of_a_shared_element_is_a_located_error(f, args, words):
+    """`y[i][j] = v` changes the element y[i] in CPython: where that element may be seen
+    other than through y, compiled code (which makes new values) would differ: refused."""
+    err = _located_error(f, args, words)
+    assert "give each element its own copy" in err.hint, err.hint
+
+
+def test_nested_update_of_an_argument_is_a_located_error():
+    xs = [[1.0, 2.0]]
+    err = _located_error(U.nested_update_argument, (xs, 1.0), ["argument `xs`"])
+    assert "xs = [row.copy() for row in xs]" in err.hint, err.hint
+    assert xs == [[1.0, 2.0]]

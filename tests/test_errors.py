@@ -62,8 +62,7 @@ CASES = [
          ("append", "mutat", "method") + DROPPED_WORDS),
     Case("sort_param", E.sort_param, (np.array([3.0, 1.0, 2.0]),), ("x.sort()",), ast.Call,
          ("sort", "mutat", "method") + DROPPED_WORDS),
-    Case("insert_local", E.insert_local, (1.0,), ("xs.insert(1, 0.5)",), ast.Call,
-         ("insert",)),
+    Case("clear_local", E.clear_local, (1.0,), ("xs.clear()",), ast.Call, ("clear",)),
     Case("update_local", E.update_local, (1.0,), ("d.update(",), ast.Call, ("update",)),
     Case("linalg_eig", E.linalg_eig, (np.eye(2),), ("np.linalg.eig",), ast.Attribute,
          ("numpy.linalg.eig",)),
@@ -209,11 +208,12 @@ def test_error_names_construct(compile_fresh, case):
 
 
 @pytest.mark.parametrize("func, args, message, hint", [
-    (E.insert_local, (1.0,), "`.insert()` changes `xs` in place", "xs = xs[:i] + [v] + xs[i:]"),
+    (E.clear_local, (1.0,), "`.clear()` changes `xs` in place", "`xs = []`"),
     (E.update_local, (1.0,), "`.update()` changes `d` in place",
      "for k, v in dict(b=2.0 * a).items(): d[k] = v"),
-    (E.sort_param, (np.ones(2),), "`.sort()` changes `x` in place", "x = np.sort(x)"),
-], ids=["insert", "update", "sort"])
+    (E.sort_param, (np.ones(2),), "`x.sort()` would change the argument `x` in place",
+     "x = np.sort(x)"),
+], ids=["clear", "update", "sort"])
 def test_methods_changing_their_object_say_what_to_write(compile_fresh, func, args, message,
                                                         hint):
     """Not "the result of this call is dropped": the call does something, in place."""

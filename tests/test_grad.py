@@ -918,6 +918,25 @@ def test_grad_macro_takes_functions_known_when_compiling():
     assert np.allclose(gradient(f, "x")(params, x), fd(f, (params, x), 1))
 
 
+@pytest.mark.parametrize("backend", ["python", "tvm"])
+def test_grad_outside_compiled_code_takes_flags_as_constants(backend):
+    """myir.grad(f) called from Python, where a flag (a bool, None or a string; its default
+    or given) chooses whether f returns a scalar: each flag value is its own program, as in
+    compiled code, where the flag is a constant."""
+    v = np.array([0.5, -1.5, 2.0])
+    f = G.squares_or_their_sum
+    for call in (lambda g: g(v), lambda g: g(v, reduce=True), lambda g: g(v, True)):
+        assert np.array_equal(call(myir.grad(f, backend=backend)), 2.0 * v)
+    with pytest.raises(myir.MyirTypeError) as info:     # an array: no gradient
+        myir.grad(f, backend=backend)(v, reduce=False)
+    assert "returned an array of shape (3,)" in str(info.value) and info.value.hint
+    g = G.loss_with_flags
+    for kwargs in ({}, {"mean": True}, {"mode": "sin", "scale": 3.0}):
+        dx, dw = myir.grad(g, "x", "w", backend=backend)(v, 0.7, **kwargs)
+        assert np.allclose(dx, fd(lambda x: g(x, 0.7, **kwargs), (v,), 0))
+        assert dw == pytest.approx(fd(lambda w: g(v, w, **kwargs), (0.7,), 0))
+
+
 def test_grad_of_a_function_calling_a_function_made_at_run_time_is_a_located_error():
     """A closure made by the caller, or a function passed to the gradient from outside
     compiled code: J of the function would call J of it, which it has not."""

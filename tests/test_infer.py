@@ -327,6 +327,8 @@ ERRORS = [
     (I.float_range, (2.5,), "'float' object cannot be interpreted as an integer"),
     (I.float_tuple_index, ((1, 2), 1.0), "tuple indices must be integers"),
     (I.sum_axis_out_of_bounds, (np.ones((2, 3)),), "axis 2 is out of bounds"),
+    (I.stack_of_comprehension_mismatch, (np.ones(3), np.ones((4, 4))), "(4,3) and (4,4)"),
+    (I.stack_of_appended_rows_mismatch, (np.ones(3), np.ones((4, 4))), "(4,3) and (4,4)"),
 ]
 
 

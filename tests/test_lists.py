@@ -62,6 +62,22 @@ VALUE_CASES = [
     (L.sum_of_comprehension, ([1.0, -2.0, 3.0],)),
     (L.sum_of_comprehension, ([-1.0],)),
     (L.iterators_materialised, ([1.0, 2.0], (3.0, 4.5))),
+    (L.comprehension_lengths, ([1.0, -2.0, 3.0], 0.5)),
+    (L.comprehension_lengths, ([], 0.5)),
+    (L.stacks_of_comprehensions, (V,)),
+    (L.list_carried_by_a_loop, (V, 3)),
+    (L.list_carried_by_a_loop, (V, 0)),
+    (L.sorts, ([3.0, -1.0, 2.0, -3.0, 1.0, 0.0, -0.0],)),
+    (L.sorts, ([2, -2, 1, True, -1],)),
+    (L.sorts, ([float("nan"), 1.0, -0.5, float("nan"), 0.25],)),
+    (L.sorts, ([],)),
+    (L.sort_records, ([(1, 2.0), (0, 3.0), (1, 1.0), (0, 2.0)],)),
+    (L.list_methods, ([3.0, -1.0, 2.0], 0.5)),
+    (L.list_methods, ([], -0.5)),
+    (L.atleast_many, (1.5, V, np.ones((2, 3)))),
+    (L.sorted_of_iterators, ([2.0, -3.0, 1.0], [1.0, 0.0, 1.0])),
+    (L.rows_appended, (V, [1.0, -2.0, 3.0])),
+    (L.rows_appended, (V, [])),
 ]
 
 
@@ -75,6 +91,8 @@ def test_values_are_cpythons(jit, f, args):
     (L.index_out_of_range, ([1.0, 2.0], 2), IndexError),
     (L.index_out_of_range, ([1.0, 2.0], -3), IndexError),
     (L.empty_min, (0,), ValueError),
+    (L.remove_missing, ([1.0, 2.0],), ValueError),
+    (L.sort_incomparable, (1.0,), TypeError),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_exceptions_are_cpythons(jit, f, args, error):
     check(jit, f, *args, raises=error)
@@ -85,6 +103,17 @@ def test_generated_code_is_natural():
     assert "[a, a * a, [a, 1]]" in source, source
     source = myir.compile(L.append_loop, backend="python").lower(1.5, 3).source
     assert "xs.append(a * i)" in source, source     # in place: nothing else sees xs
+
+
+def test_comprehension_over_a_long_list_is_a_loop():
+    """A comprehension is a `while` loop appending in place (its variables are not carried
+    out of it), so a long list neither recurses nor copies at each step."""
+    xs = [float(i) for i in range(20000)]
+    compiled = myir.compile(L.comprehension, backend="python")
+    assert compiled(xs, 0.5) == L.comprehension(xs, 0.5)
+    source = compiled.lower([1.0, 2.0], 0.5).source
+    assert "while True:" in source and ".append(" in source and "def " not in \
+        source.split("\n", 1)[1], source
 
 
 def test_types():
@@ -99,6 +128,44 @@ def test_types():
     assert repr(output_type(L.set_items_of_unknown_length, 1.5, 4)) == "list[float]"
     assert repr(output_type(L.shape_list, V)) == "(f64[3,1], f64[2,2])"
     assert repr(output_type(L.sum_of_comprehension, [1.0, 2.0])) == "float | int=0"
+
+
+def test_comprehensions_have_known_lengths():
+    """A comprehension without `if` over values of a known number (a list or tuple of known
+    length, `range` of a constant, `zip` of those) is a list of that length, and so is a
+    list a loop over such values appends to at every step, so numpy's stacks of it have
+    known shapes, and a loop that rebuilds a list with one keeps its length; not where an
+    append is under an `if` or a step may `break`."""
+    assert repr(output_type(L.comprehension_lengths, [1.0, -2.0, 3.0], 0.5)) == \
+        "([float, float, float], [float, float, float], [float, float], list[float])"
+    assert repr(output_type(L.comprehension_lengths, [], 0.5)) == \
+        "([], [float, float, float], [], [])"
+    assert repr(output_type(L.stacks_of_comprehensions, V)) == \
+        "(f64[3,3], f64[3,3], f64[9], f64[3,3], f64[1,3,3], f64[9], f64[3,3])"
+    assert repr(output_type(L.list_carried_by_a_loop, V, 3)) == "[f64[3], f64[3]]"
+    assert repr(output_type(L.rows_appended, V, [1.0, -2.0])) == \
+        "(f64[3,3], f64[3,3], list[float], list[float])"
+    assert repr(output_type(L.atleast_many, 1.5, V, np.ones((2, 3)))) == \
+        "(f64[1], f64[3], f64[2,3], (f64[1,1], f64[1,3]), (f64[1,3,1], f64[2,3,1], " \
+        "f64[1,1,1]), f64[3])"
+
+
+def test_sorted_lists_keep_their_length():
+    assert repr(output_type(L.list_methods, [3.0, -1.0, 2.0], 0.5)) == \
+        "[float, float, float, float, float, float]"
+    assert repr(output_type(L.sorts, [3.0, 1.0]).items[-1]) == "[float, float]"
+
+
+@pytest.mark.parametrize("xs, reverse, expected", [
+    ([2.0, -1.0, 0.5], False, [100.0, 1.0, 10.0]),
+    ([2.0, -1.0, 0.5], True, [1.0, 100.0, 10.0]),
+    # ties keep their order, so each tied item has its own weight
+    ([1.0, 1.0, 3.0], False, [1.0, 10.0, 100.0]),
+    ([1.0, 1.0, 3.0], True, [10.0, 100.0, 1.0]),
+])
+def test_gradient_of_sorted_goes_back_through_the_permutation(xs, reverse, expected):
+    """d/dxs of sum(w[k] * sorted(xs)[k]) is w at each item's place in the sorted list."""
+    assert gradient(L.weighted_sorted, "xs")(xs, reverse) == expected
 
 
 @pytest.mark.parametrize("f, args, needle", [
@@ -134,6 +201,11 @@ GRADIENT_CASES = [
     (L.loss_slice_assignment, (0.7,)),
     (L.loss_set_items_of_unknown_length, (0.7, 3)),
     (L.loss_of_iterators, (0.7,)),
+    (L.loss_stacks_of_comprehensions, (V,)),
+    (L.loss_sorted, ([0.5, -1.5, 2.0],)),
+    (L.loss_list_methods, (0.7,)),
+    (L.loss_atleast_many, (1.5, V)),
+    (L.loss_repeat_sorted_and_appended, ([0.5, -1.5, 2.0],)),
 ]
 
 
@@ -168,6 +240,10 @@ def test_second_order_through_a_list():
     (L.append_to_element, (1.0,), "xs[0].append(1.0)", ("local variable",)),
     (L.append_in_branch_copy, ([1.0], True), "xs.append(1.0)", ("argument",)),
     (L.append_value_used, (1.0,), "ys.append(2.0)", ("statement",)),
+    (L.sort_argument, ([1.0, 0.0],), "xs.sort()", ("argument `xs`", "xs = list(xs)")),
+    (L.reverse_argument, ([1.0, 0.0],), "xs.reverse()", ("argument `xs`", "xs = list(xs)")),
+    (L.insert_shared, (1.0,), "xs.insert(0, 1.0)", ("the variable `ys`", "xs = list(xs)")),
+    (L.remove_in_a_tuple, (1.0,), "xs.remove(a)", ("the tuple `t`",)),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_refused_updates_are_located(compile_fresh, f, args, needle, words):
     err = raise_error(lambda: compile_fresh(f)(*args))
@@ -183,3 +259,12 @@ def test_gradient_of_repeating_an_argument_is_a_located_error():
     err = raise_error(lambda: myir.grad(L.repeat_argument, backend=BACKEND)([1.0, 2.0], 0.5))
     assert "xs * 2" in str(err) and "list(xs) * n" in str(err)
     assert myir.compile(L.repeat_argument, backend=BACKEND)([1.0, 2.0], 0.5) == 2.5
+
+
+def test_sort_of_a_local_array_is_a_located_type_error():
+    """numpy's `x.sort()` sorts in place; compiled code refuses it at the call, before
+    running, with numpy's functional form."""
+    err = raise_error(lambda: myir.compile(L.sort_local_array, backend=BACKEND)(V))
+    assert isinstance(err, myir.MyirTypeError)
+    assert "x.sort()" in str(err) and "programs_lists.py" in str(err)
+    assert "x = np.sort(x)" in err.hint

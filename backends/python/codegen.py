@@ -470,8 +470,9 @@ class Emitter:
         prim = primitive_name(node)
         if pending is not None and not pending.takes(node, self._operands(node)):
             pending = None
-        if prim in ("depend", "not_a_view"):  # what depend waits for is a statement of its
-            return self.operand(node.args[0], pending)   # own, before it; not_a_view: checked
+        if prim in ("depend", "not_a_view", "list_of_length"):  # what depend waits for is a
+            # statement of its own, before it; not_a_view, list_of_length: checked, typed
+            return self.operand(node.args[0], pending)
         if prim == "stack_pop" and _taken_apart(node, self.users):
             return self.operand(node.args[0], pending)  # the cell is (top, rest, mark)
         if prim == "grad_zeros" and _python_number(node.args[0]):
@@ -1075,8 +1076,8 @@ class InPlace:
             return False
         if primitive_name(node) in FRESH or primitive_name(node) == "make_list":
             return True
-        if primitive_name(node) == "stack_push":    # s itself, appended to
-            return self._owned(node.args[0], node, assumed)
+        if primitive_name(node) in ("stack_push", "list_of_length"):  # s itself, appended to
+            return self._owned(node.args[0], node, assumed)          # or passed on
         if primitive_name(node) == "getitem" and primitive_name(node.args[0]) == "stack_pop" \
                 and isinstance(node.args[1], Constant) and node.args[1].value == 1:
             pop = node.args[0]                      # the rest: s itself, popped

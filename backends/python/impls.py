@@ -489,6 +489,10 @@ def _list_unpop(rest, index, x):
     return rest[:k] + [x] + rest[k:]
 
 
+def _list_order(xs, reverse):
+    return sorted(range(len(xs)), key=xs.__getitem__, reverse=reverse)
+
+
 def sum_grad(xs, dout):
     """The gradient of each item of `xs` in `sum(xs, start)` with gradient dout: dout summed
     to the item's shape, in xs's structure (the rows of an array; a tuple for a dict's
@@ -667,6 +671,7 @@ IMPLS = {
     "unpack": _unpack,
     "setitem": setitem,
     "not_a_view": lambda x, message, hint: x,
+    "list_of_length": lambda xs, n: xs,
     **{"aug_" + name: _augmented(getattr(operator, name), symbol) for name, symbol in (
         ("add", "+"), ("sub", "-"), ("mul", "*"), ("truediv", "/"), ("floordiv", "//"),
         ("mod", "%"), ("pow", "**"), ("matmul", "@"))},
@@ -706,6 +711,8 @@ IMPLS = {
     "vectorize_call": lambda f, *xs: np.vectorize(f)(*xs),
     "list_pop": _list_pop,
     "list_unpop": _list_unpop,
+    "list_order": _list_order,
+    "list_permute": lambda xs, order: [xs[i] for i in order],
     "setitem_slot": _setitem_slot,
     "sum_grad": sum_grad,
     "seq_grad": seq_grad,

@@ -554,7 +554,8 @@ KEPT_IN_NUMPY: dict[str, str] = {
           "it (passes/jacobian_loops.py); their arrays are lowered where used"
        for p in ("tree_ravel", "tree_unravel", "jacobian_blocks", "jacobian_unblocks")},
     **{p: _PYTHON_ONLY for p in (
-        "make_list list_append list_extend seq_repeat list_pop list_unpop setitem_slot to_list to_tuple builtin_sum sum_grad "
+        "make_list list_append list_extend list_of_length list_order list_permute seq_repeat "
+        "list_pop list_unpop setitem_slot to_list to_tuple builtin_sum sum_grad "
         "seq_grad array_grad").split()},
     **{"math_" + p: _MATH_MODULE for p in (
         "exp log log1p expm1 sqrt sin cos tan asin acos atan sinh cosh tanh fabs floor ceil "

@@ -306,6 +306,13 @@ primitive("list_unpop", "rest, index, x")   # the list `rest` was popped from (p
 # (where value is in setitem(x, index, value), what it replaced): setitem's adjoint
 primitive("setitem_slot", "x, index, value")
 primitive("to_list", "x")                   # list(x)
+# xs itself, which holds n items (a comprehension without `if` over n values): inference
+# then knows the list's length, which the loop that built it widened away
+primitive("list_of_length", "xs, n")
+# The positions of xs's items in the order `sorted(xs, reverse=reverse)` puts them (CPython's
+# own sort of the positions by item: the same comparisons, so the same order, ties too)
+primitive("list_order", "xs, reverse")
+primitive("list_permute", "xs, order")      # [xs[i] for i in order]
 primitive("to_tuple", "x")                  # tuple(x)
 primitive("builtin_sum", "xs, start=0")     # sum(xs, start)
 primitive("sum_grad", "xs, dout")           # each item's share of sum(xs)'s dout, like xs
@@ -322,9 +329,10 @@ FRESH = frozenset((
     "stack astype zeros ones empty full zeros_like ones_like array arange eye cumsum cumprod "
     "sort setitem copy getitem_grad reduce_grad builtin_abs sum mean prod max min argmax argmin "
     "argsort tensordot convolve take take_along_axis linalg_solve linalg_inv linalg_det "
-    "linalg_cholesky ieee_truediv ieee_pow to_list seq_repeat list_append list_extend").split()
+    "linalg_cholesky ieee_truediv ieee_pow to_list seq_repeat list_append list_extend list_unpop "
+    "list_order list_permute").split()
                    + ["inplace_" + name for name in IN_PLACE])
 # ... and primitives whose result may be their first operand or share its memory.
 VIEWS = frozenset("getitem reshape transpose swapaxes squeeze expand_dims broadcast_to asarray "
-                  "unpack check_bound depend not_a_view".split())
+                  "unpack check_bound depend not_a_view list_of_length".split())
 
