@@ -1,0 +1,306 @@
+"""Linear self-recursion as two loops over a stack, before differentiation.
+
+A function that calls itself once on its way to a result, not in tail position,
+
+    def f(a):
+        if p(a):
+            return b(a)
+        y = f(k(a))
+        return h(a, y)
+
+runs as a *descent* loop that pushes, per call, the values the code after the call reads
+(its *record*), until a call returns without recursing, and then an *ascent* loop that pops
+the records and runs the code after the call on each, innermost call first:
+
+    def f(a):
+        r, stack = descend(a, EMPTY_STACK)      # while not p(a): push record; a = k(a)
+        return ascend(r, stack)                 # r = b(a) at the bottom; then for each
+                                                # record, last first: r = h(record, r)
+
+Both are loops in the IR's own form (graphs calling themselves in tail position, through
+the graphs of an iteration), so everything downstream treats them as loops: the backends
+emit `while True:` for both, and the J transform (passes/ad.py) gives each a forward loop
+pushing residuals and a backward loop popping them.  The gradient of such a recursion then
+makes no backpropagator closure per call, and neither the forward pass nor the gradient
+recurses in Python: depth is bounded by memory, not by the recursion limit.  The stack of
+records is an ordinary value (`stack_push`, `stack_pop`, with gradient rules), so grad of
+grad differentiates these loops again like any other.
+
+What a record holds: the values the code after the call reads that the code before it
+computed (the nodes of the calling graph before the call, the values of enclosing graphs
+of the recursion, its parameters), except the parameters every recursive call passes on
+unchanged (`x` in `f(x, n - 1)`): those are the same at every depth, and the ascent loop
+takes them as parameters of its own.  Where records would hold nothing, the descent counts
+its depth instead of pushing, and the ascent counts down: an integer, with no gradient.
+
+The shape recognised (`_plan`): f's graphs reached from f by tail calls (the branches of
+its `if`s, the code after them; a *region*, as for loops) hold one call of f, in one graph,
+not in tail position; no other graph of f's scope uses f; the region has no cycle (the call
+is not in a loop of f); f is not reached again through another function (mutual
+recursion); and no graph of the region is used other than by a tail call.  The code of the
+calling graph that runs before the call in source order and does not depend on its result
+stays in the descent (so exceptions raise in the order CPython raises them); the rest, with
+every graph it uses, is copied into the ascent.
+
+Not transformed, and differentiated as before, with one backpropagator closure per call:
+recursion with two calls (a tree walk), with calls at two places of the code (a call per
+branch), mutual recursion, a call inside a loop, and tail recursion (a loop already).
+
+This runs on every compile, forward included (`myir/pipeline.py`): compile(f) and grad(f)
+agree on what they accept, and the loops are no slower than the calls they replace.  A
+consequence: a recursion deeper than CPython's recursion limit, which CPython refuses with
+`RecursionError`, returns its value; one that never ends runs until memory is exhausted,
+as a `while True:` loop that appends to a list would.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from myir.ir.analysis import bump_version, free_variables, graph_uses, is_nested_in, \
+    primitive_name, reachable_graphs, scope, switch_call, toposort
+from myir.ir.edit import Cloner, clone_program
+from myir.ir.graph import Apply, Constant, Graph, Node, is_graph_constant
+from myir.ir.primitives import PRIMITIVES as P
+from myir.ir.values import EMPTY_STACK
+
+
+class Plan(NamedTuple):
+    """How a linear self-recursion `f` becomes loops."""
+
+    region: list[Graph]     # f and the graphs it reaches by tail calls, f first
+    call: Apply             # the one recursive call
+    after: list[Node]       # the calling graph's nodes that run after the call
+    copied: list[Graph]     # graphs of f's scope, outside the calling graph, that the
+    #                         code after the call uses: copied into the ascent
+    residuals: list[Node]   # what the code after the call reads from the descent
+    invariant: list[int]    # positions of f's parameters every call passes on unchanged
+
+
+def recursion_as_loops(root: Graph) -> Graph:
+    """`root`, or a copy of its program in which every linear self-recursion runs as a
+    descent and an ascent loop (see the top)."""
+    if not any(_plan(g) for g in reachable_graphs(root)):
+        return root
+    root = clone_program(root)
+    for g in reachable_graphs(root):
+        plan = _plan(g)
+        if plan is not None:
+            _as_loops(g, plan)
+    return root
+
+
+def _tail_targets(out: Node) -> list[Graph]:
+    """The graphs a graph's output calls in tail position: none, one, or a switch's two."""
+    if isinstance(out, Apply) and is_graph_constant(out.fn):
+        return [out.fn.value]
+    sc = switch_call(out)
+    return [sc.then, sc.else_] if sc is not None else []
+
+
+def _applies(g: Graph) -> list[Apply]:
+    return [n for n in toposort(g) if isinstance(n, Apply) and n.graph is g]
+
+
+def _referenced(graphs) -> set[Graph]:
+    """The graphs that graph constants in `graphs` refer to."""
+    return {i.value for g in graphs for n in _applies(g) for i in n.inputs
+            if is_graph_constant(i)} | {g.output.value for g in graphs
+                                        if is_graph_constant(g.output)}
+
+
+def _region(f: Graph) -> list[Graph] | None:
+    """f and the graphs of its scope it reaches by tail calls, f first, if that is a region
+    without cycles whose graphs nothing else uses; None otherwise (or if f tail-calls
+    itself: a loop)."""
+    region, i = [f], 0
+    edges: dict[Graph, list[Graph]] = {}
+    while i < len(region):
+        targets = _tail_targets(region[i].output)
+        inside = [t for t in targets if is_nested_in(t, f)]
+        if f in inside or (inside and len(inside) != len(targets)):
+            return None
+        edges[region[i]] = inside
+        region.extend(t for t in inside if t not in region)
+        i += 1
+    if any(g.unrolled or g.defaults or getattr(g, "custom_grad", None) is not None
+           for g in region):
+        return None
+    state: dict[Graph, int] = {}    # 1: on the path walked, 2: done
+
+    def cyclic(g: Graph) -> bool:
+        state[g] = 1
+        for t in edges[g]:
+            if state.get(t) == 1 or (t not in state and cyclic(t)):
+                return True
+        state[g] = 2
+        return False
+    if cyclic(f):
+        return None
+    tails = {g.output for g in region}
+    switches = {g.output.fn for g in region if switch_call(g.output) is not None}
+    uses = graph_uses(f)
+    for g in region[1:]:
+        for user, index in uses.get(g, ()):
+            if not ((index == 0 and user in tails) or (index in (2, 3) and user in switches)):
+                return None
+    return region
+
+
+def _plan(f: Graph) -> Plan | None:
+    """The plan for f if f is a linear self-recursion of the shape recognised (see the
+    top), else None."""
+    region = _region(f)
+    if region is None:
+        return None
+    inside = scope(f)
+    calls = [(n, i) for g in inside for n in _applies(g) for i, x in enumerate(n.inputs)
+             if is_graph_constant(x) and x.value is f]
+    calls += [(g, -1) for g in inside if is_graph_constant(g.output) and g.output.value is f]
+    if len(calls) != 1 or calls[0][1] != 0:
+        return None
+    call = calls[0][0]
+    h = call.graph
+    if h not in region or h.output is call or len(call.args) != len(f.parameters):
+        return None
+    # f reached again through another function: mutual recursion
+    others = [g for g in _referenced(inside) if not is_nested_in(g, f)]
+    if any(f in reachable_graphs(g) for g in others):
+        return None
+    # the calling graph's nodes after the call: those depending on its result, and those
+    # after it in source order; the others run before it, in the descent
+    order = _applies(h)
+    depends = {call}
+    for n in order:
+        if any(i in depends or (is_graph_constant(i) and i.value.parent is not None
+                                and not depends.isdisjoint(free_variables(i.value)))
+               for i in n.inputs):
+            depends.add(n)
+    after = [n for n in order if n is not call and (n in depends or n.debug.id > call.debug.id)]
+    later = set(after)
+    for n in order:
+        if n not in later and n is not call:
+            reads = list(n.inputs)
+            reads += [v for i in n.inputs if is_graph_constant(i) and i.value.parent is not None
+                      for v in free_variables(i.value)]
+            if not later.isdisjoint(reads) or call in reads:
+                return None     # code before the call reading code after it
+    # graphs of f's scope the code after the call uses, outside the calling graph
+    used: list[Graph] = []
+    pending = list(_referenced_by(after, h.output))
+    while pending:
+        g = pending.pop()
+        if g is f or g in used or not is_nested_in(g, f) or is_nested_in(g, h):
+            continue
+        used.append(g)
+        pending.extend(_referenced(scope(g)))
+    copied = [g for g in used if not any(a in used for a in _ancestors_within(g, f))]
+    # what that code reads of the descent
+    mine = set(after) | {call}
+    graphs = {g for c in copied for g in scope(c)} | {g for g in scope(h) if g is not h}
+    readers = [n for g in graphs for n in _applies(g)] + after
+    reads = [x for n in readers for x in n.inputs] + [g.output for g in graphs] + [h.output]
+    residuals = list(dict.fromkeys(
+        x for x in reads if x.graph is not None and x not in mine
+        and x.graph not in graphs and is_nested_in(x.graph, f)))
+    invariant = [k for k, p in enumerate(f.parameters) if call.args[k] is p]
+    return Plan(region, call, after, copied, residuals, invariant)
+
+
+def _referenced_by(nodes: list[Node], output: Node) -> set[Graph]:
+    found = {i.value for n in nodes for i in n.inputs if is_graph_constant(i)}
+    if is_graph_constant(output):
+        found.add(output.value)
+    return found
+
+
+def _ancestors_within(g: Graph, f: Graph) -> list[Graph]:
+    result, a = [], g.parent
+    while a is not None and a is not f:
+        result.append(a)
+        a = a.parent
+    return result
+
+
+def _exits(region: list[Graph], closing, calling: Graph | None = None) -> None:
+    """Give each graph of `region` whose output leaves the region (returns a value rather
+    than tail-calling a graph of the region, and does not raise) the output
+    `closing(graph, value)`; but the graph `calling`, which recurses."""
+    members = set(region)
+    for g in region:
+        out = g.output
+        if g is calling or primitive_name(out) == "raise_" \
+                or any(t in members for t in _tail_targets(out)):
+            continue
+        g.output = closing(g, out)
+
+
+def _as_loops(f: Graph, plan: Plan) -> None:
+    """Replace f's body by its descent and ascent loops (see the top)."""
+    call, h = plan.call, plan.call.graph
+    invariant = [f.parameters[k] for k in plan.invariant]
+    pushed = [x for x in plan.residuals if x not in invariant]
+
+    # the descent: f's region copied, the call replaced by pushing the record and going on
+    descend = Graph(f"{f.name}_descend", f, f.location)
+    params = [descend.add_parameter(p.debug.name, p.location) for p in f.parameters]
+    stack = descend.add_parameter("stack")
+    down = Cloner(dict(zip(f.parameters, params)))
+    down.graph(f, into=descend)
+    descend.output = down.node(f.output)
+    _exits([down.mapping[g] for g in plan.region],
+           lambda g, out: g.apply(P["make_tuple"], out, stack), down.mapping[h])
+    record = [down.node(x) for x in pushed]
+    hd = down.mapping[h]
+    if not record:      # records of nothing: the depth is all the ascent needs
+        deeper = hd.apply(P["add"], stack, 1)
+    else:
+        item = record[0] if len(record) == 1 else hd.apply(P["make_tuple"], *record)
+        deeper = hd.apply(P["stack_push"], stack, item)
+    hd.output = hd.apply(Constant(descend), *(down.node(a) for a in call.args), deeper,
+                         location=call.location)
+
+    # the ascent: pop a record, run the code after the call on it, go on
+    ascend = Graph(f"{f.name}_ascend", f, f.location)
+    r = ascend.add_parameter("r")
+    stack = ascend.add_parameter("stack")
+    kept = [ascend.add_parameter(p.debug.name, p.location) for p in invariant]
+    done = Graph(f"{f.name}_ascend_exit", ascend, f.location)
+    done.output = r
+    step = Graph(f"{f.name}_ascend_step", ascend, f.location)
+    after = Graph(f"{h.name}_after_call", ascend, call.location)
+    y = after.add_parameter(call.debug.name or "y", call.location)
+    fields = [after.add_parameter(x.debug.name, x.location) for x in pushed]
+    rest = after.add_parameter("stack")
+    up = Cloner({call: y, **dict(zip(pushed, fields)), **dict(zip(invariant, kept))})
+    up.scopes([h, *plan.copied], into=after)
+    after.output = up.node(h.output)
+    for g in plan.copied:
+        up.mapping[g].parent = after
+    copies = {up.mapping[g] for g in scope(h) if g is not h} \
+        | {up.mapping[g] for c in plan.copied for g in scope(c)}
+    continued, i = [after], 0
+    while i < len(continued):
+        continued.extend(t for t in _tail_targets(continued[i].output)
+                         if t in copies and t not in continued)
+        i += 1
+    _exits(continued, lambda g, out: g.apply(Constant(ascend), out, rest, *kept))
+    if not pushed:
+        empty = ascend.apply(P["eq"], stack, 0)
+        unpacked, shallower = [], step.apply(P["sub"], stack, 1)
+    else:
+        empty = ascend.apply(P["stack_empty"], stack)
+        popped = step.apply(P["stack_pop"], stack)
+        top = step.apply(P["getitem"], popped, 0, name="record")
+        unpacked = [top] if len(pushed) == 1 else \
+            [step.apply(P["getitem"], top, i) for i in range(len(pushed))]
+        shallower = step.apply(P["getitem"], popped, 1, name="stack")
+    step.output = step.apply(Constant(after), r, *unpacked, shallower)
+    ascend.output = ascend.apply(ascend.apply(P["switch"], empty, Constant(done),
+                                              Constant(step)))
+
+    res = f.apply(Constant(descend), *f.parameters, EMPTY_STACK if pushed else 0,
+                  location=f.location)
+    f.output = f.apply(Constant(ascend), f.apply(P["getitem"], res, 0),
+                       f.apply(P["getitem"], res, 1), *invariant, location=f.location)
+    bump_version()
