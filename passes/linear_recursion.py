@@ -49,8 +49,9 @@ branch), mutual recursion, a call inside a loop, and tail recursion (a loop alre
 This runs on every compile, forward included (`myir/pipeline.py`): compile(f) and grad(f)
 agree on what they accept, and the loops are no slower than the calls they replace.  A
 consequence: a recursion deeper than CPython's recursion limit, which CPython refuses with
-`RecursionError`, returns its value; one that never ends runs until memory is exhausted,
-as a `while True:` loop that appends to a list would.
+`RecursionError`, returns its value, up to `MAX_DEPTH` nested calls; past that (a recursion
+that never ends) the descent raises `RecursionError` at the recursive call, as CPython
+does past its limit.
 """
 
 from __future__ import annotations
@@ -64,13 +65,18 @@ from myir.ir.graph import Apply, Constant, Graph, Node, is_graph_constant
 from myir.ir.primitives import PRIMITIVES as P
 from myir.ir.values import EMPTY_STACK
 
+# How deep the descent goes before it raises RecursionError, as CPython does past its
+# recursion limit: a recursion that never ends fails, rather than loop for ever or fill
+# memory with records.  Far past CPython's default limit (1,000), since a loop is not
+# bounded by Python's stack.
+MAX_DEPTH = 10_000_000
+
 
 class Plan(NamedTuple):
     """How a linear self-recursion `f` becomes loops."""
 
     region: list[Graph]     # f and the graphs it reaches by tail calls, f first
     call: Apply             # the one recursive call
-    after: list[Node]       # the calling graph's nodes that run after the call
     copied: list[Graph]     # graphs of f's scope, outside the calling graph, that the
     #                         code after the call uses: copied into the ascent
     residuals: list[Node]   # what the code after the call reads from the descent
@@ -83,7 +89,9 @@ def recursion_as_loops(root: Graph) -> Graph:
     if not any(_plan(g) for g in reachable_graphs(root)):
         return root
     root = clone_program(root)
-    for g in reachable_graphs(root):
+    # innermost first: a recursion nested in another is copied into the other's loops
+    # once it is loops itself
+    for g in reversed(reachable_graphs(root)):
         plan = _plan(g)
         if plan is not None:
             _as_loops(g, plan)
@@ -204,7 +212,7 @@ def _plan(f: Graph) -> Plan | None:
         x for x in reads if x.graph is not None and x not in mine
         and x.graph not in graphs and is_nested_in(x.graph, f)))
     invariant = [k for k, p in enumerate(f.parameters) if call.args[k] is p]
-    return Plan(region, call, after, copied, residuals, invariant)
+    return Plan(region, call, copied, residuals, invariant)
 
 
 def _referenced_by(nodes: list[Node], output: Node) -> set[Graph]:
@@ -244,21 +252,29 @@ def _as_loops(f: Graph, plan: Plan) -> None:
     # the descent: f's region copied, the call replaced by pushing the record and going on
     descend = Graph(f"{f.name}_descend", f, f.location)
     params = [descend.add_parameter(p.debug.name, p.location) for p in f.parameters]
-    stack = descend.add_parameter("stack")
+    depth = descend.add_parameter("depth")
+    stack = descend.add_parameter("stack") if pushed else depth
     down = Cloner(dict(zip(f.parameters, params)))
     down.graph(f, into=descend)
     descend.output = down.node(f.output)
     _exits([down.mapping[g] for g in plan.region],
            lambda g, out: g.apply(P["make_tuple"], out, stack), down.mapping[h])
-    record = [down.node(x) for x in pushed]
     hd = down.mapping[h]
-    if not record:      # records of nothing: the depth is all the ascent needs
-        deeper = hd.apply(P["add"], stack, 1)
-    else:
+    carried = [hd.apply(P["add"], depth, 1, name="depth")]
+    if pushed:
+        record = [down.node(x) for x in pushed]
         item = record[0] if len(record) == 1 else hd.apply(P["make_tuple"], *record)
-        deeper = hd.apply(P["stack_push"], stack, item)
-    hd.output = hd.apply(Constant(descend), *(down.node(a) for a in call.args), deeper,
-                         location=call.location)
+        carried.append(hd.apply(P["stack_push"], stack, item))
+    deeper = Graph(f"{h.name}_deeper", hd, call.location)
+    deeper.output = deeper.apply(Constant(descend), *(down.node(a) for a in call.args),
+                                 *carried, location=call.location)
+    too_deep = Graph(f"{h.name}_too_deep", hd, call.location)
+    too_deep.output = too_deep.apply(P["raise_"], too_deep.apply(
+        P["make_exception"], RecursionError,
+        f"maximum recursion depth exceeded: {f.name}() nested more than "
+        f"{MAX_DEPTH:,} calls", location=call.location), location=call.location)
+    hd.output = hd.apply(hd.apply(P["switch"], hd.apply(P["gt"], carried[0], MAX_DEPTH),
+                                  Constant(too_deep), Constant(deeper)))
 
     # the ascent: pop a record, run the code after the call on it, go on
     ascend = Graph(f"{f.name}_ascend", f, f.location)
@@ -299,7 +315,7 @@ def _as_loops(f: Graph, plan: Plan) -> None:
     ascend.output = ascend.apply(ascend.apply(P["switch"], empty, Constant(done),
                                               Constant(step)))
 
-    res = f.apply(Constant(descend), *f.parameters, EMPTY_STACK if pushed else 0,
+    res = f.apply(Constant(descend), *f.parameters, 0, *([EMPTY_STACK] if pushed else []),
                   location=f.location)
     f.output = f.apply(Constant(ascend), f.apply(P["getitem"], res, 0),
                        f.apply(P["getitem"], res, 1), *invariant, location=f.location)

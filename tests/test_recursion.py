@@ -119,6 +119,18 @@ def nested_rec(x, n):
     return rec(n) + x
 
 
+def nested_linear(x, n):
+    if n == 0:
+        return x
+
+    def rec(k):
+        if k == 0:
+            return x
+        return math.sin(rec(k - 1)) * x + 0.1
+    y = nested_linear(x, n - 1)
+    return rec(n) * y + 0.2
+
+
 def raises(x, n):
     if n == 0:
         return x
@@ -168,6 +180,7 @@ LINEAR = [
     (branch_after, (0.9, 3)),
     (closure_after, (0.4, 5)),
     (nested_rec, (0.6, 5)),
+    (nested_linear, (0.6, 5)),
     (raises, (0.6, 4)),
     (array_loss, (np.array([0.3, -0.5, 1.0]), 4)),
 ]
@@ -305,6 +318,29 @@ def test_deep_recursion_at_the_default_recursion_limit(backend):
         dy, rel=1e-9)
     d2 = myir.grad(myir.grad(tree_recursion), backend=backend)(0.3, 10_000)
     assert math.isfinite(d2)
+
+
+def never_ends(x, n):
+    if n == 0:
+        return x
+    return never_ends(x, n - 1) * 0.5 + x
+
+
+def test_a_recursion_that_never_ends_raises_recursion_error(backend, monkeypatch):
+    """Past `MAX_DEPTH` calls the descent raises RecursionError at the recursive call, as
+    CPython does past its recursion limit (a smaller bound here, for time)."""
+    import passes.linear_recursion
+    monkeypatch.setattr(passes.linear_recursion, "MAX_DEPTH", 500)
+    with pytest.raises(RecursionError):
+        never_ends(0.5, -1)
+    assert myir.compile(never_ends, backend=backend)(0.5, 500) == pytest.approx(
+        never_ends(0.5, 500))
+    for compiled in (myir.compile(never_ends, backend=backend),
+                     myir.grad(never_ends, backend=backend)):
+        with pytest.raises(RecursionError, match="never_ends\\(\\) nested more than 500 calls"
+                           ) as info:
+            compiled(0.5, -1)
+        assert info.traceback[-1].lineno + 1 == never_ends.__code__.co_firstlineno + 3
 
 
 SECOND_PROCESS = """
