@@ -1,6 +1,6 @@
 """Linear self-recursion as two loops over a stack, before differentiation.
 
-A function that calls itself once on its way to a result, not in tail position,
+A function that calls itself at most once on its way to a result, not in tail position,
 
     def f(a):
         if p(a):
@@ -22,29 +22,35 @@ the graphs of an iteration), so everything downstream treats them as loops: the 
 emit `while True:` for both, and the J transform (passes/ad.py) gives each a forward loop
 pushing residuals and a backward loop popping them.  The gradient of such a recursion then
 makes no backpropagator closure per call, and neither the forward pass nor the gradient
-recurses in Python: depth is bounded by memory, not by the recursion limit.  The stack of
-records is an ordinary value (`stack_push`, `stack_pop`, with gradient rules), so grad of
-grad differentiates these loops again like any other.
+recurses in Python.  The stacks are ordinary values (`stack_push`, `stack_pop`, with
+gradient rules), so grad of grad differentiates these loops again like any other.  (Where
+the code after the call branches, or calls come from several places, the ascent's
+iterations take different paths, and its gradient records each iteration's adjoint as a
+closure, as for any loop whose body branches: passes/ad.py.)
 
 What a record holds: the values the code after the call reads that the code before it
 computed (the nodes of the calling graph before the call, the values of enclosing graphs
 of the recursion, its parameters), except the parameters every recursive call passes on
 unchanged (`x` in `f(x, n - 1)`): those are the same at every depth, and the ascent loop
-takes them as parameters of its own.  Where records would hold nothing, the descent counts
-its depth instead of pushing, and the ascent counts down: an integer, with no gradient.
+takes them as parameters of its own.  Where f calls itself in several places (one per
+branch), each place has a stack of its own records (one type per stack), and a stack of
+tags says which place made each level: the ascent pops a tag and runs the code after that
+call.  Where one place has records of nothing, the descent counts its depth instead of
+pushing, and the ascent counts down: an integer, with no gradient.
 
 The shape recognised (`_plan`): f's graphs reached from f by tail calls (the branches of
-its `if`s, the code after them; a *region*, as for loops) hold one call of f, in one graph,
-not in tail position; no other graph of f's scope uses f; the region has no cycle (the call
-is not in a loop of f); f is not reached again through another function (mutual
-recursion); and no graph of the region is used other than by a tail call.  The code of the
-calling graph that runs before the call in source order and does not depend on its result
-stays in the descent (so exceptions raise in the order CPython raises them); the rest, with
-every graph it uses, is copied into the ascent.
+its `if`s, the code after them; a *region*, as for loops) hold f's calls, none in tail
+position and at most one per path (no graph of the region holding a call leads to another
+such graph); no other graph of f's scope uses f; the region has no cycle (no call is in a
+loop of f); f is not reached again through another function (mutual recursion); and no
+graph of the region is used other than by a tail call.  The code of the calling graph that
+runs before the call in source order and does not depend on its result stays in the
+descent (so exceptions raise in the order CPython raises them); the rest, with every graph
+it uses, is copied into the ascent.
 
 Not transformed, and differentiated as before, with one backpropagator closure per call:
-recursion with two calls (a tree walk), with calls at two places of the code (a call per
-branch), mutual recursion, a call inside a loop, and tail recursion (a loop already).
+recursion with two calls on a path (a tree walk), mutual recursion, a call inside a loop,
+and tail recursion (a loop already).
 
 This runs on every compile, forward included (`myir/pipeline.py`): compile(f) and grad(f)
 agree on what they accept, and the loops are no slower than the calls they replace.  A
@@ -72,14 +78,20 @@ from myir.ir.values import EMPTY_STACK
 MAX_DEPTH = 10_000_000
 
 
+class Site(NamedTuple):
+    """A place where f calls itself."""
+
+    call: Apply             # the call
+    copied: list[Graph]     # graphs of f's scope, outside the calling graph, that the
+    #                         code after the call uses: copied into the ascent
+    residuals: list[Node]   # what the code after the call reads from the descent
+
+
 class Plan(NamedTuple):
     """How a linear self-recursion `f` becomes loops."""
 
     region: list[Graph]     # f and the graphs it reaches by tail calls, f first
-    call: Apply             # the one recursive call
-    copied: list[Graph]     # graphs of f's scope, outside the calling graph, that the
-    #                         code after the call uses: copied into the ascent
-    residuals: list[Node]   # what the code after the call reads from the descent
+    sites: list[Site]       # its calls of itself, each in a graph of the region
     invariant: list[int]    # positions of f's parameters every call passes on unchanged
 
 
@@ -131,8 +143,8 @@ def _region(f: Graph) -> list[Graph] | None:
         edges[region[i]] = inside
         region.extend(t for t in inside if t not in region)
         i += 1
-    if any(g.unrolled or g.defaults or getattr(g, "custom_grad", None) is not None
-           for g in region):
+    if f.unrolled or getattr(f, "custom_grad", None) is not None \
+            or any(g.unrolled or g.defaults for g in region[1:]):
         return None
     state: dict[Graph, int] = {}    # 1: on the path walked, 2: done
 
@@ -162,19 +174,48 @@ def _plan(f: Graph) -> Plan | None:
     if region is None:
         return None
     inside = scope(f)
-    calls = [(n, i) for g in inside for n in _applies(g) for i, x in enumerate(n.inputs)
-             if is_graph_constant(x) and x.value is f]
-    calls += [(g, -1) for g in inside if is_graph_constant(g.output) and g.output.value is f]
-    if len(calls) != 1 or calls[0][1] != 0:
+    uses = [(n, i) for g in inside for n in _applies(g) for i, x in enumerate(n.inputs)
+            if is_graph_constant(x) and x.value is f]
+    uses += [(g, -1) for g in inside if is_graph_constant(g.output) and g.output.value is f]
+    if not uses or any(i != 0 for _, i in uses):
         return None
-    call = calls[0][0]
-    h = call.graph
-    if h not in region or h.output is call or len(call.args) != len(f.parameters):
+    calls = [n for n, _ in uses]
+    callers = [c.graph for c in calls]
+    if len(set(callers)) != len(calls) or any(
+            h not in region or h.output is c or len(c.args) != len(f.parameters)
+            for c, h in zip(calls, callers)):
+        return None
+    # every path makes one call at most: no calling graph leads to another
+    if any(not set(callers).isdisjoint(_reached(h, region)) for h in callers):
         return None
     # f reached again through another function: mutual recursion
     others = [g for g in _referenced(inside) if not is_nested_in(g, f)]
     if any(f in reachable_graphs(g) for g in others):
         return None
+    sites = [_site(f, c) for c in calls]
+    if None in sites:
+        return None
+    invariant = [k for k, p in enumerate(f.parameters) if all(c.args[k] is p for c in calls)]
+    return Plan(region, sites, invariant)
+
+
+def _reached(h: Graph, region: list[Graph]) -> set[Graph]:
+    """The graphs of `region` that h leads to by tail calls, h not included."""
+    found: set[Graph] = set()
+    pending = [t for t in _tail_targets(h.output) if t in region]
+    while pending:
+        g = pending.pop()
+        if g not in found:
+            found.add(g)
+            pending.extend(t for t in _tail_targets(g.output) if t in region)
+    return found
+
+
+def _site(f: Graph, call: Apply) -> Site | None:
+    """What the ascent needs of the call `call`: the code after it, the graphs that code
+    uses, and what it reads of the descent; None if code before the call reads code after
+    it."""
+    h = call.graph
     # the calling graph's nodes after the call: those depending on its result, and those
     # after it in source order; the others run before it, in the descent
     order = _applies(h)
@@ -192,27 +233,28 @@ def _plan(f: Graph) -> Plan | None:
             reads += [v for i in n.inputs if is_graph_constant(i) and i.value.parent is not None
                       for v in free_variables(i.value)]
             if not later.isdisjoint(reads) or call in reads:
-                return None     # code before the call reading code after it
-    # graphs of f's scope the code after the call uses, outside the calling graph
+                return None
+    # the graphs of f's scope that code uses, and those of them not nested in h (copied
+    # with h's scope), outermost
     used: list[Graph] = []
     pending = list(_referenced_by(after, h.output))
     while pending:
         g = pending.pop()
-        if g is f or g in used or not is_nested_in(g, f) or is_nested_in(g, h):
+        if g is f or g is h or g in used or not is_nested_in(g, f):
             continue
         used.append(g)
         pending.extend(_referenced(scope(g)))
-    copied = [g for g in used if not any(a in used for a in _ancestors_within(g, f))]
+    copied = [g for g in used if not is_nested_in(g, h)
+              and not any(a in used for a in _ancestors_within(g, f))]
     # what that code reads of the descent
     mine = set(after) | {call}
-    graphs = {g for c in copied for g in scope(c)} | {g for g in scope(h) if g is not h}
+    graphs = {g for u in used for g in scope(u)}
     readers = [n for g in graphs for n in _applies(g)] + after
     reads = [x for n in readers for x in n.inputs] + [g.output for g in graphs] + [h.output]
     residuals = list(dict.fromkeys(
         x for x in reads if x.graph is not None and x not in mine
         and x.graph not in graphs and is_nested_in(x.graph, f)))
-    invariant = [k for k, p in enumerate(f.parameters) if call.args[k] is p]
-    return Plan(region, call, copied, residuals, invariant)
+    return Site(call, copied, residuals)
 
 
 def _referenced_by(nodes: list[Node], output: Node) -> set[Graph]:
@@ -230,93 +272,139 @@ def _ancestors_within(g: Graph, f: Graph) -> list[Graph]:
     return result
 
 
-def _exits(region: list[Graph], closing, calling: Graph | None = None) -> None:
+def _exits(region: list[Graph], closing, calling: set) -> None:
     """Give each graph of `region` whose output leaves the region (returns a value rather
     than tail-calling a graph of the region, and does not raise) the output
-    `closing(graph, value)`; but the graph `calling`, which recurses."""
+    `closing(graph, value)`; but the graphs `calling`, which recurse."""
     members = set(region)
     for g in region:
         out = g.output
-        if g is calling or primitive_name(out) == "raise_" \
+        if g in calling or primitive_name(out) == "raise_" \
                 or any(t in members for t in _tail_targets(out)):
             continue
         g.output = closing(g, out)
 
 
 def _as_loops(f: Graph, plan: Plan) -> None:
-    """Replace f's body by its descent and ascent loops (see the top)."""
-    call, h = plan.call, plan.call.graph
+    """Replace f's body by its descent and ascent loops (see the top).  Their state: each
+    call's records on a stack of their own; with calls in several places, a stack of tags
+    saying which made each level; with one place and nothing to push, the depth."""
     invariant = [f.parameters[k] for k in plan.invariant]
-    pushed = [x for x in plan.residuals if x not in invariant]
+    pushed = [[x for x in site.residuals if x not in invariant] for site in plan.sites]
+    tagged = len(plan.sites) > 1
+    counting = not tagged and not pushed[0]
 
-    # the descent: f's region copied, the call replaced by pushing the record and going on
+    # the descent: f's region copied, each call replaced by pushing its record and going on
     descend = Graph(f"{f.name}_descend", f, f.location)
     params = [descend.add_parameter(p.debug.name, p.location) for p in f.parameters]
     depth = descend.add_parameter("depth")
-    stack = descend.add_parameter("stack") if pushed else depth
+    tags = [descend.add_parameter("tags")] if tagged else []
+    stacks = [descend.add_parameter("stack") if fields else None for fields in pushed]
+    state = [depth] if counting else tags + [s for s in stacks if s is not None]
     down = Cloner(dict(zip(f.parameters, params)))
     down.graph(f, into=descend)
     descend.output = down.node(f.output)
     _exits([down.mapping[g] for g in plan.region],
-           lambda g, out: g.apply(P["make_tuple"], out, stack), down.mapping[h])
-    hd = down.mapping[h]
-    carried = [hd.apply(P["add"], depth, 1, name="depth")]
-    if pushed:
-        record = [down.node(x) for x in pushed]
-        item = record[0] if len(record) == 1 else hd.apply(P["make_tuple"], *record)
-        carried.append(hd.apply(P["stack_push"], stack, item))
-    deeper = Graph(f"{h.name}_deeper", hd, call.location)
-    deeper.output = deeper.apply(Constant(descend), *(down.node(a) for a in call.args),
-                                 *carried, location=call.location)
-    too_deep = Graph(f"{h.name}_too_deep", hd, call.location)
-    too_deep.output = too_deep.apply(P["raise_"], too_deep.apply(
-        P["make_exception"], RecursionError,
-        f"maximum recursion depth exceeded: {f.name}() nested more than "
-        f"{MAX_DEPTH:,} calls", location=call.location), location=call.location)
-    hd.output = hd.apply(hd.apply(P["switch"], hd.apply(P["gt"], carried[0], MAX_DEPTH),
-                                  Constant(too_deep), Constant(deeper)))
+           lambda g, out: g.apply(P["make_tuple"], out, *state),
+           {down.mapping[site.call.graph] for site in plan.sites})
+    for k, (site, fields) in enumerate(zip(plan.sites, pushed)):
+        call, hd = site.call, down.mapping[site.call.graph]
+        carried = [hd.apply(P["add"], depth, 1, name="depth")]
+        carried += [hd.apply(P["stack_push"], t, k) for t in tags]
+        for j, stack in enumerate(stacks):
+            if stack is not None and j == k:
+                record = [down.node(x) for x in fields]
+                item = record[0] if len(record) == 1 else hd.apply(P["make_tuple"], *record)
+                stack = hd.apply(P["stack_push"], stack, item)
+            if stack is not None:
+                carried.append(stack)
+        deeper = Graph(f"{hd.name}_deeper", hd, call.location)
+        deeper.output = deeper.apply(Constant(descend), *(down.node(a) for a in call.args),
+                                     *carried, location=call.location)
+        too_deep = Graph(f"{hd.name}_too_deep", hd, call.location)
+        too_deep.output = too_deep.apply(P["raise_"], too_deep.apply(
+            P["make_exception"], RecursionError,
+            f"maximum recursion depth exceeded: {f.name}() nested more than "
+            f"{MAX_DEPTH:,} calls", location=call.location), location=call.location)
+        hd.output = hd.apply(hd.apply(P["switch"], hd.apply(P["gt"], carried[0], MAX_DEPTH),
+                                      Constant(too_deep), Constant(deeper)))
 
-    # the ascent: pop a record, run the code after the call on it, go on
+    # the ascent: pop a level, run the code after its call on it, go on
     ascend = Graph(f"{f.name}_ascend", f, f.location)
     r = ascend.add_parameter("r")
-    stack = ascend.add_parameter("stack")
+    now = [ascend.add_parameter(p.debug.name) for p in state]
     kept = [ascend.add_parameter(p.debug.name, p.location) for p in invariant]
     done = Graph(f"{f.name}_ascend_exit", ascend, f.location)
     done.output = r
     step = Graph(f"{f.name}_ascend_step", ascend, f.location)
+    if counting:
+        empty = ascend.apply(P["eq"], now[0], 0)
+        step.output = _resume(step, r, plan.sites[0], [], [], [step.apply(P["sub"], now[0], 1)],
+                              ascend, invariant, kept)
+    else:
+        empty = ascend.apply(P["stack_empty"], now[0])
+        rest = now
+        if tagged:
+            popped = step.apply(P["stack_pop"], now[0])
+            tag = step.apply(P["getitem"], popped, 0, name="tag")
+            rest = [step.apply(P["getitem"], popped, 1, name="tags"), *now[1:]]
+        stack_of = {}
+        for k, fields in enumerate(pushed):
+            if fields:
+                stack_of[k] = len(stack_of) + (1 if tagged else 0)
+
+        def resume(g: Graph, k: int) -> Node:
+            """In g, the code after call k, with its record popped."""
+            values, popped_state = [], list(rest)
+            if k in stack_of:
+                popped = g.apply(P["stack_pop"], popped_state[stack_of[k]])
+                top = g.apply(P["getitem"], popped, 0, name="record")
+                values = [top] if len(pushed[k]) == 1 else \
+                    [g.apply(P["getitem"], top, i) for i in range(len(pushed[k]))]
+                popped_state[stack_of[k]] = g.apply(P["getitem"], popped, 1, name="stack")
+            return _resume(g, r, plan.sites[k], pushed[k], values, popped_state, ascend,
+                           invariant, kept)
+        g = step
+        for k in range(len(plan.sites) - 1):   # which call made this level: its tag
+            here = Graph(f"{f.name}_ascend_{k}", step, f.location)
+            here.output = resume(here, k)
+            there = Graph(f"{f.name}_ascend_not_{k}", step, f.location)
+            g.output = g.apply(g.apply(P["switch"], g.apply(P["eq"], tag, k), Constant(here),
+                                       Constant(there)))
+            g = there
+        g.output = resume(g, len(plan.sites) - 1)
+    ascend.output = ascend.apply(ascend.apply(P["switch"], empty, Constant(done),
+                                              Constant(step)))
+
+    res = f.apply(Constant(descend), *f.parameters, 0,
+                  *([] if counting else [EMPTY_STACK] * len(state)), location=f.location)
+    f.output = f.apply(Constant(ascend), *(f.apply(P["getitem"], res, i)
+                                           for i in range(1 + len(state))),
+                       *invariant, location=f.location)
+    bump_version()
+
+
+def _resume(g: Graph, r: Node, site: Site, pushed: list[Node], values: list[Node],
+            state: list[Node], ascend: Graph, invariant: list[Node], kept: list[Node]) -> Node:
+    """In g (nested in the ascent), the call of the code after `site`'s call, copied into a
+    graph that takes the call's value, the record's `values` (of the nodes `pushed`) and
+    the ascent's `state` once popped, and that goes on with the ascent where it returns."""
+    call, h = site.call, site.call.graph
     after = Graph(f"{h.name}_after_call", ascend, call.location)
     y = after.add_parameter(call.debug.name or "y", call.location)
     fields = [after.add_parameter(x.debug.name, x.location) for x in pushed]
-    rest = after.add_parameter("stack")
+    going_on = [after.add_parameter(p.debug.name) for p in state]
     up = Cloner({call: y, **dict(zip(pushed, fields)), **dict(zip(invariant, kept))})
-    up.scopes([h, *plan.copied], into=after)
+    up.scopes([h, *site.copied], into=after)
     after.output = up.node(h.output)
-    for g in plan.copied:
-        up.mapping[g].parent = after
-    copies = {up.mapping[g] for g in scope(h) if g is not h} \
-        | {up.mapping[g] for c in plan.copied for g in scope(c)}
+    for c in site.copied:
+        up.mapping[c].parent = after
+    copies = {up.mapping[c] for c in scope(h) if c is not h} \
+        | {up.mapping[c] for root in site.copied for c in scope(root)}
     continued, i = [after], 0
     while i < len(continued):
         continued.extend(t for t in _tail_targets(continued[i].output)
                          if t in copies and t not in continued)
         i += 1
-    _exits(continued, lambda g, out: g.apply(Constant(ascend), out, rest, *kept))
-    if not pushed:
-        empty = ascend.apply(P["eq"], stack, 0)
-        unpacked, shallower = [], step.apply(P["sub"], stack, 1)
-    else:
-        empty = ascend.apply(P["stack_empty"], stack)
-        popped = step.apply(P["stack_pop"], stack)
-        top = step.apply(P["getitem"], popped, 0, name="record")
-        unpacked = [top] if len(pushed) == 1 else \
-            [step.apply(P["getitem"], top, i) for i in range(len(pushed))]
-        shallower = step.apply(P["getitem"], popped, 1, name="stack")
-    step.output = step.apply(Constant(after), r, *unpacked, shallower)
-    ascend.output = ascend.apply(ascend.apply(P["switch"], empty, Constant(done),
-                                              Constant(step)))
-
-    res = f.apply(Constant(descend), *f.parameters, 0, *([EMPTY_STACK] if pushed else []),
-                  location=f.location)
-    f.output = f.apply(Constant(ascend), f.apply(P["getitem"], res, 0),
-                       f.apply(P["getitem"], res, 1), *invariant, location=f.location)
-    bump_version()
+    _exits(continued, lambda c, out: c.apply(Constant(ascend), out, *going_on, *kept), set())
+    return g.apply(Constant(after), r, *values, *state)

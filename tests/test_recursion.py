@@ -1,7 +1,7 @@
-"""Recursion: a linear self-recursion (one call of itself on the way to a result, not in
+"""Recursion: a linear self-recursion (one call of itself on each path to a result, not in
 tail position) runs as a descent loop pushing a record per call and an ascent loop popping
-them (passes/linear_recursion.py), forward and gradient; other recursion (two calls, calls
-in two places, mutual recursion) keeps its calls.
+them (passes/linear_recursion.py), forward and gradient; other recursion (two calls on a
+path, mutual recursion) keeps its calls.
 
 Values against CPython, gradients against central finite differences of the uncompiled
 function in float64 (higher orders: of the compiled order below), on each backend of
@@ -140,14 +140,6 @@ def raises(x, n):
     return y * 0.5 + x
 
 
-# kept as calls: two calls of itself, calls in two places, mutual recursion
-
-def fib_like(x, n):
-    if n < 2:
-        return x
-    return fib_like(x, n - 1) * 0.5 + math.sin(fib_like(x, n - 2))
-
-
 def two_sites(x, n):
     if n <= 0:
         return x
@@ -156,6 +148,41 @@ def two_sites(x, n):
         return y * y
     t = math.cos(x)
     return two_sites(x, n - 2) * t
+
+
+def three_sites(x, n):
+    if n <= 0:
+        return x
+    if n % 3 == 0:
+        return math.sin(three_sites(x, n - 1)) + x
+    if n % 3 == 1:
+        z = x * n
+        y = three_sites(x * 0.9, n - 1)
+        return y * z
+    return three_sites(x, n - 2) * 0.5 + 0.1
+
+
+def with_default(x, n=4):
+    if n == 0:
+        return x
+    return math.sin(with_default(x, n - 1)) * x
+
+
+# kept as calls: two calls of itself on a path, mutual recursion
+
+def fib_like(x, n):
+    if n < 2:
+        return x
+    return fib_like(x, n - 1) * 0.5 + math.sin(fib_like(x, n - 2))
+
+
+def call_after_call(x, n):
+    if n <= 0:
+        return x
+    y = call_after_call(x, n - 1)
+    if y > 0.5:
+        return call_after_call(x * 0.5, n - 2) + y
+    return y * x
 
 
 def even_part(x, n):
@@ -183,8 +210,13 @@ LINEAR = [
     (nested_linear, (0.6, 5)),
     (raises, (0.6, 4)),
     (array_loss, (np.array([0.3, -0.5, 1.0]), 4)),
+    (two_sites, (0.4, 5)),
+    (two_sites, (0.4, 8)),
+    (three_sites, (0.6, 9)),
+    (with_default, (0.6,)),
+    (with_default, (0.6, 2)),
 ]
-KEPT = [(fib_like, (0.6, 5)), (two_sites, (0.4, 5)), (even_part, (0.7, 5))]
+KEPT = [(fib_like, (0.6, 5)), (call_after_call, (0.9, 5)), (even_part, (0.7, 5))]
 ids = lambda v: getattr(v, "__name__", None)  # noqa: E731
 
 
@@ -270,7 +302,8 @@ def test_gradients_against_finite_differences(backend, f, args):
 
 
 @pytest.mark.parametrize("f, args", [(tree_recursion, (0.7, 5)), (base_last, (0.7, 4)),
-                                     (halving, (0.6, 4)), (nested_rec, (0.6, 4))], ids=ids)
+                                     (halving, (0.6, 4)), (nested_rec, (0.6, 4)),
+                                     (two_sites, (0.4, 5))], ids=ids)
 def test_second_and_third_order(backend, f, args):
     d1 = myir.grad(f, backend=backend)
     d2 = myir.grad(myir.grad(f), backend=backend)
