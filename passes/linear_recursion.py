@@ -65,7 +65,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from myir.ir.analysis import bump_version, free_variables, graph_uses, is_nested_in, \
-    primitive_name, reachable_graphs, scope, switch_call, toposort
+    primitive_name, reachable_graphs, recursive_graphs, scope, switch_call, toposort
 from myir.ir.edit import Cloner, clone_program
 from myir.ir.graph import Apply, Constant, Graph, Node, is_graph_constant
 from myir.ir.primitives import PRIMITIVES as P
@@ -98,13 +98,14 @@ class Plan(NamedTuple):
 def recursion_as_loops(root: Graph) -> Graph:
     """`root`, or a copy of its program in which every linear self-recursion runs as a
     descent and an ascent loop (see the top)."""
-    if not any(_plan(g) for g in reachable_graphs(root)):
+    if not any(_plan(g) for g in recursive_graphs(root)):
         return root
     root = clone_program(root)
     # innermost first: a recursion nested in another is copied into the other's loops
     # once it is loops itself
+    recursive = recursive_graphs(root)
     for g in reversed(reachable_graphs(root)):
-        plan = _plan(g)
+        plan = _plan(g) if g in recursive else None
         if plan is not None:
             _as_loops(g, plan)
     return root

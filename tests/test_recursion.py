@@ -312,6 +312,18 @@ def test_second_and_third_order(backend, f, args):
     assert_grads_close(d3(*args), numerical_grad(d2, args, 0), rtol=1e-6)
 
 
+@pytest.mark.parametrize("f, args", [(tree_recursion, (0.7, 5)), (base_last, (0.7, 4)),
+                                     (two_sites, (0.4, 7)), (three_sites, (0.6, 9))], ids=ids)
+def test_forward_mode_and_hessian(backend, f, args):
+    """jvp runs the loops with tangents (a stack's tangent is a stack of its items'
+    tangents; the tags' are zeros), and the Hessian is forward over reverse."""
+    value, tangent = myir.jvp(f, args, (1.0, 0), backend=backend)
+    assert value == f(*args)
+    assert_grads_close(tangent, numerical_grad(f, args, 0))
+    assert_grads_close(myir.hessian(f, 0, backend=backend)(*args),
+                       numerical_grad(myir.grad(f, backend=backend), args, 0), rtol=1e-6)
+
+
 def test_second_order_by_hand(backend):
     """d/dx of x^n, written as `rpow(x, n - 1) * x`, twice and three times."""
     def want(x, n, k):
