@@ -1,7 +1,8 @@
 """The compilation pipeline for one function and argument signature:
 
-    parse (frontend) → expand (grad macros, AD) → optimize → infer (types, specialisation)
-      → optimize with types (→ fastmath algebra, if asked) → backend
+    parse (frontend) → linear recursion as loops → expand (grad macros, AD) → optimize
+      → infer (types, specialisation) → optimize with types (→ fastmath algebra, if asked)
+      → backend
 
 Each stage's graph is kept so `lower(...)` can show it.  `compile(f, optimize=False)` (or
 MYIR_OPTIMIZE=0 in the environment) skips the optimizer, for debugging (fastmath included:
@@ -24,6 +25,7 @@ from myir.ir.analysis import clear_caches
 from passes.expand import expand
 from passes.fastmath import optimize_fastmath
 from passes.infer import infer
+from passes.linear_recursion import recursion_as_loops
 from passes.opt import optimize, optimize_typed
 
 
@@ -56,6 +58,7 @@ def _run_pipeline(fn, args, backend: str, options: dict, transforms, report) -> 
     stages = {"parsed": parsed}
     root = wrap_macros(parsed, transforms, default_functions(callable_defaults(fn), args),
                        dict(static_arguments(args))) if transforms else parsed
+    root = step("recursion", recursion_as_loops, root)
     optimizing = options.get("optimize", os.environ.get("MYIR_OPTIMIZE", "1") != "0")
     expanded = step("expand", expand, root, optimizing)
     if expanded is not parsed:

@@ -1,7 +1,7 @@
 """A progress line for long compiles, so that a slow compile never looks like a hang.
 
-The pipeline names each stage as it starts (`Progress.stage`: parse, expand, optimize,
-infer, optimize_typed, tvm region k/n, codegen).  Nothing is shown for a compile that ends
+The pipeline names each stage as it starts (`Progress.stage`: parse, recursion, expand,
+optimize, infer, optimize_typed, tvm region k/n, codegen).  Nothing is shown for a compile that ends
 within `AFTER_S` seconds, which is nearly all of them; past that, a timer thread shows the
 stage running then and every stage after it, and the time so far.  On a terminal it is one
 line on stderr, rewritten in place and cleared when the compile ends; where `\\r` does not

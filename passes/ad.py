@@ -51,7 +51,8 @@ is a stack of its items' sensitivities, and `EMPTY_STACK` is its zero.  The forw
 backward loops of a gradient are loops like any other: J of them is again a forward loop
 and a backward loop, at every order.
 
-Recursion that is not a loop (a tree walk, `f(n) = g(f(n - 1))`, mutual recursion) keeps
+A linear self-recursion (`f(n) = g(f(n - 1))`) reaches this transform as two loops
+(passes/linear_recursion.py).  Other recursion (a tree walk, mutual recursion) keeps
 the chain of backpropagators: its adjoint needs what each call computed after its
 recursive call returned, in reverse, and the chain is that stack.  It costs one closure
 per call: `lift` (passes/lift.py) closes the graphs of each call (the branches of its `if`,

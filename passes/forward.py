@@ -53,7 +53,7 @@ LINEAR: dict[str, tuple[int, ...]] = {
     **{name: (0,) for name in """neg pos negative sum mean cumsum transpose reshape broadcast_to
         expand_dims squeeze swapaxes concatenate stack unstack getitem check_bound unpack depend
         to_float cast asarray astype take take_along_axis sum_to_like broadcast_to_like
-        reduce_grad grad_check_input grad_cast stack_pop sum_to_side broadcast_to_side copy
+        reduce_grad grad_check_input grad_cast sum_to_side broadcast_to_side copy
         not_a_view array getattr_ dict_values children iter_keys dict_pick""".split()},
     **{name: (1,) for name in ("rebuild", "dict_items_grad", "iter_keys_grad")},
     **{name: (0, 2) for name in ("record_replace", "dict_setitem", "dict_get")},

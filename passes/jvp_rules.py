@@ -21,6 +21,8 @@ argsort = _P["argsort"]      # the primitives, as in passes/grad_rules.py
 cumsum = _P["cumsum"]
 ieee_truediv = _P["ieee_truediv"]
 ieee_pow = _P["ieee_pow"]
+stack_pop = _P["stack_pop"]
+stack_empty = _P["stack_empty"]
 
 
 # ------------------------------------------------------------------ arithmetic
@@ -55,6 +57,14 @@ jvp_np_remainder = jvp_mod
 def jvp_builtin_divmod(x, y, out, dx, dy):
     """The quotient is piecewise constant: the remainder's tangent only."""
     return (zeros(out[0]), jvp_mod(x, y, out[1], dx, dy))
+
+
+def jvp_stack_pop(s, out, ds):
+    # a stack's tangent is a stack of its items' tangents, and EMPTY_STACK is its zero
+    # (passes/grad_rules.py): a zero tangent pops a zero item
+    if stack_empty(ds):
+        return (zeros(out[0]), ds)
+    return stack_pop(ds)
 
 
 def _share(first, tie, d):

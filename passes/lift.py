@@ -14,7 +14,7 @@ call passes the free variables, the self calls pass them on).  Closures used as 
 (lambdas passed around or returned) keep their free variables.
 
 For recursion this is what lets the optimizer see through J's backpropagators: with every
-graph of `if n == 0: return x; y = f(x, n - 1); return g(y)` closed, J of each returns
+graph of `if n < 2: return x; return g(f(x, n - 1), f(x, n - 2))` closed, J of each returns
 its sensitivities as a plain tuple, the branch's and the function's backpropagators only
 forward to the callee's (`closure_eta`, `tuple_rebuilt` in passes/opt.py), and each call
 of the recursion makes one backpropagator (passes/ad.py).

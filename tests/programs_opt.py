@@ -313,11 +313,12 @@ def cse_add_does_not_commute(s, t):
 
 def recursion_chain(x, n):
     """Its gradient's backpropagators forward to the callee's (closure_eta), and its
-    graphs return the callee's pair (tuple_rebuilt)."""
+    graphs return the callee's pair (tuple_rebuilt).  Two calls of itself: one would make
+    it a linear recursion, which runs as loops (passes/linear_recursion.py)."""
     if n <= 0:
         return x
     y = recursion_chain(x, n - 1)
-    return y * y * 0.5 + x
+    return y * y * 0.5 + x * recursion_chain(x, n - 2)
 
 
 def _applied(f, v):

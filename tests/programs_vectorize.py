@@ -63,6 +63,12 @@ def power(x, n):
     return x * power(x, n - 1)
 
 
+def fib(x, n):
+    if n <= 1:
+        return x
+    return fib(x, n - 1) + 0.5 * fib(x, n - 2)
+
+
 def loss_of_loops(a, b):
     return np.sum(myir.vectorize(loops)(a, b) ** 2)
 

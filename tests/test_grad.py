@@ -28,7 +28,6 @@ from myir import tree
 import passes.ad
 import passes.grad_rules
 from bench import workloads
-from bench.workloads import programs as W
 from tests import programs_grad as G
 from tests.test_grad_primitives import (BACKEND, assert_grads_close, check_gradient, examples,
                                         gradient, numerical_grad, values)
@@ -202,13 +201,15 @@ def test_recursion_with_two_calls():
         check_gradient(G.fib_like, (0.6, n))
 
 
-@pytest.mark.parametrize("fn, args, closures", [(W.tree_recursion, (0.6, 4), 1),
+@pytest.mark.parametrize("fn, args, closures", [(G.fib_like, (0.6, 4), 1),
                                                  (G.is_odd_sum, (0.7, 4), 3)])
 def test_recursion_makes_one_backpropagator_per_call(fn, args, closures):
-    """Each call of a recursion makes one closure, the adjoint of the code after its `if`:
-    the backpropagators of its branch and of the function forward to it and are reduced
-    away, and no env carries sensitivities (passes/ad.py).  is_odd_sum's: one for each of
-    the two functions, and one for the first call, inlined in the gradient."""
+    """Each call of a recursion that is not linear (two calls, mutual recursion: a linear
+    one runs as loops, tests/test_recursion.py) makes one closure, the adjoint of the code
+    after its `if`: the backpropagators of its branch and of the function forward to it
+    and are reduced away, and no env carries sensitivities (passes/ad.py).  is_odd_sum's:
+    one for each of the two functions, and one for the first call, inlined in the
+    gradient."""
     lowered = myir.grad(fn).lower(*args)
     stats = lowered.graph("typed").stats()
     assert stats["closures"] == closures, lowered.source

@@ -175,12 +175,16 @@ def test_loops_are_one_tvm_kernel_with_their_mixed_mode_gradient():
     assert all(k.program.ops[0].prim != "vectorize_call" for k in kernels)
 
 
-def test_recursion_runs_as_np_vectorize_on_tvm_with_a_warning():
+@pytest.mark.parametrize("f, why", [(pv.power, "the depth check of a recursion"),
+                                    (pv.fib, "recurses")])
+def test_recursion_runs_as_np_vectorize_on_tvm_with_a_warning(f, why):
+    """A linear recursion runs as loops (passes/linear_recursion.py) whose descent checks
+    its depth, which may raise; a recursion with two calls recurses."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        got = myir.vectorize(pv.power, backend="tvm")(np.array([2.0, 3.0]), 3)
-    np.testing.assert_allclose(got, [8.0, 27.0], rtol=1e-12)
-    assert any("runs as np.vectorize" in str(w.message) and "recurses" in str(w.message)
+        got = myir.vectorize(f, backend="tvm")(np.array([2.0, 3.0]), 3)
+    np.testing.assert_allclose(got, [f(2.0, 3), f(3.0, 3)], rtol=1e-12)
+    assert any("runs as np.vectorize" in str(w.message) and why in str(w.message)
                for w in caught)
 
 

@@ -1101,6 +1101,8 @@ class InPlace:
             return True
         assumed.add(key)
         out = g.output
+        if primitive_name(out) == "raise_":
+            return True     # an exit that raises returns nothing
         if not isinstance(out, Apply) or out.graph is not g or len(self.users.get(out, ())) != 1:
             return False
         if primitive_name(out) == "make_tuple":

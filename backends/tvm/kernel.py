@@ -163,6 +163,9 @@ class _Translator:
                 value = ZERO
             elif name in LOWERINGS and name != "vectorize_call":
                 value = self.emit(name, [self.node(a, env) for a in node.args], node)
+            elif name == "raise_":
+                raise NotLowered("it may raise (an `assert`, a `raise`, or the depth check "
+                                 "of a recursion run as loops), which kernels do not lower")
             else:
                 raise NotLowered(f"`{name or node.fn}` has no TVM lowering")
         env[node] = value
