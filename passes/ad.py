@@ -79,12 +79,14 @@ from frontend import parse
 from myir.errors import MyirError
 from myir.ir.analysis import bump_version, free_variables, graph_uses, is_nested_in, \
     primitive_name, switch_call, toposort, users
-from myir.ir.edit import clone_program, replace
+from myir.ir.edit import Cloner, clone, clone_program, replace
 from myir.ir.graph import Apply, Constant, Graph, Node, id_mark, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, Primitive, plain_operator
 from myir.ir.values import EMPTY_STACK, NEWENV, GradKey
 from passes import grad_rules
-from passes.opt import constant_fold
+from passes.lift import _add_parameters, lift
+from passes.opt import EFFECTS, constant_fold
+from passes.raising import may_raise
 
 P = PRIMITIVES
 
@@ -278,13 +280,16 @@ class JTransform:
         self.entries: dict[Graph, Graph] = {}    # loop L -> J(L), which runs its two loops
         self.loop_of: dict[Graph, Graph] = {}    # graph of a loop's region -> the loop
         self.extra: dict[Graph, tuple] = {}      # its forward graph's (cont, stack) parameters
-        self.records: dict[Graph, Graph] = {}    # loop whose stack holds residuals -> its
-        #                                          backward loop's body, filled once known
+        self.records: dict[Graph, list] = {}     # loop whose stacks hold residuals -> its
+        #                                          backward loop's steps, one per path
         self.chain: dict[Graph, list] = {}       # region graph -> the lifted adjoints of the
         #                                          graphs before it in the iteration, and
         self.residuals: dict[Graph, list] = {}   # the parameters bringing their residuals
         self.invariant: dict[Graph, dict] = {}   # loop -> {node of its region: k} for the
         #                                          nodes that are its unchanging parameter k
+        self.kinds: dict[Graph, list] = {}       # loop whose stacks hold residuals -> the
+        #                                          graphs ending each path (calling it again)
+        self.backward: dict[Graph, Graph] = {}   # loop -> its backward loop
 
     def transform(self, g: Graph) -> Graph:
         """J of g and of every graph it reaches, one after another from a worklist, not by
@@ -344,6 +349,11 @@ class JTransform:
         # gaining keys) has no stack of one type: its J is that of the recursion it is
         region = loop_region(g) if not g.unrolled else None
         if region is not None:
+            if not _tree(g, region) or any(_value_ifs(h, region) for h in region):
+                tree = loop_tree(g)     # several paths: a kind of record for each
+                if tree is not None:
+                    self.entries[g] = self.loop(*tree)
+                    return self.entries[g]
             return self.loop(g, region)
         parent = self.graphs.get(g.parent, g.parent)
         gj = Graph(f"J_{g.name}", parent, g.location)
@@ -472,20 +482,23 @@ class JTransform:
         entry.debug.name = f"J_{g.name}"
         self.entries[g] = entry
         params = [entry.add_parameter(p.debug.name, p.location) for p in g.parameters]
+        if _tree(g, region):
+            self.kinds[g] = [h for h in region if _tail_targets(h.output) == [g]]
+        n = len(_stack_names(self.kinds.get(g, [g])))
         forward = self.segment(g, entry)
-        res = entry.apply(Constant(forward), *params, EMPTY_STACK, location=g.location)
+        res = entry.apply(Constant(forward), *params, *[EMPTY_STACK] * n, location=g.location)
         value = entry.apply(P["getitem"], res, 0, name=g.name)
         bg = Graph(f"bprop_{g.name}", entry, g.location)
         dout = bg.add_parameter("dout")
         last = bg.apply(entry.apply(P["getitem"], res, 1), dout)
-        stack = entry.apply(P["getitem"], res, 2, name="stack")
-        backward, step = self.backward_loop(g, bg)
-        if _one_path(g, region):
-            self.records[g] = step
+        stacks = [entry.apply(P["getitem"], res, 2 + i, name="stack") for i in range(n)]
+        backward, step = self.backward_loop(g, bg, n)
+        if g in self.kinds:
+            self.records[g] = _dispatch(step, backward, len(self.kinds[g]))
             self.invariant[g] = _invariants(g, region)
         else:
             _pop_and_apply(step, backward)
-        bg.output = _next_backward(bg, backward, stack, last)
+        bg.output = _next_backward(bg, backward, stacks, last)
         entry.output = entry.apply(P["make_tuple"], value, Constant(bg), location=g.location)
         return entry
 
@@ -504,15 +517,16 @@ class JTransform:
         self.graphs[h] = hj
         for p in h.parameters:
             self.nodes[p] = hj.add_parameter(p.debug.name, p.location)
-        cont = None if h is loop or loop in self.records else hj.add_parameter("cont")
-        self.extra[h] = (cont, hj.add_parameter("stack"))
+        cont = None if h is loop or loop in self.kinds else hj.add_parameter("cont")
+        self.extra[h] = (cont, [hj.add_parameter(name)
+                                for name in _stack_names(self.kinds.get(loop, [loop]))])
         self.pending.append(h)
         return hj
 
     def segment_body(self, h: Graph) -> None:
         loop = self.loop_of[h]
         hj = self.graphs[h]
-        cont, stack = self.extra[h]
+        cont, stacks = self.extra[h]
         out = h.output
         tail = out if _continues(out, loop, self.loop_of) else None
         bprops: dict[Node, Node] = {}
@@ -543,8 +557,9 @@ class JTransform:
         if tail is None and primitive_name(out) == "raise_":
             hj.output = self.value(out)
             return
-        if loop in self.records:
-            return self.record_segment(h, hj, bprops, tail, stack)
+        if loop in self.kinds:
+            return self.record_segment(h, hj, bprops, tail, stacks)
+        stack, = stacks
         adjoint = Constant(self.backpropagator(h, hj, bprops, tail))
         if cont is not None:
             adjoint = Constant(_compose(hj, cont, adjoint, h))
@@ -562,11 +577,12 @@ class JTransform:
             hj.output = hj.apply(fn, *args, adjoint, stack, location=tail.location)
 
     def record_segment(self, h: Graph, hj: Graph, bprops: dict, tail: Apply | None,
-                       stack: Node) -> None:
-        """The end of h's forward graph where the loop's stack holds residuals: h's adjoint
+                       stacks: list[Node]) -> None:
+        """The end of h's forward graph where the loop's stacks hold residuals: h's adjoint
         is a graph of the loop's J with the values it reads as parameters (lifted out of
         the forward loop), passed on as residuals to the rest of the iteration, pushed as
-        one tuple where the next iteration starts."""
+        one tuple where the next iteration starts: onto the stack of h's path, whose
+        number goes onto the stack of tags, where the iteration has several."""
         loop = self.loop_of[h]
         chain, inherited = self.chain.get(h, []), self.residuals.get(h, [])
         if tail is None:    # the loop exits here: one closure, made once
@@ -575,7 +591,7 @@ class JTransform:
             d = adjoint.apply(Constant(bp), adjoint.add_parameter("d"))
             adjoint.output = _apply_chain(adjoint, chain, inherited, d)
             hj.output = hj.apply(P["make_tuple"], self.value(h.output), Constant(adjoint),
-                                 stack, location=h.location)
+                                 *stacks, location=h.location)
             return
         forward = self.graphs[loop]
         bp = self.backpropagator(h, hj, bprops, tail, parent=forward.parent)
@@ -588,23 +604,32 @@ class JTransform:
         values = inherited + own
         args = [self.value(a) for a in tail.args]
         if is_graph_constant(tail.fn) and tail.fn.value is loop:   # the next iteration
-            pushed = hj.apply(P["stack_push"], stack, hj.apply(P["make_tuple"], *values))
-            hj.output = hj.apply(Constant(forward), *args, pushed, location=tail.location)
-            step = self.records[loop]
-            s, *d = step.parameters
-            popped = step.apply(P["stack_pop"], s)
+            kinds = self.kinds[loop]
+            k = kinds.index(h)
+            at = 0 if len(kinds) == 1 else 1 + k     # the stack of h's path
+            pushed = list(stacks)
+            pushed[at] = hj.apply(P["stack_push"], stacks[at],
+                                  hj.apply(P["make_tuple"], *values))
+            if len(kinds) > 1:
+                pushed[0] = hj.apply(P["stack_push"], stacks[0], k)
+            hj.output = hj.apply(Constant(forward), *args, *pushed, location=tail.location)
+            step = self.records[loop][k]
+            n = len(pushed)
+            popped = step.apply(P["stack_pop"], step.parameters[at])
             record = step.apply(P["getitem"], popped, 0, name="record")
             items = [step.apply(P["getitem"], record, i) for i in range(len(values))]
-            applied = _apply_chain(step, chain, items, step.apply(P["make_tuple"], *d))
-            step.output = _next_backward(step, step.parent, step.apply(P["getitem"], popped, 1),
-                                         applied)
+            d = step.apply(P["make_tuple"], *step.parameters[n:])
+            applied = _apply_chain(step, chain, items, d)
+            rest = list(step.parameters[:n])
+            rest[at] = step.apply(P["getitem"], popped, 1)
+            step.output = _next_backward(step, self.backward[loop], rest, applied)
             return
         fn = self.value(tail.fn, arity=len(tail.args), where=tail)
         for t in _tail_targets(tail):
             self.chain[t] = chain
             self.residuals[t] = [self.graphs[t].add_parameter(v.debug.name or "residual")
                                  for v in values]
-        hj.output = hj.apply(fn, *args, stack, *values, location=tail.location)
+        hj.output = hj.apply(fn, *args, *stacks, *values, location=tail.location)
 
     def _adjoint_of(self, bg: Graph, node: Apply, bprop, dout: Node, waited: int | None
                     ) -> list[Node | None]:
@@ -644,25 +669,31 @@ class JTransform:
                         bg.apply(P["switch"], c, dout, zeros[0]),
                         bg.apply(P["switch"], c, zeros[1], dout))
 
-    def backward_loop(self, g: Graph, parent: Graph) -> tuple[Graph, Graph]:
-        """`R(stack, d...)`: while the stack is not empty, pop an iteration's record and
-        apply its adjoint to d, the sensitivities `(env, d params...)` of the loop's
-        parameters; then the tuple d.  d's items are R's parameters, so that no tuple is
-        made per iteration once the adjoints are inlined.  Returns R and its loop body,
-        whose output is left to fill: with `_pop_and_apply` where the records are
-        adjoints, by `record_segment` where they are residuals."""
+    def backward_loop(self, g: Graph, parent: Graph, n: int) -> tuple[Graph, Graph]:
+        """`R(stacks..., d...)` (n stacks, the first of which has an item per iteration):
+        while the stacks are not empty, pop an iteration's record and apply its adjoint to
+        d, the sensitivities `(env, d params...)` of the loop's parameters; then the tuple
+        d.  d's items are R's parameters, so that no tuple is made per iteration once the
+        adjoints are inlined.  Returns R and its loop body, whose output is left to fill:
+        with `_pop_and_apply` where the records are adjoints, by `_dispatch` and
+        `record_segment` where they are residuals."""
         width = 1 + len(g.parameters)
+        names = _stack_names(self.kinds.get(g, [g]))
         r = Graph(f"{g.name}_backward", parent, g.location)
-        stack, *d = r.add_parameter("stack"), *_sensitivities(r, width)
+        self.backward[g] = r
+        stacks = [r.add_parameter(name) for name in names]
+        d = _sensitivities(r, width)
         done = Graph(f"{g.name}_backward_exit", r, g.location)
-        done.add_parameter("stack")
+        for name in names:
+            done.add_parameter(name)
         done.output = done.apply(P["make_tuple"], *_sensitivities(done, width))
         step = Graph(f"{g.name}_backward_body", r, g.location)
-        step.add_parameter("stack")
+        for name in names:
+            step.add_parameter(name)
         _sensitivities(step, width)
-        branch = r.apply(P["switch"], r.apply(P["stack_empty"], stack), Constant(done),
+        branch = r.apply(P["switch"], r.apply(P["stack_empty"], stacks[0]), Constant(done),
                          Constant(step))
-        r.output = r.apply(branch, stack, *d)
+        r.output = r.apply(branch, *stacks, *d)
         return r, step
 
 
@@ -686,11 +717,45 @@ def _sensitivities(g: Graph, width: int) -> list[Node]:
     return [g.add_parameter("d_env" if i == 0 else "d") for i in range(width)]
 
 
-def _next_backward(g: Graph, backward: Graph, stack: Node, d: Node) -> Apply:
-    """In g, the call of the backward loop with the stack and the items of the tuple d."""
-    width = len(backward.parameters) - 1
-    return g.apply(Constant(backward), stack,
+def _next_backward(g: Graph, backward: Graph, stacks: list[Node], d: Node) -> Apply:
+    """In g, the call of the backward loop with the stacks and the items of the tuple d."""
+    width = len(backward.parameters) - len(stacks)
+    return g.apply(Constant(backward), *stacks,
                    *(g.apply(P["getitem"], d, i) for i in range(width)))
+
+
+def _stack_names(kinds: list) -> list[str]:
+    """The stacks a loop's gradient keeps for records of these kinds (the paths through an
+    iteration): one, or the stack of tags (which path each iteration took) and one per
+    kind, each holding records of one shape."""
+    return ["stack"] if len(kinds) == 1 else ["tags"] + [f"stack_{k}" for k in range(len(kinds))]
+
+
+def _dispatch(step: Graph, backward: Graph, kinds: int) -> list[Graph]:
+    """Fill the body `step` of a backward loop whose records come in `kinds` kinds: pop the
+    tag of the iteration's kind and go on to that kind's step (a graph like `step`, whose
+    output `record_segment` fills); returns those steps."""
+    if kinds == 1:
+        return [step]
+    steps = []
+    for k in range(kinds):
+        s = Graph(f"{step.name}_{k}", backward, step.location)
+        for p in step.parameters:
+            s.add_parameter(p.debug.name)
+        steps.append(s)
+    popped = step.apply(P["stack_pop"], step.parameters[0])
+    tag = step.apply(P["getitem"], popped, 0, name="tag")
+    args = [step.apply(P["getitem"], popped, 1), *step.parameters[1:]]
+    chosen: Graph = steps[-1]
+    for k in reversed(range(kinds - 1)):    # `if tag == k` for each kind but the last
+        choice = Graph(f"{step.name}_kind", step, step.location)
+        params = [choice.add_parameter(p.debug.name) for p in step.parameters]
+        branch = choice.apply(P["switch"], choice.apply(P["eq"], tag, k), Constant(steps[k]),
+                              Constant(chosen))
+        choice.output = choice.apply(branch, *params)
+        chosen = choice
+    step.output = step.apply(Constant(chosen), *args)
+    return steps
 
 
 @functools.cache
@@ -775,14 +840,12 @@ def _lift(bg: Graph, forward: Graph) -> list[Node]:
     return list(residuals)
 
 
-def _one_path(g: Graph, region: list[Graph]) -> bool:
-    """Whether one iteration of loop g takes one path through its region to the next: one
-    graph of the region calls g, and each other graph has one caller.  Then every record
-    pushed has the same residuals, and the backward loop applies the same adjoints."""
+def _tree(g: Graph, region: list[Graph]) -> bool:
+    """Whether the paths of one iteration of loop g through its region form a tree: each
+    graph but g has one caller.  Then the records pushed at the end of one path all have
+    the same residuals, and the backward loop applies the same adjoints to them."""
     uses = graph_uses(g)
-    callers = [h for h in region if isinstance(h.output, Apply) and h.output.fn is not None
-               and is_graph_constant(h.output.fn) and h.output.fn.value is g]
-    return len(callers) == 1 and all(len(uses.get(h, ())) == 1 for h in region[1:])
+    return all(len(uses.get(h, ())) == 1 for h in region[1:])
 
 
 def _compose(gj: Graph, cont: Node, adjoint: Constant, h: Graph) -> Graph:
@@ -838,6 +901,121 @@ def loop_region(g: Graph) -> list[Graph] | None:
             if not ((index == 0 and user in tails) or (index in (2, 3) and user in switches)):
                 return None   # used otherwise: as a value, or called not in tail position
     return region
+
+
+# The most paths through one iteration that a loop's gradient records as kinds of records
+# (`loop_tree`): each `if` that joins again doubles them, so that past this many the records
+# stay backpropagator closures.
+PATH_CAP = 16
+
+
+def loop_tree(g: Graph) -> tuple[Graph, list[Graph]] | None:
+    """A copy of loop g, with its region, where one iteration's paths form a tree: an `if`
+    inside a graph of the region whose value the rest of the graph reads (`r = a if c else
+    b`, written as statements) becomes one whose branches tail-call that rest
+    (`_split_at`), and a graph of the region with several callers (the code after an `if`
+    that joins, the rest just split off) is copied for each (`_duplicate`).  Each graph of
+    the copy's region then has one caller, each path from the loop's head ends at its own
+    graph, and the record of a path holds the values its graphs' adjoints read.  None where
+    the copy would have more than `PATH_CAP` paths."""
+    copy = clone(g)
+    while True:
+        region = loop_region(copy)
+        if region is None or len(region) > 4 * PATH_CAP or sum(
+                not [t for t in _tail_targets(h.output) or () if t in region and t is not copy]
+                for h in region) > PATH_CAP:
+            return None
+        if not (any(_split_at(h, region) for h in region) or _duplicate(copy, region)):
+            lift(copy)  # the graphs split off read the variables of those they came from
+            return copy, loop_region(copy)
+
+
+def _value_ifs(h: Graph, region: list[Graph]) -> list[Apply]:
+    """The calls `switch(c, a, b)(...)` in h, not its output, whose branches are graphs
+    nested in h that nothing else uses and that are not the region's."""
+    uses = graph_uses(h)
+    found = []
+    for node in toposort(h):
+        sc = switch_call(node) if isinstance(node, Apply) and node.graph is h else None
+        if sc is None or node is h.output or sc.then is sc.else_:
+            continue
+        if all(b.parent is h and b not in region and len(uses.get(b, ())) == 1
+               for b in (sc.then, sc.else_)):
+            found.append(node)
+    return found
+
+
+def _split_at(h: Graph, region: list[Graph]) -> bool:
+    """Split h at its first `if` whose value it reads, if it can: the rest of h (what
+    depends on the `if`'s value) becomes a graph nested in h taking that value, which the
+    two branches tail-call (one copy each) instead of returning their value.  What does not
+    depend on the value stays in h, computed before the `if`: refused where that would run
+    an effect, a call of a graph or an operation that may raise before the branch."""
+    for call in _value_ifs(h, region):
+        order = [n for n in toposort(h) if isinstance(n, Apply) and n.graph is h]
+        moved = {call}
+        for n in order:
+            if any(i in moved or (is_graph_constant(i) and any(
+                    fv in moved for fv in free_variables(i.value))) for i in n.inputs):
+                moved.add(n)
+        if h.output not in moved:
+            continue
+        before = _ancestors_in(call, h)
+        if any(n not in moved and n not in before and (
+                primitive_name(n) is None or primitive_name(n) in EFFECTS
+                or may_raise(primitive_name(n))) for n in order):
+            continue
+        rest = Graph("if_after", None, call.location)
+        value = rest.add_parameter(call.debug.name, call.location)
+        mapping: dict = {n: n for n in order if n not in moved}
+        mapping.update({p: p for p in h.parameters})
+        mapping[call] = value
+        cloner = Cloner(mapping)
+        cloner.graph(h, into=rest)
+        rest.output = cloner.node(h.output)
+        rest.parent = h
+        # the rest takes what it reads of h as parameters, which the branches pass on, so
+        # that they stay closed (their sensitivities a tuple, not an env: passes/lift.py)
+        kept = [fv for fv in free_variables(rest) if fv.graph is h]
+        _add_parameters(rest, kept)
+        sc = switch_call(call)
+        for branch, after in ((sc.then, rest), (sc.else_, clone(rest))):
+            passed = [branch.add_parameter(fv.debug.name, fv.location) for fv in kept]
+            branch.output = branch.apply(Constant(after), branch.output, *passed,
+                                         location=call.location)
+        call.set_inputs(call.inputs + kept)
+        h.output = call
+        bump_version()
+        return True
+    return False
+
+
+def _ancestors_in(node: Apply, h: Graph) -> set:
+    """The nodes of h that node reads, directly or not."""
+    stack, seen = list(node.inputs), set()
+    while stack:
+        n = stack.pop()
+        if n in seen or not isinstance(n, Apply) or n.graph is not h:
+            continue
+        seen.add(n)
+        stack.extend(n.inputs)
+    return seen
+
+
+def _duplicate(g: Graph, region: list[Graph]) -> bool:
+    """Give each graph of loop g's region after the first, used by several graphs of it, a
+    copy of its own for every use but the first; whether any was."""
+    uses = graph_uses(g)
+    done = False
+    for h in region[1:]:
+        for user, index in uses.get(h, ())[1:]:
+            inputs = list(user.inputs)
+            inputs[index] = Constant(clone(h))
+            user.set_inputs(inputs)
+            done = True
+    if done:
+        bump_version()
+    return done
 
 
 def check_rule_arity(g: Graph, rule: Graph) -> None:
