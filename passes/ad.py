@@ -84,7 +84,7 @@ from myir.ir.graph import Apply, Constant, Graph, Node, id_mark, is_graph_consta
 from myir.ir.primitives import PRIMITIVES, Primitive, plain_operator
 from myir.ir.values import EMPTY_STACK, NEWENV, GradKey
 from passes import grad_rules
-from passes.lift import _add_parameters, lift
+from passes.lift import _add_parameters, _liftable, lift
 from passes.opt import EFFECTS, constant_fold
 from passes.raising import may_raise
 
@@ -349,7 +349,8 @@ class JTransform:
         # gaining keys) has no stack of one type: its J is that of the recursion it is
         region = loop_region(g) if not g.unrolled else None
         if region is not None:
-            if not _tree(g, region) or any(_value_ifs(h, region) for h in region):
+            if not _tree(g, region) or any(_value_ifs(h, region) for h in region) \
+                    or sum(_tail_targets(h.output) == [g] for h in region) > 1:
                 tree = loop_tree(g)     # several paths: a kind of record for each
                 if tree is not None:
                     self.entries[g] = self.loop(*tree)
@@ -608,20 +609,23 @@ class JTransform:
             k = kinds.index(h)
             at = 0 if len(kinds) == 1 else 1 + k     # the stack of h's path
             pushed = list(stacks)
-            pushed[at] = hj.apply(P["stack_push"], stacks[at],
-                                  hj.apply(P["make_tuple"], *values))
+            if values or len(kinds) == 1:   # a path that reads nothing: its tag says all
+                pushed[at] = hj.apply(P["stack_push"], stacks[at],
+                                      hj.apply(P["make_tuple"], *values))
             if len(kinds) > 1:
                 pushed[0] = hj.apply(P["stack_push"], stacks[0], k)
             hj.output = hj.apply(Constant(forward), *args, *pushed, location=tail.location)
             step = self.records[loop][k]
             n = len(pushed)
-            popped = step.apply(P["stack_pop"], step.parameters[at])
-            record = step.apply(P["getitem"], popped, 0, name="record")
-            items = [step.apply(P["getitem"], record, i) for i in range(len(values))]
+            rest = list(step.parameters[:n])
+            items = []
+            if pushed[at] is not stacks[at]:
+                popped = step.apply(P["stack_pop"], step.parameters[at])
+                record = step.apply(P["getitem"], popped, 0, name="record")
+                items = [step.apply(P["getitem"], record, i) for i in range(len(values))]
+                rest[at] = step.apply(P["getitem"], popped, 1)
             d = step.apply(P["make_tuple"], *step.parameters[n:])
             applied = _apply_chain(step, chain, items, d)
-            rest = list(step.parameters[:n])
-            rest[at] = step.apply(P["getitem"], popped, 1)
             step.output = _next_backward(step, self.backward[loop], rest, applied)
             return
         fn = self.value(tail.fn, arity=len(tail.args), where=tail)
@@ -926,8 +930,28 @@ def loop_tree(g: Graph) -> tuple[Graph, list[Graph]] | None:
                 for h in region) > PATH_CAP:
             return None
         if not (any(_split_at(h, region) for h in region) or _duplicate(copy, region)):
-            lift(copy)  # the graphs split off read the variables of those they came from
+            _close(copy)
             return copy, loop_region(copy)
+
+
+def _close(g: Graph) -> None:
+    """Make the graphs of loop g's region take what they read of the graphs they are nested
+    in as parameters (`lift`, and the branches of the region's `if`s, which `lift` leaves:
+    their callers pass arguments), so that their sensitivities are tuples, not envs."""
+    lift(g)
+    changed = True
+    while changed:
+        changed = False
+        for h in reversed(loop_region(g)):
+            sc = switch_call(h.output)
+            fvs = [] if sc is None else list(dict.fromkeys(
+                fv for b in (sc.then, sc.else_) if b is not g for fv in _liftable(b)))
+            if fvs and sc.then is not sc.else_ and g not in (sc.then, sc.else_):
+                for b in (sc.then, sc.else_):
+                    _add_parameters(b, fvs)
+                h.output.set_inputs(h.output.inputs + fvs)
+                bump_version()
+                changed = True
 
 
 def _value_ifs(h: Graph, region: list[Graph]) -> list[Apply]:
