@@ -421,10 +421,13 @@ class JTransform:
         gj.output = gj.apply(P["make_tuple"], out, Constant(bprop), location=g.location)
 
     def backpropagator(self, g: Graph, gj: Graph, bprops: dict, tail: Apply | None = None,
-                       parent: Graph | None = None) -> Graph:
+                       parent: Graph | None = None, taken: int | None = None) -> Graph:
         """The backpropagator of g; with `tail` (g's output, a call continuing a loop), the
         adjoint of g up to that call: it takes what the call's backpropagator would return,
-        `(d callee, d args...)`, instead of the sensitivity of g's output."""
+        `(d callee, d args...)`, instead of the sensitivity of g's output.  With `taken`,
+        the branch (0: then, 1: else) that tail, a call of a switch, takes on the path this
+        adjoint is for: the switch's adjoint hands the sensitivity to it without reading
+        the condition."""
         bg = Graph(f"bprop_{g.name}", parent or gj, g.location)
         dout = bg.add_parameter("dout" if tail is None else "dtail")
         sens: dict[Node, Node] = {}
@@ -451,7 +454,8 @@ class JTransform:
                 # What `depend` waits for is only evaluated: no gradient flows into it (its
                 # rule's zero would run the effect's backward, which can raise or give nan).
                 waited = 2 if primitive_name(node) == "depend" else None
-                res = self._adjoint_of(bg, node, bprops[node], sens[node], waited)
+                res = self._adjoint_of(bg, node, bprops[node], sens[node], waited,
+                                       taken if tail is not None and node is tail.fn else None)
                 for i, inp in enumerate(node.inputs):
                     if i != waited:
                         add(inp, res[i])
@@ -595,16 +599,21 @@ class JTransform:
                                  *stacks, location=h.location)
             return
         forward = self.graphs[loop]
-        bp = self.backpropagator(h, hj, bprops, tail, parent=forward.parent)
+        targets = _tail_targets(tail)
+        # the adjoint of each path through a switch knows the branch it took
+        bps = [self.backpropagator(h, hj, bprops, tail, forward.parent,
+                                   None if len(targets) == 1 else taken)
+               for taken in range(len(targets))]
         # a parameter the loop never changes is read where the loop starts, not pushed
         params = self.entries[loop].parameters
-        _replace_inputs(bp, {self.nodes[n]: params[k] for n, k in self.invariant[loop].items()
-                             if n in self.nodes})
-        own = _lift(bp, forward)
-        chain = chain + [(bp, len(own))]
+        for bp in bps:
+            _replace_inputs(bp, {self.nodes[n]: params[k]
+                                 for n, k in self.invariant[loop].items() if n in self.nodes})
+        own = _lift(bps, forward)
         values = inherited + own
         args = [self.value(a) for a in tail.args]
-        if is_graph_constant(tail.fn) and tail.fn.value is loop:   # the next iteration
+        if targets == [loop]:   # the next iteration
+            chain = chain + [(bps[0], len(own))]
             kinds = self.kinds[loop]
             k = kinds.index(h)
             at = 0 if len(kinds) == 1 else 1 + k     # the stack of h's path
@@ -629,14 +638,14 @@ class JTransform:
             step.output = _next_backward(step, self.backward[loop], rest, applied)
             return
         fn = self.value(tail.fn, arity=len(tail.args), where=tail)
-        for t in _tail_targets(tail):
-            self.chain[t] = chain
+        for t, bp in zip(targets, bps):
+            self.chain[t] = chain + [(bp, len(own))]
             self.residuals[t] = [self.graphs[t].add_parameter(v.debug.name or "residual")
                                  for v in values]
         hj.output = hj.apply(fn, *args, *stacks, *values, location=tail.location)
 
-    def _adjoint_of(self, bg: Graph, node: Apply, bprop, dout: Node, waited: int | None
-                    ) -> list[Node | None]:
+    def _adjoint_of(self, bg: Graph, node: Apply, bprop, dout: Node, waited: int | None,
+                    taken: int | None = None) -> list[Node | None]:
         """The items of what the backpropagator of `node` returns for `dout` (`(d fn, d
         args...)`; None at position `waited`, which is not read): those of a call of its
         backpropagator, or for a switch, the same computed in place, and for a primitive,
@@ -645,7 +654,7 @@ class JTransform:
         if isinstance(bprop, Primitive):
             return [Constant(NEWENV), *self._rule_adjoint(bg, node, bprop, dout)]
         if bprop is None:
-            res = self._switch_adjoint(bg, node, dout)
+            res = self._switch_adjoint(bg, node, dout, taken)
         else:
             res = bg.apply(bprop, dout, location=node.location)
         return [None if i == waited else bg.apply(P["getitem"], res, i, location=node.location)
@@ -663,12 +672,16 @@ class JTransform:
         _locate(grads, mark, node.location)
         return grads
 
-    def _switch_adjoint(self, bg: Graph, node: Apply, dout: Node) -> Node:
-        """What the backpropagator of `switch(c, a, b)` returns: dout for the branch taken,
-        zeros for the other (the empty env, for a function)."""
+    def _switch_adjoint(self, bg: Graph, node: Apply, dout: Node, taken: int | None = None
+                        ) -> Node:
+        """What the backpropagator of `switch(c, a, b)` returns: dout for the branch taken
+        (`taken`, where known), zeros for the other (the empty env, for a function)."""
         c, a, b = (self.value(x) for x in node.args)
         zeros = [Constant(NEWENV) if is_graph_constant(x) else bg.apply(P["grad_zeros"], x)
                  for x in (a, b)]
+        if taken is not None:
+            return bg.apply(P["make_tuple"], NEWENV, bg.apply(P["grad_zeros"], c),
+                            *(dout if i == taken else zeros[i] for i in range(2)))
         return bg.apply(P["make_tuple"], NEWENV, bg.apply(P["grad_zeros"], c),
                         bg.apply(P["switch"], c, dout, zeros[0]),
                         bg.apply(P["switch"], c, zeros[1], dout))
@@ -826,20 +839,25 @@ def _replace_inputs(bg: Graph, mapping: dict[Node, Node]) -> None:
     bump_version()
 
 
-def _lift(bg: Graph, forward: Graph) -> list[Node]:
-    """Make bg read the nodes of the forward loop it uses (the residuals) as parameters
-    instead; returns them.  bg is nested outside the forward loop (built so), and nothing
-    nested in bg reads them: what the backpropagator builds calls its closures, rules and
+def _lift(bgs: list[Graph], forward: Graph) -> list[Node]:
+    """Make the graphs bgs read the nodes of the forward loop they use (the residuals) as
+    parameters instead, each a parameter for every residual of any of them; returns the
+    residuals.  bgs are nested outside the forward loop (built so), and nothing nested in
+    them reads these: what a backpropagator builds calls its closures, rules and
     primitives, and nests no graph."""
     residuals: dict[Node, None] = {}
-    order = [n for n in toposort(bg) if isinstance(n, Apply) and n.graph is bg]
-    for node in order:
-        for x in node.inputs:
-            if x.graph is not None and x.graph is not bg and is_nested_in(x.graph, forward):
-                residuals.setdefault(x)
-    mapping = {x: bg.add_parameter(x.debug.name) for x in residuals}
-    for node in order:
-        node.set_inputs([mapping.get(x, x) for x in node.inputs])
+    orders = [[n for n in toposort(bg) if isinstance(n, Apply) and n.graph is bg]
+              for bg in bgs]
+    for bg, order in zip(bgs, orders):
+        for node in order:
+            for x in node.inputs:
+                if x.graph is not None and x.graph is not bg \
+                        and is_nested_in(x.graph, forward):
+                    residuals.setdefault(x)
+    for bg, order in zip(bgs, orders):
+        mapping = {x: bg.add_parameter(x.debug.name) for x in residuals}
+        for node in order:
+            node.set_inputs([mapping.get(x, x) for x in node.inputs])
     bump_version()
     return list(residuals)
 
