@@ -948,8 +948,7 @@ def loop_tree(g: Graph) -> tuple[Graph, list[Graph]] | None:
                 for h in region) > PATH_CAP:
             return None
         if not (any(_split_at(h, region) for h in region) or _duplicate(copy, region)):
-            _close(copy)
-            return copy, loop_region(copy)
+            return copy, region
 
 
 def _close(g: Graph) -> None:
@@ -1016,16 +1015,9 @@ def _split_at(h: Graph, region: list[Graph]) -> bool:
         cloner.graph(h, into=rest)
         rest.output = cloner.node(h.output)
         rest.parent = h
-        # the rest takes what it reads of h as parameters, which the branches pass on, so
-        # that they stay closed (their sensitivities a tuple, not an env: passes/lift.py)
-        kept = [fv for fv in free_variables(rest) if fv.graph is h]
-        _add_parameters(rest, kept)
         sc = switch_call(call)
         for branch, after in ((sc.then, rest), (sc.else_, clone(rest))):
-            passed = [branch.add_parameter(fv.debug.name, fv.location) for fv in kept]
-            branch.output = branch.apply(Constant(after), branch.output, *passed,
-                                         location=call.location)
-        call.set_inputs(call.inputs + kept)
+            branch.output = branch.apply(Constant(after), branch.output, location=call.location)
         h.output = call
         bump_version()
         return True
