@@ -84,7 +84,6 @@ from myir.ir.graph import Apply, Constant, Graph, Node, id_mark, is_graph_consta
 from myir.ir.primitives import PRIMITIVES, Primitive, plain_operator
 from myir.ir.values import EMPTY_STACK, NEWENV, GradKey
 from passes import grad_rules
-from passes.lift import _add_parameters, _liftable, lift
 from passes.opt import EFFECTS, constant_fold
 from passes.raising import may_raise
 
@@ -457,7 +456,7 @@ class JTransform:
                 res = self._adjoint_of(bg, node, bprops[node], sens[node], waited,
                                        taken if tail is not None and node is tail.fn else None)
                 for i, inp in enumerate(node.inputs):
-                    if i != waited:
+                    if i != waited and res[i] is not None:
                         add(inp, res[i])
             elif is_graph_constant(node):
                 # a closure's gradient is an env: hand each captured value its share
@@ -647,14 +646,18 @@ class JTransform:
     def _adjoint_of(self, bg: Graph, node: Apply, bprop, dout: Node, waited: int | None,
                     taken: int | None = None) -> list[Node | None]:
         """The items of what the backpropagator of `node` returns for `dout` (`(d fn, d
-        args...)`; None at position `waited`, which is not read): those of a call of its
+        args...)`; None at position `waited`, which is not read, and for the condition of a
+        switch whose branch `taken` is known, which has no gradient): those of a call of its
         backpropagator, or for a switch, the same computed in place, and for a primitive,
         its rule's gradients themselves (no tuple to take apart: the backpropagator of a
         chain of calls stays small enough to inline down the chain, `passes.opt`)."""
         if isinstance(bprop, Primitive):
             return [Constant(NEWENV), *self._rule_adjoint(bg, node, bprop, dout)]
         if bprop is None:
-            res = self._switch_adjoint(bg, node, dout, taken)
+            if taken is not None:   # the branch taken known: nothing read of c, a or b
+                return [Constant(NEWENV), None] + [dout if i == taken else Constant(NEWENV)
+                                                   for i in range(2)]
+            res = self._switch_adjoint(bg, node, dout)
         else:
             res = bg.apply(bprop, dout, location=node.location)
         return [None if i == waited else bg.apply(P["getitem"], res, i, location=node.location)
@@ -672,16 +675,12 @@ class JTransform:
         _locate(grads, mark, node.location)
         return grads
 
-    def _switch_adjoint(self, bg: Graph, node: Apply, dout: Node, taken: int | None = None
-                        ) -> Node:
-        """What the backpropagator of `switch(c, a, b)` returns: dout for the branch taken
-        (`taken`, where known), zeros for the other (the empty env, for a function)."""
+    def _switch_adjoint(self, bg: Graph, node: Apply, dout: Node) -> Node:
+        """What the backpropagator of `switch(c, a, b)` returns: dout for the branch taken,
+        zeros for the other (the empty env, for a function)."""
         c, a, b = (self.value(x) for x in node.args)
         zeros = [Constant(NEWENV) if is_graph_constant(x) else bg.apply(P["grad_zeros"], x)
                  for x in (a, b)]
-        if taken is not None:
-            return bg.apply(P["make_tuple"], NEWENV, bg.apply(P["grad_zeros"], c),
-                            *(dout if i == taken else zeros[i] for i in range(2)))
         return bg.apply(P["make_tuple"], NEWENV, bg.apply(P["grad_zeros"], c),
                         bg.apply(P["switch"], c, dout, zeros[0]),
                         bg.apply(P["switch"], c, zeros[1], dout))
@@ -925,10 +924,11 @@ def loop_region(g: Graph) -> list[Graph] | None:
     return region
 
 
-# The most paths through one iteration that a loop's gradient records as kinds of records
-# (`loop_tree`): each `if` that joins again doubles them, so that past this many the records
-# stay backpropagator closures.
-PATH_CAP = 16
+# The most paths through one iteration (and out of the loop) that a loop's gradient records
+# as kinds of records (`loop_tree`): each `if` that joins again doubles them, and the code
+# after it is copied for each, so that past this many (three `if`s one after the other)
+# the records stay backpropagator closures.
+PATH_CAP = 9
 
 
 def loop_tree(g: Graph) -> tuple[Graph, list[Graph]] | None:
@@ -939,7 +939,7 @@ def loop_tree(g: Graph) -> tuple[Graph, list[Graph]] | None:
     that joins, the rest just split off) is copied for each (`_duplicate`).  Each graph of
     the copy's region then has one caller, each path from the loop's head ends at its own
     graph, and the record of a path holds the values its graphs' adjoints read.  None where
-    the copy would have more than `PATH_CAP` paths."""
+    the copy would have more than `PATH_CAP` paths (a loop's exits count)."""
     copy = clone(g)
     while True:
         region = loop_region(copy)
@@ -949,26 +949,6 @@ def loop_tree(g: Graph) -> tuple[Graph, list[Graph]] | None:
             return None
         if not (any(_split_at(h, region) for h in region) or _duplicate(copy, region)):
             return copy, region
-
-
-def _close(g: Graph) -> None:
-    """Make the graphs of loop g's region take what they read of the graphs they are nested
-    in as parameters (`lift`, and the branches of the region's `if`s, which `lift` leaves:
-    their callers pass arguments), so that their sensitivities are tuples, not envs."""
-    lift(g)
-    changed = True
-    while changed:
-        changed = False
-        for h in reversed(loop_region(g)):
-            sc = switch_call(h.output)
-            fvs = [] if sc is None else list(dict.fromkeys(
-                fv for b in (sc.then, sc.else_) if b is not g for fv in _liftable(b)))
-            if fvs and sc.then is not sc.else_ and g not in (sc.then, sc.else_):
-                for b in (sc.then, sc.else_):
-                    _add_parameters(b, fvs)
-                h.output.set_inputs(h.output.inputs + fvs)
-                bump_version()
-                changed = True
 
 
 def _value_ifs(h: Graph, region: list[Graph]) -> list[Apply]:
@@ -987,25 +967,28 @@ def _value_ifs(h: Graph, region: list[Graph]) -> list[Apply]:
 
 
 def _split_at(h: Graph, region: list[Graph]) -> bool:
-    """Split h at its first `if` whose value it reads, if it can: the rest of h (what
-    depends on the `if`'s value) becomes a graph nested in h taking that value, which the
-    two branches tail-call (one copy each) instead of returning their value.  What does not
-    depend on the value stays in h, computed before the `if`: refused where that would run
-    an effect, a call of a graph or an operation that may raise before the branch."""
+    """Split h at its first `if` whose value it reads: the rest of h becomes a graph nested
+    in h taking that value, which the two branches tail-call (a copy each) instead of
+    returning their value.  The rest is what reads the value, and what comes after the
+    `if` and has an effect or may raise, so that effects and exceptions keep their order,
+    and the operations without effects that only the rest reads (the choice of a later
+    `if`'s branch, so that its branches are nested in the rest); the other operations stay
+    in h, computed before the `if` as they were or, if they came after it, with no effect
+    to be seen."""
     for call in _value_ifs(h, region):
         order = [n for n in toposort(h) if isinstance(n, Apply) and n.graph is h]
+        at = order.index(call)
         moved = {call}
-        for n in order:
-            if any(i in moved or (is_graph_constant(i) and any(
+        for n in order[at + 1:]:
+            if not _pure(n) or any(i in moved or (is_graph_constant(i) and any(
                     fv in moved for fv in free_variables(i.value))) for i in n.inputs):
                 moved.add(n)
         if h.output not in moved:
             continue
-        before = _ancestors_in(call, h)
-        if any(n not in moved and n not in before and (
-                primitive_name(n) is None or primitive_name(n) in EFFECTS
-                or may_raise(primitive_name(n))) for n in order):
-            continue
+        uses = users(h)
+        for n in reversed(order[:at]):
+            if n not in call.inputs and _pure(n) and all(u in moved for u, _ in uses[n]):
+                moved.add(n)
         rest = Graph("if_after", None, call.location)
         value = rest.add_parameter(call.debug.name, call.location)
         mapping: dict = {n: n for n in order if n not in moved}
@@ -1024,16 +1007,11 @@ def _split_at(h: Graph, region: list[Graph]) -> bool:
     return False
 
 
-def _ancestors_in(node: Apply, h: Graph) -> set:
-    """The nodes of h that node reads, directly or not."""
-    stack, seen = list(node.inputs), set()
-    while stack:
-        n = stack.pop()
-        if n in seen or not isinstance(n, Apply) or n.graph is not h:
-            continue
-        seen.add(n)
-        stack.extend(n.inputs)
-    return seen
+def _pure(node: Apply) -> bool:
+    """Whether node is an operation with no effect that cannot raise (not a call of a
+    graph, which may)."""
+    name = primitive_name(node)
+    return name is not None and name not in EFFECTS and not may_raise(name)
 
 
 def _duplicate(g: Graph, region: list[Graph]) -> bool:
