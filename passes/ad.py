@@ -31,19 +31,40 @@ position, so the backends emit `while True:` for both and nothing recurses:
   iteration k+1, giving those at k; when the stack is empty, d is what J(L)'s
   backpropagator returns.
 
-What a record holds depends on the region's shape.  Where every iteration takes one path
-through the region to the next (each graph of it has one caller, one calls L), the records
-are *residuals*: each graph h's adjoint up to its tail call (`A_h`: it takes what that
-call's backpropagator would return, `(d callee, d args...)`) is lifted out of the forward
-loop, a graph of J(L) taking the values it reads as parameters; the forward loop passes
-those values along the iteration and pushes them as one tuple, and the backward loop
-applies the lifted adjoints in reverse order to them (`record_segment`).  The optimizer
+What a record holds depends on the region's shape.  Where the paths of an iteration
+through the region form a tree (each graph of it has one caller), the records are
+*residuals*: each graph h's adjoint up to its tail call (`A_h`: it takes what that call's
+backpropagator would return, `(d callee, d args...)`) is lifted out of the forward loop, a
+graph of J(L) taking the values it reads as parameters; the forward loop passes those
+values along the path and pushes them as one tuple where the path calls L again, and the
+backward loop applies the lifted adjoints of that path in reverse order to them
+(`record_segment`).  Where h ends in a switch, each branch's path gets its own A_h, which
+hands the sensitivity to that branch without reading the condition.  The optimizer
 inlines the adjoints into the backward loop, so no closure is made per iteration.
-Otherwise (an `if` joining again before the next iteration, or a `continue`) J_h takes
-`cont`, the adjoint from its start back to the iteration's start, and passes on the
-closure `lambda d: cont(A_h(d))`; the record is that closure.  Either way, the primitives
-and switches of the region are applied in place, their gradient rules in the adjoint, so
-that residuals are the operands the rules read rather than backpropagator closures.
+
+A loop with several paths back to its head (a `continue`; an `if`, of either kind, inside
+the body) keeps, per path, a stack of records of that path's one shape, and a stack of
+tags: the number of the path each iteration took, pushed with its record.  The backward
+loop pops a tag and goes to that path's step (`_dispatch`), which pops the path's stack
+and applies the path's adjoints.  Each stack holds one type, so inference keeps the
+records' types precise, `drop_unread_residuals` prunes each path's records, and the
+python backend keeps every stack as a list.  This is defunctionalisation per path
+(rather than Zygote's per block, a record per block and a tag where blocks join): a path
+is a record of one push, applied by straight-line code that the optimizer inlines whole.
+To have a tree, J transforms a copy of L (`loop_tree`): an `if` whose value the rest of
+its graph reads (`r = a if c else b`, written as statements, which parses to a call of
+the two branches returning a value) is split there, the rest becoming a graph that both
+branches tail-call (`_split_at`), and a graph with several callers (the code after an
+`if` that joins) is copied for each (`_duplicate`).  The paths double with each `if`
+one after the other, and the code after them is copied along: past `PATH_CAP` paths, L is
+transformed as it is.  Then records of a tree hold the backpropagators of its `if`s'
+calls, and elsewhere J_h takes `cont`, the adjoint from its start back to the
+iteration's start, and passes on the closure `lambda d: cont(A_h(d))`; the record is that
+closure: a closure per iteration.  Either way, the primitives and switches of the region
+are applied in place, their gradient rules in the adjoint, so that residuals are the
+operands the rules read rather than backpropagator closures.  The gradient of a gradient
+differentiates its loops of several paths again as such: they are trees already, whose
+paths each push on stacks of their own, so its program is larger than for one path.
 
 The stack (`stack_push`, `stack_pop`, `stack_empty`, `EMPTY_STACK`) is an ordinary value
 with gradient rules, so grad of grad differentiates these loops too: a stack's sensitivity
