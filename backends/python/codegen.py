@@ -1065,8 +1065,9 @@ class InPlace:
             if self.layout.kind.get(g) == "branch":     # called by `switch(c, g, h)(...)`
                 calls = [(call, 0) for sw, i in calls if primitive_name(sw) == "switch"
                          and i in (2, 3) for call, j in self.users.get(sw, ()) if j == 0]
-            elif self.layout.kind.get(g) not in ("loop", "block", "join"):
-                return False
+            elif self.layout.kind.get(g) not in ("loop", "block", "join") \
+                    and g not in self.layout.looping:   # a loop written as a function
+                return False    # (called from several places): its calls are its callers
             if not calls or any(i != 0 for _, i in calls):
                 return False
             k = g.parameters.index(node)
@@ -1174,7 +1175,8 @@ class InPlace:
                 if path[0] or packs or primitive_name(user) in MADE_NEW:   # carry a view on
                     continue
                 return False
-            if index == OUTPUT or id(user) not in before or self._reruns(user.graph):
+            if index == OUTPUT or id(user) not in before \
+                    or (self._reruns(user.graph) and user.graph is not node.graph):
                 return False
             if primitive_name(user) not in MADE_NEW and not self._consumed(user, keeper, before):
                 return False
@@ -1195,7 +1197,8 @@ class InPlace:
 
     def _reruns(self, g: Graph) -> bool:
         """Whether g is a closure, which may run again after the update (a branch, a block
-        or a loop runs where it is written)."""
+        or a loop runs where it is written), reading the values of the graphs around it
+        again (its own are made anew)."""
         return self.layout.kind.get(g) == "closure"
 
 
