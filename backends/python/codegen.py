@@ -1109,9 +1109,9 @@ class InPlace:
         return exits is not None and all(self._element_owned(h, k, assumed) for h in exits)
 
     def _exits(self, call: Node) -> list[Graph] | None:
-        """The graphs whose output is the result of `call`, an `if`, a loop or a block
-        written in place (None for anything else): both branches, a loop's exits, the
-        block."""
+        """The graphs whose output is the result of `call`, an `if`, a loop (written in
+        place, or as a function) or a block written in place (None for anything else):
+        both branches, a loop's exits, the block."""
         sc = switch_call(call)
         if sc is not None and id(sc.switch) in self.layout.switch_apps:
             return [sc.then, sc.else_]
@@ -1119,7 +1119,8 @@ class InPlace:
                 and self.layout.kind.get(call.fn.value) == "block":
             return [call.fn.value]
         if isinstance(call, Apply) and is_graph_constant(call.fn) \
-                and self.layout.kind.get(call.fn.value) == "loop":
+                and (self.layout.kind.get(call.fn.value) == "loop"
+                     or call.fn.value in self.layout.looping):
             loop = call.fn.value
             exits, stack = [], [loop]
             while stack:
