@@ -56,7 +56,8 @@ its graph reads (`r = a if c else b`, written as statements, which parses to a c
 the two branches returning a value) is split there, the rest becoming a graph that both
 branches tail-call (`_split_at`), and a graph with several callers (the code after an
 `if` that joins) is copied for each (`_duplicate`).  The paths double with each `if`
-one after the other, and the code after them is copied along: past `PATH_CAP` paths, L is
+one after the other, and the code after them is copied along: past `PATH_CAP` paths (or
+`GROWTH` in size), L is
 transformed as it is.  Then records of a tree hold the backpropagators of its `if`s'
 calls, and elsewhere J_h takes `cont`, the adjoint from its start back to the
 iteration's start, and passes on the closure `lambda d: cont(A_h(d))`; the record is that
@@ -812,7 +813,7 @@ def _pop_and_apply(step: Graph, backward: Graph) -> None:
     adjoint = step.apply(P["getitem"], popped, 0, name="adjoint")
     rest = step.apply(P["getitem"], popped, 1, name="stack")
     applied = step.apply(adjoint, step.apply(P["make_tuple"], *d))
-    step.output = _next_backward(step, backward, rest, applied)
+    step.output = _next_backward(step, backward, [rest], applied)
 
 
 def _apply_chain(g: Graph, chain: list, residuals: list, d: Node) -> Node:
@@ -946,10 +947,13 @@ def loop_region(g: Graph) -> list[Graph] | None:
 
 
 # The most paths through one iteration (and out of the loop) that a loop's gradient records
-# as kinds of records (`loop_tree`): each `if` that joins again doubles them, and the code
-# after it is copied for each, so that past this many (three `if`s one after the other)
-# the records stay backpropagator closures.
-PATH_CAP = 9
+# as kinds of records (`loop_tree`), and the most operations that copying the code after
+# `if`s adds to one iteration, as a multiple of the iteration's own and a number: each
+# `if` that joins again doubles the paths, and the code after it is copied for each (the
+# gradient, its compile time, and those of higher derivatives grow with them), so that
+# past these the records stay backpropagator closures.
+PATH_CAP = 8
+GROWTH = (2, 16)
 
 
 def loop_tree(g: Graph) -> tuple[Graph, list[Graph]] | None:
@@ -960,16 +964,23 @@ def loop_tree(g: Graph) -> tuple[Graph, list[Graph]] | None:
     that joins, the rest just split off) is copied for each (`_duplicate`).  Each graph of
     the copy's region then has one caller, each path from the loop's head ends at its own
     graph, and the record of a path holds the values its graphs' adjoints read.  None where
-    the copy would have more than `PATH_CAP` paths (a loop's exits count)."""
+    the copy would have more than `PATH_CAP` paths (a loop's exits count), or grow past
+    `GROWTH`."""
     copy = clone(g)
+    most = GROWTH[0] * _size(loop_region(g)) + GROWTH[1]
     while True:
         region = loop_region(copy)
-        if region is None or len(region) > 4 * PATH_CAP or sum(
+        if region is None or _size(region) > most or sum(
                 not [t for t in _tail_targets(h.output) or () if t in region and t is not copy]
                 for h in region) > PATH_CAP:
             return None
         if not (any(_split_at(h, region) for h in region) or _duplicate(copy, region)):
             return copy, region
+
+
+def _size(region: list[Graph]) -> int:
+    """The number of operations of the graphs of a loop's region."""
+    return sum(1 for h in region for n in toposort(h) if isinstance(n, Apply) and n.graph is h)
 
 
 def _value_ifs(h: Graph, region: list[Graph]) -> list[Apply]:
