@@ -57,11 +57,10 @@ the two branches returning a value) is split there, the rest becoming a graph th
 branches tail-call (`_split_at`), and a graph with several callers (the code after an
 `if` that joins) is copied for each (`_duplicate`).  The paths double with each `if`
 one after the other, and the code after them is copied along: past `PATH_CAP` paths (or
-`GROWTH` in size), L is
-transformed as it is.  Then records of a tree hold the backpropagators of its `if`s'
-calls, and elsewhere J_h takes `cont`, the adjoint from its start back to the
-iteration's start, and passes on the closure `lambda d: cont(A_h(d))`; the record is that
-closure: a closure per iteration.  Either way, the primitives and switches of the region
+`GROWTH` in size), L is transformed as it is.  Then records of a tree hold the
+backpropagators of its `if`s' calls, and elsewhere J_h takes `cont`, the adjoint from its
+start back to the iteration's start, and passes on the closure `lambda d: cont(A_h(d))`;
+the record is that closure: a closure per iteration.  Either way, the primitives and switches of the region
 are applied in place, their gradient rules in the adjoint, so that residuals are the
 operands the rules read rather than backpropagator closures.  The gradient of a gradient
 differentiates its loops of several paths again as such: they are trees already, whose
