@@ -46,6 +46,12 @@ def check(f, args, wrt, backend):
     return got
 
 
+def check_next_order(lower, args, backend):
+    """myir.grad(lower) against central differences of `lower`, compiled (a derivative)."""
+    assert_grads_close(myir.compile(myir.grad(lower), backend=backend)(*args),
+                       numerical_grad(myir.compile(lower, backend=backend), args, 0))
+
+
 # ------------------------------------------------------------------------------ subjects
 
 
@@ -245,16 +251,11 @@ def test_second_order_through_a_data_dependent_loop(backend):
     (sin_for_range, (0.7, 6)),
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_second_order_against_finite_differences_of_the_first(backend, f, args):
-    first = myir.grad(f)
-    assert_grads_close(myir.compile(myir.grad(first), backend=backend)(*args),
-                       numerical_grad(myir.compile(first, backend=backend), args, 0))
+    check_next_order(myir.grad(f), args, backend)
 
 
 def test_third_order_against_finite_differences_of_the_second(backend):
-    second = myir.grad(myir.grad(if_else_in_body))
-    args = (0.7, 9)
-    assert_grads_close(myir.compile(myir.grad(second), backend=backend)(*args),
-                       numerical_grad(myir.compile(second, backend=backend), args, 0))
+    check_next_order(myir.grad(myir.grad(if_else_in_body)), (0.7, 9), backend)
 
 
 def test_second_order_through_100000_iterations(backend):
@@ -490,16 +491,11 @@ def test_several_paths_100000_iterations(backend):
 
 @pytest.mark.parametrize("f, args", SEVERAL_PATHS[:4], ids=lambda v: getattr(v, "__name__", None))
 def test_several_paths_second_order(backend, f, args):
-    first = myir.grad(f)
-    assert_grads_close(myir.compile(myir.grad(first), backend=backend)(*args),
-                       numerical_grad(myir.compile(first, backend=backend), args, 0))
+    check_next_order(myir.grad(f), args, backend)
 
 
 def test_several_paths_third_order(backend):
-    second = myir.grad(myir.grad(continue_every_third))
-    args = (0.7, 10)
-    assert_grads_close(myir.compile(myir.grad(second), backend=backend)(*args),
-                       numerical_grad(myir.compile(second, backend=backend), args, 0))
+    check_next_order(myir.grad(myir.grad(continue_every_third)), (0.7, 10), backend)
 
 
 # ------------------------------------------------------------------------------ the program
