@@ -60,11 +60,12 @@ one after the other, and the code after them is copied along: past `PATH_CAP` pa
 `GROWTH` in size), L is transformed as it is.  Then records of a tree hold the
 backpropagators of its `if`s' calls, and elsewhere J_h takes `cont`, the adjoint from its
 start back to the iteration's start, and passes on the closure `lambda d: cont(A_h(d))`;
-the record is that closure: a closure per iteration.  Either way, the primitives and switches of the region
-are applied in place, their gradient rules in the adjoint, so that residuals are the
-operands the rules read rather than backpropagator closures.  The gradient of a gradient
-differentiates its loops of several paths again as such: they are trees already, whose
-paths each push on stacks of their own, so its program is larger than for one path.
+the record is that closure: a closure per iteration.  Either way, the primitives and
+switches of the region are applied in place, their gradient rules in the adjoint, so that
+residuals are the operands the rules read rather than backpropagator closures.  The
+gradient of a gradient differentiates its loops of several paths again as such: they are
+trees already, whose paths each push on stacks of their own, so its program is larger
+than for one path.
 
 The stack (`stack_push`, `stack_pop`, `stack_empty`, `EMPTY_STACK`) is an ordinary value
 with gradient rules, so grad of grad differentiates these loops too: a stack's sensitivity
@@ -765,7 +766,9 @@ def _stack_names(kinds: list) -> list[str]:
     """The stacks a loop's gradient keeps for records of these kinds (the paths through an
     iteration): one, or the stack of tags (which path each iteration took) and one per
     kind, each holding records of one shape."""
-    return ["stack"] if len(kinds) == 1 else ["tags"] + [f"stack_{k}" for k in range(len(kinds))]
+    if len(kinds) == 1:
+        return ["stack"]
+    return ["tags"] + [f"stack_{k}" for k in range(len(kinds))]
 
 
 def _dispatch(step: Graph, backward: Graph, kinds: int) -> list[Graph]:
@@ -1031,7 +1034,8 @@ def _split_at(h: Graph, region: list[Graph]) -> bool:
         rest.parent = h
         sc = switch_call(call)
         for branch, after in ((sc.then, rest), (sc.else_, clone(rest))):
-            branch.output = branch.apply(Constant(after), branch.output, location=call.location)
+            branch.output = branch.apply(Constant(after), branch.output,
+                                         location=call.location)
         h.output = call
         bump_version()
         return True
