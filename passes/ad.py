@@ -31,19 +31,41 @@ position, so the backends emit `while True:` for both and nothing recurses:
   iteration k+1, giving those at k; when the stack is empty, d is what J(L)'s
   backpropagator returns.
 
-What a record holds depends on the region's shape.  Where every iteration takes one path
-through the region to the next (each graph of it has one caller, one calls L), the records
-are *residuals*: each graph h's adjoint up to its tail call (`A_h`: it takes what that
-call's backpropagator would return, `(d callee, d args...)`) is lifted out of the forward
-loop, a graph of J(L) taking the values it reads as parameters; the forward loop passes
-those values along the iteration and pushes them as one tuple, and the backward loop
-applies the lifted adjoints in reverse order to them (`record_segment`).  The optimizer
+What a record holds depends on the region's shape.  Where the paths of an iteration
+through the region form a tree (each graph of it has one caller), the records are
+*residuals*: each graph h's adjoint up to its tail call (`A_h`: it takes what that call's
+backpropagator would return, `(d callee, d args...)`) is lifted out of the forward loop, a
+graph of J(L) taking the values it reads as parameters; the forward loop passes those
+values along the path and pushes them as one tuple where the path calls L again, and the
+backward loop applies the lifted adjoints of that path in reverse order to them
+(`record_segment`).  Where h ends in a switch, each branch's path gets its own A_h, which
+hands the sensitivity to that branch without reading the condition.  The optimizer
 inlines the adjoints into the backward loop, so no closure is made per iteration.
-Otherwise (an `if` joining again before the next iteration, or a `continue`) J_h takes
-`cont`, the adjoint from its start back to the iteration's start, and passes on the
-closure `lambda d: cont(A_h(d))`; the record is that closure.  Either way, the primitives
-and switches of the region are applied in place, their gradient rules in the adjoint, so
-that residuals are the operands the rules read rather than backpropagator closures.
+
+A loop with several paths back to its head (a `continue`; an `if`, of either kind, inside
+the body) keeps, per path, a stack of records of that path's one shape, and a stack of
+tags: the number of the path each iteration took, pushed with its record.  The backward
+loop pops a tag and goes to that path's step (`_dispatch`), which pops the path's stack
+and applies the path's adjoints.  Each stack holds one type, so inference keeps the
+records' types precise, `drop_unread_residuals` prunes each path's records, and the
+python backend keeps every stack as a list.  This is defunctionalisation per path
+(rather than Zygote's per block, a record per block and a tag where blocks join): a path
+is a record of one push, applied by straight-line code that the optimizer inlines whole.
+To have a tree, J transforms a copy of L (`loop_tree`): an `if` whose value the rest of
+its graph reads (`r = a if c else b`, written as statements, which parses to a call of
+the two branches returning a value) is split there, the rest becoming a graph that both
+branches tail-call (`_split_at`), and a graph with several callers (the code after an
+`if` that joins) is copied for each (`_duplicate`).  The paths double with each `if`
+one after the other, and the code after them is copied along: past `PATH_CAP` paths (or
+`GROWTH` in size), L is transformed as it is.  Then records of a tree hold the
+backpropagators of its `if`s' calls, and elsewhere J_h takes `cont`, the adjoint from its
+start back to the iteration's start, and passes on the closure `lambda d: cont(A_h(d))`;
+the record is that closure: a closure per iteration.  Either way, the primitives and
+switches of the region are applied in place, their gradient rules in the adjoint, so that
+residuals are the operands the rules read rather than backpropagator closures.  The
+gradient of a gradient differentiates its loops of several paths again as such: they are
+trees already, whose paths each push on stacks of their own, so its program is larger
+than for one path.
 
 The stack (`stack_push`, `stack_pop`, `stack_empty`, `EMPTY_STACK`) is an ordinary value
 with gradient rules, so grad of grad differentiates these loops too: a stack's sensitivity
@@ -80,12 +102,13 @@ from frontend import parse
 from myir.errors import MyirError
 from myir.ir.analysis import bump_version, free_variables, graph_uses, is_nested_in, \
     primitive_name, switch_call, toposort, users
-from myir.ir.edit import clone_program, replace
+from myir.ir.edit import Cloner, clone, clone_program, replace
 from myir.ir.graph import Apply, Constant, Graph, Node, id_mark, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, Primitive, plain_operator
 from myir.ir.values import EMPTY_STACK, NEWENV, GradKey
 from passes import grad_rules
-from passes.opt import constant_fold
+from passes.opt import EFFECTS, constant_fold
+from passes.raising import may_raise
 
 P = PRIMITIVES
 
@@ -280,13 +303,16 @@ class JTransform:
         self.entries: dict[Graph, Graph] = {}    # loop L -> J(L), which runs its two loops
         self.loop_of: dict[Graph, Graph] = {}    # graph of a loop's region -> the loop
         self.extra: dict[Graph, tuple] = {}      # its forward graph's (cont, stack) parameters
-        self.records: dict[Graph, Graph] = {}    # loop whose stack holds residuals -> its
-        #                                          backward loop's body, filled once known
+        self.records: dict[Graph, list] = {}     # loop whose stacks hold residuals -> its
+        #                                          backward loop's steps, one per path
         self.chain: dict[Graph, list] = {}       # region graph -> the lifted adjoints of the
         #                                          graphs before it in the iteration, and
         self.residuals: dict[Graph, list] = {}   # the parameters bringing their residuals
         self.invariant: dict[Graph, dict] = {}   # loop -> {node of its region: k} for the
         #                                          nodes that are its unchanging parameter k
+        self.kinds: dict[Graph, list] = {}       # loop whose stacks hold residuals -> the
+        #                                          graphs ending each path (calling it again)
+        self.backward: dict[Graph, Graph] = {}   # loop -> its backward loop
 
     def transform(self, g: Graph) -> Graph:
         """J of g and of every graph it reaches, one after another from a worklist, not by
@@ -346,6 +372,12 @@ class JTransform:
         # gaining keys) has no stack of one type: its J is that of the recursion it is
         region = loop_region(g) if not g.unrolled else None
         if region is not None:
+            if not _tree(g, region) or any(_value_ifs(h, region) for h in region) \
+                    or sum(_tail_targets(h.output) == [g] for h in region) > 1:
+                tree = loop_tree(g)     # several paths: a kind of record for each
+                if tree is not None:
+                    self.entries[g] = self.loop(*tree)
+                    return self.entries[g]
             return self.loop(g, region)
         parent = self.graphs.get(g.parent, g.parent)
         gj = Graph(f"J_{g.name}", parent, g.location)
@@ -412,10 +444,13 @@ class JTransform:
         gj.output = gj.apply(P["make_tuple"], out, Constant(bprop), location=g.location)
 
     def backpropagator(self, g: Graph, gj: Graph, bprops: dict, tail: Apply | None = None,
-                       parent: Graph | None = None) -> Graph:
+                       parent: Graph | None = None, taken: int | None = None) -> Graph:
         """The backpropagator of g; with `tail` (g's output, a call continuing a loop), the
         adjoint of g up to that call: it takes what the call's backpropagator would return,
-        `(d callee, d args...)`, instead of the sensitivity of g's output."""
+        `(d callee, d args...)`, instead of the sensitivity of g's output.  With `taken`,
+        the branch (0: then, 1: else) that tail, a call of a switch, takes on the path this
+        adjoint is for: the switch's adjoint hands the sensitivity to it without reading
+        the condition."""
         bg = Graph(f"bprop_{g.name}", parent or gj, g.location)
         dout = bg.add_parameter("dout" if tail is None else "dtail")
         sens: dict[Node, Node] = {}
@@ -442,9 +477,10 @@ class JTransform:
                 # What `depend` waits for is only evaluated: no gradient flows into it (its
                 # rule's zero would run the effect's backward, which can raise or give nan).
                 waited = 2 if primitive_name(node) == "depend" else None
-                res = self._adjoint_of(bg, node, bprops[node], sens[node], waited)
+                res = self._adjoint_of(bg, node, bprops[node], sens[node], waited,
+                                       taken if tail is not None and node is tail.fn else None)
                 for i, inp in enumerate(node.inputs):
-                    if i != waited:
+                    if i != waited and res[i] is not None:
                         add(inp, res[i])
             elif is_graph_constant(node):
                 # a closure's gradient is an env: hand each captured value its share
@@ -474,20 +510,23 @@ class JTransform:
         entry.debug.name = f"J_{g.name}"
         self.entries[g] = entry
         params = [entry.add_parameter(p.debug.name, p.location) for p in g.parameters]
+        if _tree(g, region):
+            self.kinds[g] = [h for h in region if _tail_targets(h.output) == [g]]
+        n = len(_stack_names(self.kinds.get(g, [g])))
         forward = self.segment(g, entry)
-        res = entry.apply(Constant(forward), *params, EMPTY_STACK, location=g.location)
+        res = entry.apply(Constant(forward), *params, *[EMPTY_STACK] * n, location=g.location)
         value = entry.apply(P["getitem"], res, 0, name=g.name)
         bg = Graph(f"bprop_{g.name}", entry, g.location)
         dout = bg.add_parameter("dout")
         last = bg.apply(entry.apply(P["getitem"], res, 1), dout)
-        stack = entry.apply(P["getitem"], res, 2, name="stack")
-        backward, step = self.backward_loop(g, bg)
-        if _one_path(g, region):
-            self.records[g] = step
+        stacks = [entry.apply(P["getitem"], res, 2 + i, name="stack") for i in range(n)]
+        backward, step = self.backward_loop(g, bg, n)
+        if g in self.kinds:
+            self.records[g] = _dispatch(step, backward, len(self.kinds[g]))
             self.invariant[g] = _invariants(g, region)
         else:
             _pop_and_apply(step, backward)
-        bg.output = _next_backward(bg, backward, stack, last)
+        bg.output = _next_backward(bg, backward, stacks, last)
         entry.output = entry.apply(P["make_tuple"], value, Constant(bg), location=g.location)
         return entry
 
@@ -506,15 +545,16 @@ class JTransform:
         self.graphs[h] = hj
         for p in h.parameters:
             self.nodes[p] = hj.add_parameter(p.debug.name, p.location)
-        cont = None if h is loop or loop in self.records else hj.add_parameter("cont")
-        self.extra[h] = (cont, hj.add_parameter("stack"))
+        cont = None if h is loop or loop in self.kinds else hj.add_parameter("cont")
+        self.extra[h] = (cont, [hj.add_parameter(name)
+                                for name in _stack_names(self.kinds.get(loop, [loop]))])
         self.pending.append(h)
         return hj
 
     def segment_body(self, h: Graph) -> None:
         loop = self.loop_of[h]
         hj = self.graphs[h]
-        cont, stack = self.extra[h]
+        cont, stacks = self.extra[h]
         out = h.output
         tail = out if _continues(out, loop, self.loop_of) else None
         bprops: dict[Node, Node] = {}
@@ -545,8 +585,9 @@ class JTransform:
         if tail is None and primitive_name(out) == "raise_":
             hj.output = self.value(out)
             return
-        if loop in self.records:
-            return self.record_segment(h, hj, bprops, tail, stack)
+        if loop in self.kinds:
+            return self.record_segment(h, hj, bprops, tail, stacks)
+        stack, = stacks
         adjoint = Constant(self.backpropagator(h, hj, bprops, tail))
         if cont is not None:
             adjoint = Constant(_compose(hj, cont, adjoint, h))
@@ -564,11 +605,12 @@ class JTransform:
             hj.output = hj.apply(fn, *args, adjoint, stack, location=tail.location)
 
     def record_segment(self, h: Graph, hj: Graph, bprops: dict, tail: Apply | None,
-                       stack: Node) -> None:
-        """The end of h's forward graph where the loop's stack holds residuals: h's adjoint
+                       stacks: list[Node]) -> None:
+        """The end of h's forward graph where the loop's stacks hold residuals: h's adjoint
         is a graph of the loop's J with the values it reads as parameters (lifted out of
         the forward loop), passed on as residuals to the rest of the iteration, pushed as
-        one tuple where the next iteration starts."""
+        one tuple where the next iteration starts: onto the stack of h's path, whose
+        number goes onto the stack of tags, where the iteration has several."""
         loop = self.loop_of[h]
         chain, inherited = self.chain.get(h, []), self.residuals.get(h, [])
         if tail is None:    # the loop exits here: one closure, made once
@@ -577,47 +619,68 @@ class JTransform:
             d = adjoint.apply(Constant(bp), adjoint.add_parameter("d"))
             adjoint.output = _apply_chain(adjoint, chain, inherited, d)
             hj.output = hj.apply(P["make_tuple"], self.value(h.output), Constant(adjoint),
-                                 stack, location=h.location)
+                                 *stacks, location=h.location)
             return
         forward = self.graphs[loop]
-        bp = self.backpropagator(h, hj, bprops, tail, parent=forward.parent)
+        targets = _tail_targets(tail)
+        # the adjoint of each path through a switch knows the branch it took
+        bps = [self.backpropagator(h, hj, bprops, tail, forward.parent,
+                                   None if len(targets) == 1 else taken)
+               for taken in range(len(targets))]
         # a parameter the loop never changes is read where the loop starts, not pushed
         params = self.entries[loop].parameters
-        _replace_inputs(bp, {self.nodes[n]: params[k] for n, k in self.invariant[loop].items()
-                             if n in self.nodes})
-        own = _lift(bp, forward)
-        chain = chain + [(bp, len(own))]
+        for bp in bps:
+            _replace_inputs(bp, {self.nodes[n]: params[k]
+                                 for n, k in self.invariant[loop].items() if n in self.nodes})
+        own = _lift(bps, forward)
         values = inherited + own
         args = [self.value(a) for a in tail.args]
-        if is_graph_constant(tail.fn) and tail.fn.value is loop:   # the next iteration
-            pushed = hj.apply(P["stack_push"], stack, hj.apply(P["make_tuple"], *values))
-            hj.output = hj.apply(Constant(forward), *args, pushed, location=tail.location)
-            step = self.records[loop]
-            s, *d = step.parameters
-            popped = step.apply(P["stack_pop"], s)
-            record = step.apply(P["getitem"], popped, 0, name="record")
-            items = [step.apply(P["getitem"], record, i) for i in range(len(values))]
-            applied = _apply_chain(step, chain, items, step.apply(P["make_tuple"], *d))
-            step.output = _next_backward(step, step.parent, step.apply(P["getitem"], popped, 1),
-                                         applied)
+        if targets == [loop]:   # the next iteration
+            chain = chain + [(bps[0], len(own))]
+            kinds = self.kinds[loop]
+            k = kinds.index(h)
+            at = 0 if len(kinds) == 1 else 1 + k     # the stack of h's path
+            pushed = list(stacks)
+            if values or len(kinds) == 1:   # a path that reads nothing: its tag says all
+                pushed[at] = hj.apply(P["stack_push"], stacks[at],
+                                      hj.apply(P["make_tuple"], *values))
+            if len(kinds) > 1:
+                pushed[0] = hj.apply(P["stack_push"], stacks[0], k)
+            hj.output = hj.apply(Constant(forward), *args, *pushed, location=tail.location)
+            step = self.records[loop][k]
+            n = len(pushed)
+            rest = list(step.parameters[:n])
+            items = []
+            if pushed[at] is not stacks[at]:
+                popped = step.apply(P["stack_pop"], step.parameters[at])
+                record = step.apply(P["getitem"], popped, 0, name="record")
+                items = [step.apply(P["getitem"], record, i) for i in range(len(values))]
+                rest[at] = step.apply(P["getitem"], popped, 1)
+            d = step.apply(P["make_tuple"], *step.parameters[n:])
+            applied = _apply_chain(step, chain, items, d)
+            step.output = _next_backward(step, self.backward[loop], rest, applied)
             return
         fn = self.value(tail.fn, arity=len(tail.args), where=tail)
-        for t in _tail_targets(tail):
-            self.chain[t] = chain
+        for t, bp in zip(targets, bps):
+            self.chain[t] = chain + [(bp, len(own))]
             self.residuals[t] = [self.graphs[t].add_parameter(v.debug.name or "residual")
                                  for v in values]
-        hj.output = hj.apply(fn, *args, stack, *values, location=tail.location)
+        hj.output = hj.apply(fn, *args, *stacks, *values, location=tail.location)
 
-    def _adjoint_of(self, bg: Graph, node: Apply, bprop, dout: Node, waited: int | None
-                    ) -> list[Node | None]:
+    def _adjoint_of(self, bg: Graph, node: Apply, bprop, dout: Node, waited: int | None,
+                    taken: int | None = None) -> list[Node | None]:
         """The items of what the backpropagator of `node` returns for `dout` (`(d fn, d
-        args...)`; None at position `waited`, which is not read): those of a call of its
+        args...)`; None at position `waited`, which is not read, and for the condition of a
+        switch whose branch `taken` is known, which has no gradient): those of a call of its
         backpropagator, or for a switch, the same computed in place, and for a primitive,
         its rule's gradients themselves (no tuple to take apart: the backpropagator of a
         chain of calls stays small enough to inline down the chain, `passes.opt`)."""
         if isinstance(bprop, Primitive):
             return [Constant(NEWENV), *self._rule_adjoint(bg, node, bprop, dout)]
         if bprop is None:
+            if taken is not None:   # the branch taken known: nothing read of c, a or b
+                return [Constant(NEWENV), None] + [dout if i == taken else Constant(NEWENV)
+                                                   for i in range(2)]
             res = self._switch_adjoint(bg, node, dout)
         else:
             res = bg.apply(bprop, dout, location=node.location)
@@ -646,25 +709,31 @@ class JTransform:
                         bg.apply(P["switch"], c, dout, zeros[0]),
                         bg.apply(P["switch"], c, zeros[1], dout))
 
-    def backward_loop(self, g: Graph, parent: Graph) -> tuple[Graph, Graph]:
-        """`R(stack, d...)`: while the stack is not empty, pop an iteration's record and
-        apply its adjoint to d, the sensitivities `(env, d params...)` of the loop's
-        parameters; then the tuple d.  d's items are R's parameters, so that no tuple is
-        made per iteration once the adjoints are inlined.  Returns R and its loop body,
-        whose output is left to fill: with `_pop_and_apply` where the records are
-        adjoints, by `record_segment` where they are residuals."""
+    def backward_loop(self, g: Graph, parent: Graph, n: int) -> tuple[Graph, Graph]:
+        """`R(stacks..., d...)` (n stacks, the first of which has an item per iteration):
+        while the stacks are not empty, pop an iteration's record and apply its adjoint to
+        d, the sensitivities `(env, d params...)` of the loop's parameters; then the tuple
+        d.  d's items are R's parameters, so that no tuple is made per iteration once the
+        adjoints are inlined.  Returns R and its loop body, whose output is left to fill:
+        with `_pop_and_apply` where the records are adjoints, by `_dispatch` and
+        `record_segment` where they are residuals."""
         width = 1 + len(g.parameters)
+        names = _stack_names(self.kinds.get(g, [g]))
         r = Graph(f"{g.name}_backward", parent, g.location)
-        stack, *d = r.add_parameter("stack"), *_sensitivities(r, width)
+        self.backward[g] = r
+        stacks = [r.add_parameter(name) for name in names]
+        d = _sensitivities(r, width)
         done = Graph(f"{g.name}_backward_exit", r, g.location)
-        done.add_parameter("stack")
+        for name in names:
+            done.add_parameter(name)
         done.output = done.apply(P["make_tuple"], *_sensitivities(done, width))
         step = Graph(f"{g.name}_backward_body", r, g.location)
-        step.add_parameter("stack")
+        for name in names:
+            step.add_parameter(name)
         _sensitivities(step, width)
-        branch = r.apply(P["switch"], r.apply(P["stack_empty"], stack), Constant(done),
+        branch = r.apply(P["switch"], r.apply(P["stack_empty"], stacks[0]), Constant(done),
                          Constant(step))
-        r.output = r.apply(branch, stack, *d)
+        r.output = r.apply(branch, *stacks, *d)
         return r, step
 
 
@@ -688,11 +757,47 @@ def _sensitivities(g: Graph, width: int) -> list[Node]:
     return [g.add_parameter("d_env" if i == 0 else "d") for i in range(width)]
 
 
-def _next_backward(g: Graph, backward: Graph, stack: Node, d: Node) -> Apply:
-    """In g, the call of the backward loop with the stack and the items of the tuple d."""
-    width = len(backward.parameters) - 1
-    return g.apply(Constant(backward), stack,
+def _next_backward(g: Graph, backward: Graph, stacks: list[Node], d: Node) -> Apply:
+    """In g, the call of the backward loop with the stacks and the items of the tuple d."""
+    width = len(backward.parameters) - len(stacks)
+    return g.apply(Constant(backward), *stacks,
                    *(g.apply(P["getitem"], d, i) for i in range(width)))
+
+
+def _stack_names(kinds: list) -> list[str]:
+    """The stacks a loop's gradient keeps for records of these kinds (the paths through an
+    iteration): one, or the stack of tags (which path each iteration took) and one per
+    kind, each holding records of one shape."""
+    if len(kinds) == 1:
+        return ["stack"]
+    return ["tags"] + [f"stack_{k}" for k in range(len(kinds))]
+
+
+def _dispatch(step: Graph, backward: Graph, kinds: int) -> list[Graph]:
+    """Fill the body `step` of a backward loop whose records come in `kinds` kinds: pop the
+    tag of the iteration's kind and go on to that kind's step (a graph like `step`, whose
+    output `record_segment` fills); returns those steps."""
+    if kinds == 1:
+        return [step]
+    steps = []
+    for k in range(kinds):
+        s = Graph(f"{step.name}_{k}", backward, step.location)
+        for p in step.parameters:
+            s.add_parameter(p.debug.name)
+        steps.append(s)
+    popped = step.apply(P["stack_pop"], step.parameters[0])
+    tag = step.apply(P["getitem"], popped, 0, name="tag")
+    args = [step.apply(P["getitem"], popped, 1), *step.parameters[1:]]
+    chosen: Graph = steps[-1]
+    for k in reversed(range(kinds - 1)):    # `if tag == k` for each kind but the last
+        choice = Graph(f"{step.name}_kind", step, step.location)
+        params = [choice.add_parameter(p.debug.name) for p in step.parameters]
+        branch = choice.apply(P["switch"], choice.apply(P["eq"], tag, k), Constant(steps[k]),
+                              Constant(chosen))
+        choice.output = choice.apply(branch, *params)
+        chosen = choice
+    step.output = step.apply(Constant(chosen), *args)
+    return steps
 
 
 @functools.cache
@@ -712,7 +817,7 @@ def _pop_and_apply(step: Graph, backward: Graph) -> None:
     adjoint = step.apply(P["getitem"], popped, 0, name="adjoint")
     rest = step.apply(P["getitem"], popped, 1, name="stack")
     applied = step.apply(adjoint, step.apply(P["make_tuple"], *d))
-    step.output = _next_backward(step, backward, rest, applied)
+    step.output = _next_backward(step, backward, [rest], applied)
 
 
 def _apply_chain(g: Graph, chain: list, residuals: list, d: Node) -> Node:
@@ -759,32 +864,35 @@ def _replace_inputs(bg: Graph, mapping: dict[Node, Node]) -> None:
     bump_version()
 
 
-def _lift(bg: Graph, forward: Graph) -> list[Node]:
-    """Make bg read the nodes of the forward loop it uses (the residuals) as parameters
-    instead; returns them.  bg is nested outside the forward loop (built so), and nothing
-    nested in bg reads them: what the backpropagator builds calls its closures, rules and
+def _lift(bgs: list[Graph], forward: Graph) -> list[Node]:
+    """Make the graphs bgs read the nodes of the forward loop they use (the residuals) as
+    parameters instead, each a parameter for every residual of any of them; returns the
+    residuals.  bgs are nested outside the forward loop (built so), and nothing nested in
+    them reads these: what a backpropagator builds calls its closures, rules and
     primitives, and nests no graph."""
     residuals: dict[Node, None] = {}
-    order = [n for n in toposort(bg) if isinstance(n, Apply) and n.graph is bg]
-    for node in order:
-        for x in node.inputs:
-            if x.graph is not None and x.graph is not bg and is_nested_in(x.graph, forward):
-                residuals.setdefault(x)
-    mapping = {x: bg.add_parameter(x.debug.name) for x in residuals}
-    for node in order:
-        node.set_inputs([mapping.get(x, x) for x in node.inputs])
+    orders = [[n for n in toposort(bg) if isinstance(n, Apply) and n.graph is bg]
+              for bg in bgs]
+    for bg, order in zip(bgs, orders):
+        for node in order:
+            for x in node.inputs:
+                if x.graph is not None and x.graph is not bg \
+                        and is_nested_in(x.graph, forward):
+                    residuals.setdefault(x)
+    for bg, order in zip(bgs, orders):
+        mapping = {x: bg.add_parameter(x.debug.name) for x in residuals}
+        for node in order:
+            node.set_inputs([mapping.get(x, x) for x in node.inputs])
     bump_version()
     return list(residuals)
 
 
-def _one_path(g: Graph, region: list[Graph]) -> bool:
-    """Whether one iteration of loop g takes one path through its region to the next: one
-    graph of the region calls g, and each other graph has one caller.  Then every record
-    pushed has the same residuals, and the backward loop applies the same adjoints."""
+def _tree(g: Graph, region: list[Graph]) -> bool:
+    """Whether the paths of one iteration of loop g through its region form a tree: each
+    graph but g has one caller.  Then the records pushed at the end of one path all have
+    the same residuals, and the backward loop applies the same adjoints to them."""
     uses = graph_uses(g)
-    callers = [h for h in region if isinstance(h.output, Apply) and h.output.fn is not None
-               and is_graph_constant(h.output.fn) and h.output.fn.value is g]
-    return len(callers) == 1 and all(len(uses.get(h, ())) == 1 for h in region[1:])
+    return all(len(uses.get(h, ())) == 1 for h in region[1:])
 
 
 def _compose(gj: Graph, cont: Node, adjoint: Constant, h: Graph) -> Graph:
@@ -840,6 +948,123 @@ def loop_region(g: Graph) -> list[Graph] | None:
             if not ((index == 0 and user in tails) or (index in (2, 3) and user in switches)):
                 return None   # used otherwise: as a value, or called not in tail position
     return region
+
+
+# The most paths through one iteration (and out of the loop) that a loop's gradient records
+# as kinds of records (`loop_tree`), and the most operations that copying the code after
+# `if`s adds to one iteration, as a multiple of the iteration's own and a number: each
+# `if` that joins again doubles the paths, and the code after it is copied for each (the
+# gradient, its compile time, and those of higher derivatives grow with them), so that
+# past these the records stay backpropagator closures.
+PATH_CAP = 8
+GROWTH = (2, 16)
+
+
+def loop_tree(g: Graph) -> tuple[Graph, list[Graph]] | None:
+    """A copy of loop g, with its region, where one iteration's paths form a tree: an `if`
+    inside a graph of the region whose value the rest of the graph reads (`r = a if c else
+    b`, written as statements) becomes one whose branches tail-call that rest
+    (`_split_at`), and a graph of the region with several callers (the code after an `if`
+    that joins, the rest just split off) is copied for each (`_duplicate`).  Each graph of
+    the copy's region then has one caller, each path from the loop's head ends at its own
+    graph, and the record of a path holds the values its graphs' adjoints read.  None where
+    the copy would have more than `PATH_CAP` paths (a loop's exits count), or grow past
+    `GROWTH`."""
+    copy = clone(g)
+    most = GROWTH[0] * _size(loop_region(g)) + GROWTH[1]
+    while True:
+        region = loop_region(copy)
+        if region is None or _size(region) > most or sum(
+                not [t for t in _tail_targets(h.output) or () if t in region and t is not copy]
+                for h in region) > PATH_CAP:
+            return None
+        if not (any(_split_at(h, region) for h in region) or _duplicate(copy, region)):
+            return copy, region
+
+
+def _size(region: list[Graph]) -> int:
+    """The number of operations of the graphs of a loop's region."""
+    return sum(1 for h in region for n in toposort(h) if isinstance(n, Apply) and n.graph is h)
+
+
+def _value_ifs(h: Graph, region: list[Graph]) -> list[Apply]:
+    """The calls `switch(c, a, b)(...)` in h, not its output, whose branches are graphs
+    nested in h that nothing else uses and that are not the region's."""
+    uses = graph_uses(h)
+    found = []
+    for node in toposort(h):
+        sc = switch_call(node) if isinstance(node, Apply) and node.graph is h else None
+        if sc is None or node is h.output or sc.then is sc.else_:
+            continue
+        if all(b.parent is h and b not in region and len(uses.get(b, ())) == 1
+               for b in (sc.then, sc.else_)):
+            found.append(node)
+    return found
+
+
+def _split_at(h: Graph, region: list[Graph]) -> bool:
+    """Split h at its first `if` whose value it reads: the rest of h becomes a graph nested
+    in h taking that value, which the two branches tail-call (a copy each) instead of
+    returning their value.  The rest is what reads the value, and what comes after the
+    `if` and has an effect or may raise, so that effects and exceptions keep their order,
+    and the operations without effects that only the rest reads (the choice of a later
+    `if`'s branch, so that its branches are nested in the rest); the other operations stay
+    in h, computed before the `if` as they were or, if they came after it, with no effect
+    to be seen."""
+    for call in _value_ifs(h, region):
+        order = [n for n in toposort(h) if isinstance(n, Apply) and n.graph is h]
+        at = order.index(call)
+        moved = {call}
+        for n in order[at + 1:]:
+            if not _pure(n) or any(i in moved or (is_graph_constant(i) and any(
+                    fv in moved for fv in free_variables(i.value))) for i in n.inputs):
+                moved.add(n)
+        if h.output not in moved:
+            continue
+        uses = users(h)
+        for n in reversed(order[:at]):
+            if n not in call.inputs and _pure(n) and all(u in moved for u, _ in uses[n]):
+                moved.add(n)
+        rest = Graph("if_after", None, call.location)
+        value = rest.add_parameter(call.debug.name, call.location)
+        mapping: dict = {n: n for n in order if n not in moved}
+        mapping.update({p: p for p in h.parameters})
+        mapping[call] = value
+        cloner = Cloner(mapping)
+        cloner.graph(h, into=rest)
+        rest.output = cloner.node(h.output)
+        rest.parent = h
+        sc = switch_call(call)
+        for branch, after in ((sc.then, rest), (sc.else_, clone(rest))):
+            branch.output = branch.apply(Constant(after), branch.output,
+                                         location=call.location)
+        h.output = call
+        bump_version()
+        return True
+    return False
+
+
+def _pure(node: Apply) -> bool:
+    """Whether node is an operation with no effect that cannot raise (not a call of a
+    graph, which may)."""
+    name = primitive_name(node)
+    return name is not None and name not in EFFECTS and not may_raise(name)
+
+
+def _duplicate(g: Graph, region: list[Graph]) -> bool:
+    """Give each graph of loop g's region after the first, used by several graphs of it, a
+    copy of its own for every use but the first; whether any was."""
+    uses = graph_uses(g)
+    done = False
+    for h in region[1:]:
+        for user, index in uses.get(h, ())[1:]:
+            inputs = list(user.inputs)
+            inputs[index] = Constant(clone(h))
+            user.set_inputs(inputs)
+            done = True
+    if done:
+        bump_version()
+    return done
 
 
 def check_rule_arity(g: Graph, rule: Graph) -> None:

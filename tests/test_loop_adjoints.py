@@ -46,6 +46,12 @@ def check(f, args, wrt, backend):
     return got
 
 
+def check_next_order(lower, args, backend):
+    """myir.grad(lower) against central differences of `lower`, compiled (a derivative)."""
+    assert_grads_close(myir.compile(myir.grad(lower), backend=backend)(*args),
+                       numerical_grad(myir.compile(lower, backend=backend), args, 0))
+
+
 # ------------------------------------------------------------------------------ subjects
 
 
@@ -245,16 +251,11 @@ def test_second_order_through_a_data_dependent_loop(backend):
     (sin_for_range, (0.7, 6)),
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_second_order_against_finite_differences_of_the_first(backend, f, args):
-    first = myir.grad(f)
-    assert_grads_close(myir.compile(myir.grad(first), backend=backend)(*args),
-                       numerical_grad(myir.compile(first, backend=backend), args, 0))
+    check_next_order(myir.grad(f), args, backend)
 
 
 def test_third_order_against_finite_differences_of_the_second(backend):
-    second = myir.grad(myir.grad(if_else_in_body))
-    args = (0.7, 9)
-    assert_grads_close(myir.compile(myir.grad(second), backend=backend)(*args),
-                       numerical_grad(myir.compile(second, backend=backend), args, 0))
+    check_next_order(myir.grad(myir.grad(if_else_in_body)), (0.7, 9), backend)
 
 
 def test_second_order_through_100000_iterations(backend):
@@ -269,6 +270,232 @@ def test_second_order_through_100000_iterations(backend):
     finally:
         sys.setrecursionlimit(limit)
     assert got == pytest.approx(100_000 * 99_999 * 1.000001 ** 99_998, rel=1e-9)
+
+
+# ------------------------------------------------------------------------------ several paths
+
+
+def continue_every_third(x, n):
+    r = 0.0
+    i = 0
+    while i < n:
+        i += 1
+        if i % 3 == 0:
+            continue
+        r = r * 0.9 + 0.1 * math.sin(r * x + i)
+    return r
+
+
+def if_joins(x, n):
+    r = 0.5
+    i = 0
+    while i < n:
+        i += 1
+        if i % 3 == 0:
+            r = r * x
+        else:
+            r = r + 0.1 * math.sin(r * x + i)
+    return r
+
+
+def nested_ifs(x, n):
+    r = 0.5
+    i = 0
+    while i < n:
+        i += 1
+        if i % 3 == 0:
+            if i % 2 == 0:
+                continue
+            r = r * x
+        elif r > 1.0:
+            r = r * 0.5 + math.cos(x * r)
+        r = r + 0.1 * math.sin(r * x + i)
+    return r
+
+
+def break_in_if(x, n):
+    r = x
+    for i in range(n):
+        if r > 3.0:
+            break
+        if i % 2 == 0:
+            r = r * x + 0.1
+        else:
+            r = r + math.sin(r)
+    return r
+
+
+def if_over_array(x, xs):
+    r = x
+    for a in xs:
+        if a > 1.0:
+            r = r * a
+        else:
+            r = r + a * math.sin(r * x)
+    return r
+
+
+def return_from_if(x, xs):
+    r = x
+    for a in xs:
+        if r * a > 5.0:
+            return r * 2.0 + a
+        if a < 1.0:
+            r = r * a + x
+        else:
+            r = r + a
+    return r
+
+
+def five_ifs(x, n):
+    r = 0.5
+    i = 0
+    while i < n:
+        i += 1
+        if i % 2 == 0:
+            r = r * x
+        if i % 3 == 0:
+            r = r + x
+        if i % 5 == 0:
+            r = r * 0.5
+        if i % 7 == 0:
+            r = r - x
+        if i % 11 == 0:
+            r = r * 0.25
+        r = math.sin(r)
+    return r
+
+
+def continue_every_third_tangent(x, n):
+    """d continue_every_third / dx, in forward mode by hand."""
+    r, dr = 0.0, 0.0
+    i = 0
+    while i < n:
+        i += 1
+        if i % 3 == 0:
+            continue
+        a, da = r * x + i, dr * x + r
+        r, dr = r * 0.9 + 0.1 * math.sin(a), dr * 0.9 + 0.1 * math.cos(a) * da
+    return dr
+
+
+def if_joins_tangent(x, n):
+    """d if_joins / dx, in forward mode by hand."""
+    r, dr = 0.5, 0.0
+    i = 0
+    while i < n:
+        i += 1
+        if i % 3 == 0:
+            r, dr = r * x, dr * x + r
+        else:
+            a, da = r * x + i, dr * x + r
+            r, dr = r + 0.1 * math.sin(a), dr + 0.1 * math.cos(a) * da
+    return dr
+
+
+SEVERAL_PATHS = [
+    (continue_every_third, (0.7, 10)),
+    (if_joins, (0.7, 10)),
+    (nested_ifs, (0.7, 13)),
+    (break_in_if, (0.9, 12)),
+    (if_over_array, (0.8, XS)),
+    (return_from_if, (0.9, XS)),
+    (return_from_if, (0.3, XS)),
+]
+
+
+@pytest.mark.parametrize("f, args", SEVERAL_PATHS + [(five_ifs, (0.7, 12))],
+                         ids=lambda v: getattr(v, "__name__", None))
+def test_several_paths_against_finite_differences(backend, f, args):
+    check(f, args, (0,), backend)
+
+
+def closures_made_per_iteration(source: str) -> list[str]:
+    """The functions the source defines inside a loop on a path that goes round again (a
+    block not ending in `break` or `return`): one made at each iteration."""
+    import ast
+
+    found = []
+
+    def visit(body: list, in_loop: bool):
+        once = bool(body) and isinstance(body[-1], (ast.Break, ast.Return))
+        for stmt in body:
+            if isinstance(stmt, ast.FunctionDef):
+                if in_loop and not once:
+                    found.append(stmt.name)
+                visit(stmt.body, False)
+            elif isinstance(stmt, ast.While):
+                visit(stmt.body, True)
+            elif isinstance(stmt, ast.For):
+                visit(stmt.body, True)
+            elif isinstance(stmt, ast.If):
+                visit(stmt.body, in_loop)
+                visit(stmt.orelse, in_loop)
+    visit(ast.parse(source).body, False)
+    return found
+
+
+@pytest.mark.parametrize("f, args", SEVERAL_PATHS, ids=lambda v: getattr(v, "__name__", None))
+def test_several_paths_push_records_not_closures(f, args):
+    """Each path through an iteration pushes a record of the values its adjoint reads onto
+    a list of its own, and its number onto a list of tags; the backward loop pops a tag
+    and applies that path's adjoint in place: no function is made per iteration, in either
+    loop (the exits' adjoints are made once)."""
+    source = myir.grad(f, 0, backend="python").lower(*args).source
+    assert closures_made_per_iteration(source) == [], source
+    assert re.search(r"^\s*\w+\.append\(\d\)$", source, re.M), source    # the tags
+    assert "_stack_pop" not in source and "__StackCell" not in source, source
+    # ...while five `if`s one after the other have too many paths: a closure each
+    source = myir.grad(five_ifs, 0, backend="python").lower(0.7, 12).source
+    assert closures_made_per_iteration(source), source
+
+
+def test_an_effect_after_an_if_keeps_its_place(backend, capsys):
+    """The code after an `if` becomes the branches' continuation; a `print` there that
+    does not read the `if`'s value still runs after the branch, as in CPython."""
+    def printing(x, n):
+        r = 0.5
+        i = 0
+        while i < n:
+            i += 1
+            if i % 3 == 0:
+                r = r * x
+            else:
+                r = r + x
+            print(i, r)
+            r = math.sin(r)
+        return r
+    printing(0.7, 4)
+    expected = capsys.readouterr().out
+    got = myir.grad(printing, backend=backend)(0.7, 4)
+    assert capsys.readouterr().out == expected
+    assert got == pytest.approx(numerical_grad(printing, (0.7, 4), 0), rel=1e-6)
+    capsys.readouterr()
+
+
+def test_several_paths_100000_iterations(backend):
+    """As deep as the one-path loops, at CPython's recursion limit, in time linear in the
+    trip count."""
+    limit = sys.getrecursionlimit()
+    g1 = myir.compile(myir.grad(continue_every_third), backend=backend)
+    g2 = myir.compile(myir.grad(if_joins), backend=backend)
+    g1(0.7, 3), g2(0.7, 3)
+    sys.setrecursionlimit(1000)
+    try:
+        got = g1(0.7, 100_000), g2(0.999999, 100_000)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert got[0] == pytest.approx(continue_every_third_tangent(0.7, 100_000), rel=1e-9)
+    assert got[1] == pytest.approx(if_joins_tangent(0.999999, 100_000), rel=1e-9)
+
+
+@pytest.mark.parametrize("f, args", SEVERAL_PATHS[:4], ids=lambda v: getattr(v, "__name__", None))
+def test_several_paths_second_order(backend, f, args):
+    check_next_order(myir.grad(f), args, backend)
+
+
+def test_several_paths_third_order(backend):
+    check_next_order(myir.grad(myir.grad(continue_every_third)), (0.7, 10), backend)
 
 
 # ------------------------------------------------------------------------------ the program
@@ -345,7 +572,7 @@ def test_records_hold_what_the_backward_loop_reads():
 
 
 SECOND_PROCESS = """
-import sys
+import math, sys
 sys.path.insert(0, {root!r})
 import myir
 {source}
@@ -355,16 +582,20 @@ print(f(1.000001, 100_000), f._by_signature[next(iter(f._by_signature))].from_di
 """
 
 
-@pytest.mark.parametrize("function, want", [
-    ('myir.grad(pow_loop, "x")', 100_000 * 1.000001 ** 99_999),
-    ('myir.grad(myir.grad(pow_loop, "x"), "x")', 100_000 * 99_999 * 1.000001 ** 99_998),
-], ids=["first order", "second order"])
-def test_a_saved_program_runs_a_deep_loop_in_a_second_process(tmp_path, function, want):
+@pytest.mark.parametrize("subject, function, want", [
+    (pow_loop, 'myir.grad(pow_loop, "x")', 100_000 * 1.000001 ** 99_999),
+    (pow_loop, 'myir.grad(myir.grad(pow_loop, "x"), "x")',
+     100_000 * 99_999 * 1.000001 ** 99_998),
+    (continue_every_third, 'myir.grad(continue_every_third)',
+     continue_every_third_tangent(1.000001, 100_000)),
+], ids=["first order", "second order", "several paths"])
+def test_a_saved_program_runs_a_deep_loop_in_a_second_process(tmp_path, subject, function,
+                                                              want):
     import inspect
 
     script = tmp_path / "deep.py"
     script.write_text(SECOND_PROCESS.format(root=os.getcwd(), function=function,
-                                            source=textwrap.dedent(inspect.getsource(pow_loop))))
+                                            source=textwrap.dedent(inspect.getsource(subject))))
     env = {**os.environ, "MYIR_CACHE_DIR": str(tmp_path / "cache"), "MYIR_PROGRAM_CACHE": "on"}
     runs = [subprocess.run([sys.executable, str(script)], env=env, check=True,
                            capture_output=True, text=True).stdout.split() for _ in range(2)]

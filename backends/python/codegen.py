@@ -1066,8 +1066,9 @@ class InPlace:
             if self.layout.kind.get(g) == "branch":     # called by `switch(c, g, h)(...)`
                 calls = [(call, 0) for sw, i in calls if primitive_name(sw) == "switch"
                          and i in (2, 3) for call, j in self.users.get(sw, ()) if j == 0]
-            elif self.layout.kind.get(g) not in ("loop", "block", "join"):
-                return False
+            elif self.layout.kind.get(g) not in ("loop", "block", "join") \
+                    and g not in self.layout.looping:   # a loop written as a function
+                return False    # (called from several places): its calls are its callers
             if not calls or any(i != 0 for _, i in calls):
                 return False
             k = g.parameters.index(node)
@@ -1111,9 +1112,9 @@ class InPlace:
         return exits is not None and all(self._element_owned(h, k, assumed) for h in exits)
 
     def _exits(self, call: Node) -> list[Graph] | None:
-        """The graphs whose output is the result of `call`, an `if`, a loop or a block
-        written in place (None for anything else): both branches, a loop's exits, the
-        block."""
+        """The graphs whose output is the result of `call`, an `if`, a loop (written in
+        place, or as a function) or a block written in place (None for anything else):
+        both branches, a loop's exits, the block."""
         sc = switch_call(call)
         if sc is not None and id(sc.switch) in self.layout.switch_apps:
             return [sc.then, sc.else_]
@@ -1121,7 +1122,8 @@ class InPlace:
                 and self.layout.kind.get(call.fn.value) == "block":
             return [call.fn.value]
         if isinstance(call, Apply) and is_graph_constant(call.fn) \
-                and self.layout.kind.get(call.fn.value) == "loop":
+                and (self.layout.kind.get(call.fn.value) == "loop"
+                     or call.fn.value in self.layout.looping):
             loop = call.fn.value
             exits, stack = [], [loop]
             while stack:
@@ -1177,7 +1179,8 @@ class InPlace:
                 if path[0] or packs or primitive_name(user) in MADE_NEW:   # carry a view on
                     continue
                 return False
-            if index == OUTPUT or id(user) not in before or self._reruns(user.graph):
+            if index == OUTPUT or id(user) not in before \
+                    or (self._reruns(user.graph) and user.graph is not node.graph):
                 return False
             if primitive_name(user) not in MADE_NEW and not self._consumed(user, keeper, before):
                 return False
@@ -1198,7 +1201,8 @@ class InPlace:
 
     def _reruns(self, g: Graph) -> bool:
         """Whether g is a closure, which may run again after the update (a branch, a block
-        or a loop runs where it is written)."""
+        or a loop runs where it is written), reading the values of the graphs around it
+        again (its own are made anew)."""
         return self.layout.kind.get(g) == "closure"
 
 
