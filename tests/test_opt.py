@@ -540,6 +540,29 @@ def hand_unused_outputs():
     return before, after
 
 
+def hand_loop_constant():
+    """A loop whose exit returns (r, 7), both read: 7 is read where the loop is called,
+    and the exit returns r alone."""
+    def build(name: str, tagged: bool):
+        g, (x, n) = _graph(2, name)
+        loop = Graph("loop", g)
+        r, i = loop.add_parameter("r"), loop.add_parameter("i")
+        body, done = Graph("body", loop), Graph("done", loop)
+        body.output = body.apply(Constant(loop), body.apply(PR["mul"], r, 2.0),
+                                 body.apply(PR["add"], i, 1))
+        done.output = done.apply(PR["make_tuple"], r, 7) if tagged else r
+        test = loop.apply(PR["switch"], loop.apply(PR["lt"], i, n), Constant(body),
+                          Constant(done))
+        loop.output = loop.apply(test)
+        call = g.apply(Constant(loop), x, 0)
+        value, tag = (g.apply(PR["getitem"], call, 0), g.apply(PR["getitem"], call, 1)) \
+            if tagged else (call, Constant(7))
+        g.output = g.apply(PR["add"], value, tag)
+        return g
+
+    return build("before", True), build("after", False)
+
+
 def hand_unused_outputs_kept():
     """The same, but the dropped element has an effect (a check): it stays."""
     g, (x,) = _graph(1, "long_pair")
@@ -557,7 +580,12 @@ def hand_unused_outputs_kept():
 PRUNE_PAIRS = [
     ("drop_unused_parameters", "passed_on_to_itself",
      _parsed_pair(P.unused_parameter_before, P.unused_parameter_after)),
+    ("drop_unused_parameters", "carried_through_a_loop",
+     _parsed_pair(P.loop_carried_before, P.loop_carried_after)),
     ("drop_unused_outputs", "second_element", hand_unused_outputs),
+    ("drop_unused_outputs", "through_a_loop",
+     _parsed_pair(P.loop_carried_before, P.loop_carried_after)),
+    ("drop_unused_outputs", "constant_of_a_loop", hand_loop_constant),
 ]
 
 
@@ -643,7 +671,7 @@ def _items_placed(name):
     elif name == "sum_to_side":     # (p0 : (float, array), p1 : (array,), right)
         g.output = g.apply(PR["make_tuple"], item(x, 1))
     else:                           # broadcast_to_side(p0 : (array,), p1 : (float, array))
-        g.output = g.apply(PR["make_tuple"], g.apply(PR["grad_zeros"], item(y, 0)), item(x, 0))
+        g.output = g.apply(PR["make_tuple"], Constant(0.0), item(x, 0))   # a float's zero
     return g
 
 
@@ -909,6 +937,15 @@ TYPED_CASES = [
      lambda: _expect_constant(1, np.float32(1.0))),
     ("grad_seed_of_float", "int_kept", lambda: _one_op("grad_seed", [I64], result=I64), None),
     ("grad_seed_of_float", "array_kept", lambda: _one_op("grad_seed", [A4], result=A4), None),
+    ("zeros_of_number", "float", lambda: _one_op("grad_zeros", [F64], result=AScalar(float, 0.0)),
+     lambda: _expect_constant(1, 0.0)),
+    ("zeros_of_number", "float32", lambda: _one_op(
+        "grad_zeros", [F32], result=AScalar(np.float32, np.float32(0))),
+     lambda: _expect_constant(1, np.float32(0))),
+    ("zeros_of_number", "complex", lambda: _one_op(
+        "grad_zeros", [AScalar(complex)], result=AScalar(complex, 0j)),
+     lambda: _expect_constant(1, 0j)),
+    ("zeros_of_number", "array_kept", lambda: _one_op("grad_zeros", [A4], result=A4), None),
     ("grad_cast_by_type", "same_array", lambda: _one_op("grad_cast", [A34, A34], result=A34),
      lambda: _returning(2, 0)),
     ("grad_cast_by_type", "same_float", lambda: _one_op("grad_cast", [F64, F64], result=F64),
@@ -1434,8 +1471,8 @@ def _counting(monkeypatch) -> Counter:
         return counted
 
     def wrap_prune(prune):
-        def counted(root):
-            changed = prune(root)
+        def counted(root, types=None):
+            changed = prune(root, types)
             counts[prune.__name__] += changed
             return changed
 
