@@ -1571,31 +1571,33 @@ def drop_unused_parameters(root: Graph, types: dict | None = None) -> bool:
             live.add(n)
             pending.append(n)
 
-    known: set = set()
     for g in reachable_graphs(root):    # what is returned, and every effect, is live
         mark(g.output)
         for node in toposort(g):
             if isinstance(node, Apply) and node.graph is g \
                     and (primitive_name(node) is None or primitive_name(node) in EFFECTS):
                 mark(node)
+    known: set = set()
     quiet = raising(types)
-    for p, (g, k) in owner.items():     # an argument that may raise stays, and so its
-        if any(not effect_free(c.inputs[k + 1], known, quiet) for c in sites[g]):  # parameter
-            mark(p)
-    while pending:  # what a live node reads is live; an argument, where its parameter is
-        n = pending.pop()
-        if isinstance(n, Parameter):
-            if n in owner:
-                g, k = owner[n]
-                for c in sites[g]:
-                    mark(c.inputs[k + 1])
-                    for h in runs[c]:   # one call passes the same arguments to each
-                        mark(h.parameters[k])
-            continue
-        passing = n in runs and all(h in prunable for h in runs[n])
-        for i, x in enumerate(n.inputs):
-            if not (passing and i >= 1):
-                mark(x)
+    while pending:
+        while pending:  # what a live node reads is live; an argument, where its parameter is
+            n = pending.pop()
+            if isinstance(n, Parameter):
+                if n in owner:
+                    g, k = owner[n]
+                    for c in sites[g]:
+                        mark(c.inputs[k + 1])
+                        for h in runs[c]:   # one call passes the same arguments to each
+                            mark(h.parameters[k])
+                continue
+            passing = n in runs and all(h in prunable for h in runs[n])
+            for i, x in enumerate(n.inputs):
+                if not (passing and i >= 1):
+                    mark(x)
+        for p, (g, k) in owner.items():     # an argument that may raise stays, and so its
+            if p not in live and any(not effect_free(c.inputs[k + 1], known, quiet)  # parameter
+                                     for c in sites[g]):
+                mark(p)
     changed = False
     for g in prunable:
         dead = {k for k, p in enumerate(g.parameters) if p not in live}
@@ -1742,7 +1744,7 @@ def _drop_results(family: list[Graph], external: list[Apply], uses: dict, types,
     return True
 
 
-PRUNES = [drop_unused_parameters, drop_unused_outputs]
+PRUNES = [drop_unused_outputs, drop_unused_parameters]   # the first leaves work to the second
 
 
 def drop_unread_residuals(root: Graph, types: dict) -> bool:
