@@ -35,7 +35,7 @@ from myir.ir.analysis import OUTPUT, bump_version, free_variables, graph_uses, i
 from myir.ir.edit import Cloner, clone_program, inline, replace
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, id_mark, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive, plain_operator
-from myir.ir.values import EMPTY_STACK, Env
+from myir.ir.values import EMPTY_STACK, NEWENV, Env
 from myir.tree import is_namedtuple
 from passes.abstract import (ANY, BOTTOM, AArray, ADict, AEnv, AList, AObject, ARecord, AScalar,
                              AStack, ATuple, AUnion, abstract_of, containers, holds_stack,
@@ -198,7 +198,7 @@ def env_get_after_set(node: Apply, ctx) -> Node | None:
 
 def gadd_zero(node: Apply, ctx) -> Node | None:
     """gadd(x, zeros) -> x and gadd(zeros, x) -> x, for the zeros the AD makes (grad_zeros,
-    empty envs): adding them changes nothing (not even -0.0: AD zeros are +0.0 and
+    empty envs, the empty stack): adding them changes nothing (not even -0.0: AD zeros are +0.0 and
     x + 0.0 == x except for x = -0.0, where gradients' signs carry no meaning)."""
     if primitive_name(node) != "gadd":
         return None
@@ -211,7 +211,8 @@ def gadd_zero(node: Apply, ctx) -> Node | None:
 
 
 def _is_zero(node: Node) -> bool:
-    return primitive_name(node) == "grad_zeros" or (_const(node, Env) and not node.value.items)
+    return primitive_name(node) == "grad_zeros" or (_const(node, Env) and not node.value.items) \
+        or (isinstance(node, Constant) and node.value is EMPTY_STACK)
 
 
 # ------------------------------------------------------------------ gradients of containers
@@ -912,14 +913,20 @@ def grad_seed_of_float(node: Apply, ctx) -> Node | None:
 
 def zeros_of_number(node: Apply, ctx) -> Node | None:
     """grad_zeros(x) -> its value for a number x (0 for a bool or an int, the 0.0 of x's
-    float or complex type): the type rule knows it exactly, and a closure that only read x
-    for its zero captures nothing (a loop's exit adjoint, moved out of the loop by
+    float or complex type), a residual stack (the empty stack) or a gradient env (the
+    empty env): the type rule knows it exactly, and a closure that only read x for its
+    zero captures nothing (a loop's exit adjoint, moved out of the loop by
     `drop_unused_outputs`)."""
     if primitive_name(node) != "grad_zeros":
         return None
     t = ctx.type_of(node)
     if isinstance(t, AScalar) and t.known and is_number(t):
         return Constant(t.value, node.debug)
+    x = ctx.type_of(node.args[0])
+    if isinstance(x, AStack) and isinstance(t, AStack):
+        return Constant(EMPTY_STACK, node.debug)
+    if isinstance(x, AEnv) and isinstance(t, AEnv):
+        return Constant(NEWENV, node.debug)
     return None
 
 
@@ -1697,12 +1704,15 @@ def _drop_results(family: list[Graph], external: list[Apply], uses: dict, types,
     if types is not None and not all(isinstance(types.get(c), ATuple)
                                      and len(types[c].items) == n for c in calls):
         return False
+    flat = _flatten_results(tuples, calls, reads, uses, n, types)
+    changed = flat is not None
+    if changed:
+        n = flat
     # the elements that are one constant at every return, and no closure
     fixed = {k for k in range(n)
              if all(_same_constant(h.output.args[k], tuples[0].output.args[k]) for h in tuples)
              and not (is_graph_constant(tuples[0].output.args[k])
                       and free_variables(tuples[0].output.args[k].value))}
-    changed = False
     for c in external:
         evaluated = [r for r in reads[c] if r.args[1].value % n not in fixed] \
             or any(primitive_name(r) == "depend" for r, _ in uses.get(c, ()))
@@ -1742,6 +1752,62 @@ def _drop_results(family: list[Graph], external: list[Apply], uses: dict, types,
             else:
                 r.set_inputs([*r.inputs[:2], Constant(kept.index(r.args[1].value % n))])
     return True
+
+
+def _flatten_results(tuples: list[Graph], calls: list[Apply], reads: dict, uses: dict,
+                     n: int, types) -> int | None:
+    """Where element k of the tuple every graph of `tuples` returns is itself a tuple (of
+    one length) at each of them, and is only indexed with constants where it is read, its
+    items become elements of the outer tuple: a gradient's forward loop of a forward loop
+    returns `((value, adjoint, stack), stack)`, whose inner elements are then dropped or
+    moved out one by one.  Edits the returns, the reads (`reads`, call -> its getitems)
+    and the types of `calls`; returns the new length, or None where nothing is nested."""
+    widths = {}
+    for k in range(n):
+        inner = [h.output.args[k] for h in tuples]
+        if not all(primitive_name(x) == "make_tuple" and len(x.args) == len(inner[0].args)
+                   for x in inner):
+            continue
+        m = len(inner[0].args)
+        if types is not None and not all(isinstance(types[c].items[k], ATuple)
+                                         and len(types[c].items[k].items) == m for c in calls):
+            continue
+        if all(primitive_name(u) == "getitem" and i == 1 and _const(u.args[1], int)
+               and type(u.args[1].value) is int and -m <= u.args[1].value < m
+               for rs in reads.values() for r in rs if r.args[1].value % n == k
+               for u, i in uses.get(r, ())):
+            widths[k] = m
+    if not widths:
+        return None
+    start, at = [], 0
+    for k in range(n):
+        start.append(at)
+        at += widths.get(k, 1)
+    for h in tuples:
+        old = h.output
+        items = [y for k, x in enumerate(old.args)
+                 for y in (x.args if k in widths else [x])]
+        h.output = h.apply(P["make_tuple"], *items, location=old.location)
+        if types is not None and isinstance(types.get(old), ATuple):
+            types[h.output] = ATuple(tuple(y for k, t in enumerate(types[old].items)
+                                           for y in (t.items if k in widths else [t])))
+    if types is not None:
+        for c in calls:
+            types[c] = ATuple(tuple(y for k, t in enumerate(types[c].items)
+                                    for y in (t.items if k in widths else [t])))
+    for c, rs in reads.items():
+        now = []
+        for r in rs:
+            k = r.args[1].value % n
+            if k not in widths:
+                r.set_inputs([*r.inputs[:2], Constant(start[k])])
+                now.append(r)
+                continue
+            for u, _ in uses.get(r, ()):
+                u.set_inputs([u.inputs[0], c, Constant(start[k] + u.args[1].value % widths[k])])
+                now.append(u)
+        rs[:] = now
+    return at
 
 
 PRUNES = [drop_unused_outputs, drop_unused_parameters]   # the first leaves work to the second
@@ -2320,14 +2386,20 @@ def substitute(root: Graph, subst: dict) -> None:
 
 def _run(root: Graph, rewrites: list, types: dict | None) -> Graph:
     specialised: dict = {}
+    pruned = False
     for _ in range(MAX_SWEEPS):
         changed = sweep(root, rewrites, Context(root, types, specialised))
-        if not changed:  # prunes look at the whole program: once the rewrites are done
+        # prunes look at the whole program: once the rewrites are done, and after each
+        # sweep that follows prunes that found something (which mostly leaves them more to
+        # find: no sweep that changes nothing between)
+        if not changed or pruned:
+            pruned = False
             for prune in PRUNES:
-                changed |= prune(root, types)
+                pruned |= prune(root, types)
             if types is not None:
                 for prune in TYPED_PRUNES:
-                    changed |= prune(root, types)
+                    pruned |= prune(root, types)
+            changed |= pruned
         if not changed:
             break
     return root
