@@ -337,6 +337,20 @@ def test_a_backward_loop_that_changes_nothing(backend):
     assert re.search(r"in reversed\(\w+\):\n\s+pass$", source, re.M), source
 
 
+def counts_only(x, n):
+    i = 0
+    while i < n:
+        i += 1
+    return x * 2.0
+
+
+def test_a_loop_whose_counter_nothing_reads(backend):
+    """`i += 1` may raise (an int meeting a float), so the parser keeps it although its
+    value goes unread after the loop; the next iteration's call, which takes it, keeps it,
+    and stays in tail position: the gradient's loop runs as a loop, 10^5 iterations deep."""
+    assert myir.grad(counts_only, backend=backend)(1.5, 100_000) == 2.0
+
+
 def test_records_hold_what_the_backward_loop_reads():
     """The rules of `0.5 * (x + a / x)` may read x, a / x and their sum; once typed, the
     adjoint reads x alone (a is the loop's invariant), so x alone is pushed."""
