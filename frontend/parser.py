@@ -37,7 +37,7 @@ from frontend import builtin_functions, ownership, resolve
 from frontend.fingerprint import fingerprints, text_positions
 from myir import tree
 from myir.errors import Location, MyirSyntaxError
-from myir.ir.analysis import primitive_name, scope, switch_call
+from myir.ir.analysis import is_nested_in, primitive_name, scope, switch_call
 from myir.ir.graph import Apply, Constant, Graph, Node, is_graph_constant
 from myir.ir.signature import bind_arguments, shown_parameters
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
@@ -2318,6 +2318,10 @@ def _keep(node: Apply, functions: set) -> None:
         inputs[1] = g.apply(P["depend"], branch.cond, node, location=node.location)
         branch.switch.set_inputs(inputs)
         return
+    if isinstance(out, Apply) and is_graph_constant(out.fn) and is_nested_in(g, out.fn.value) \
+            and any(evaluates(arg, node) for arg in out.args):
+        return      # the loop's next iteration takes it, and an argument that can raise
+        #             is never dropped from a loop's call (passes/opt.py, `raising`)
     if isinstance(out, Apply) and is_graph_constant(out.fn) and out.fn.value.parent is not None \
             and out.fn.value not in functions and not _reads(node, out):
         for k, arg in enumerate(out.args):

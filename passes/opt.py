@@ -35,7 +35,7 @@ from myir.ir.analysis import OUTPUT, bump_version, free_variables, graph_uses, i
 from myir.ir.edit import Cloner, clone_program, inline, replace
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, id_mark, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive, plain_operator
-from myir.ir.values import EMPTY_STACK, Env
+from myir.ir.values import EMPTY_STACK, NEWENV, Env
 from myir.tree import is_namedtuple
 from passes.abstract import (ANY, BOTTOM, AArray, ADict, AEnv, AList, AObject, ARecord, AScalar,
                              AStack, ATuple, AUnion, abstract_of, containers, holds_stack,
@@ -81,9 +81,10 @@ def _same_constant(a: Node, b: Node) -> bool:
         and repr(a.value) == repr(b.value)
 
 
-def effect_free(node: Node, known: set | None = None) -> bool:
+def effect_free(node: Node, known: set | None = None, raises=None) -> bool:
     """Whether dropping `node` drops no effect: nothing it computes in its graph is an effect
-    primitive or a call of something other than a primitive (a graph may raise).  `known`:
+    primitive or a call of something other than a primitive (a graph may raise), nor an
+    operation that `raises(apply)` says may raise, where that test is given.  `known`:
     nodes found effect free before, not walked again; a walk that finds no effect adds the
     nodes it met (a caller asking about many values of one program, which share most of
     what they compute, walks each node once)."""
@@ -95,11 +96,26 @@ def effect_free(node: Node, known: set | None = None) -> bool:
             continue
         seen.add(n)
         name = primitive_name(n)
-        if name is None or name in EFFECTS:
+        if name is None or name in EFFECTS or (raises is not None and raises(n)):
             return False
         stack.extend(i for i in n.args if i.graph is n.graph)
     known.update(seen)
     return True
+
+
+def raising(types: dict | None):
+    """The test of `effect_free(..., raises=)` for the values a program computes and then
+    passes on or returns: the operations that can raise (`passes.raising`; on values of
+    their operands' types, where `types` are known).  The frontend keeps a computation
+    that can raise although its value is unused (`depend`), but not one whose value is
+    passed to a loop's next iteration or returned in a tuple: dropping such a value where
+    nothing reads it must not drop the ZeroDivisionError that computing it raises."""
+    def test(n: Apply) -> bool:
+        name = primitive_name(n)
+        if types is None or name == "vectorize_call":
+            return may_raise(name) or name == "vectorize_call"
+        return may_raise(name, [types.get(a) for a in n.args], types.get(n))
+    return test
 
 
 # ------------------------------------------------------------------ local rewrites
@@ -182,7 +198,7 @@ def env_get_after_set(node: Apply, ctx) -> Node | None:
 
 def gadd_zero(node: Apply, ctx) -> Node | None:
     """gadd(x, zeros) -> x and gadd(zeros, x) -> x, for the zeros the AD makes (grad_zeros,
-    empty envs): adding them changes nothing (not even -0.0: AD zeros are +0.0 and
+    empty envs, the empty stack): adding them changes nothing (not even -0.0: AD zeros are +0.0 and
     x + 0.0 == x except for x = -0.0, where gradients' signs carry no meaning)."""
     if primitive_name(node) != "gadd":
         return None
@@ -195,7 +211,8 @@ def gadd_zero(node: Apply, ctx) -> Node | None:
 
 
 def _is_zero(node: Node) -> bool:
-    return primitive_name(node) == "grad_zeros" or (_const(node, Env) and not node.value.items)
+    return primitive_name(node) == "grad_zeros" or (_const(node, Env) and not node.value.items) \
+        or (isinstance(node, Constant) and node.value is EMPTY_STACK)
 
 
 # ------------------------------------------------------------------ gradients of containers
@@ -894,6 +911,25 @@ def grad_seed_of_float(node: Apply, ctx) -> Node | None:
     return None
 
 
+def zeros_of_number(node: Apply, ctx) -> Node | None:
+    """grad_zeros(x) -> its value for a number x (0 for a bool or an int, the 0.0 of x's
+    float or complex type), a residual stack (the empty stack) or a gradient env (the
+    empty env): the type rule knows it exactly, and a closure that only read x for its
+    zero captures nothing (a loop's exit adjoint, moved out of the loop by
+    `drop_unused_outputs`)."""
+    if primitive_name(node) != "grad_zeros":
+        return None
+    t = ctx.type_of(node)
+    if isinstance(t, AScalar) and t.known and is_number(t):
+        return Constant(t.value, node.debug)
+    x = ctx.type_of(node.args[0])
+    if isinstance(x, AStack) and isinstance(t, AStack):
+        return Constant(EMPTY_STACK, node.debug)
+    if isinstance(x, AEnv) and isinstance(t, AEnv):
+        return Constant(NEWENV, node.debug)
+    return None
+
+
 def shape_facts(node: Apply, ctx) -> Node | None:
     """ndim(x), size(x), shape(x) -> their value, for an array whose rank (ndim) or shape
     (size, shape) is known, or a scalar (0, 1, ()): `x.ndim == 1` dispatches in gradient
@@ -1411,7 +1447,7 @@ def same_type(a, b) -> bool:
 TYPED_REWRITES = [checks_proved, grad_check_passes, grad_cast_by_type, seq_grad_of_same_kind,
                   array_like_of_array, setitem_slot_of_no_list_slice,
                   ieee_on_numpy,
-                  depend_on_what_raises, grad_seed_of_float, shape_facts,
+                  depend_on_what_raises, grad_seed_of_float, zeros_of_number, shape_facts,
                   known_integer, mul_one, add_zero, negation_absorbed, gadd_of_numbers,
                   add_at_index,
                   side_of_number, container_grads_by_type, sum_to_like_same_shape, tuple_rebuilt,
@@ -1433,6 +1469,7 @@ MATCHES = {
     constant_fold: set(_FOLDABLE), call_inline: CALLS, specialize_call: CALLS,
     checks_proved: {"check_bound", "unpack"} | {n for n in P if plain_operator(n) != n},
     grad_check_passes: {"grad_check_input"}, grad_seed_of_float: {"grad_seed"},
+    zeros_of_number: {"grad_zeros"},
     shape_facts: {"ndim", "size", "shape"}, known_integer: ANY_PRIMITIVE, mul_one: {"mul"},
     add_zero: {"add", "sub"}, negation_absorbed: {"mul", "add", "sub"}, add_at_index: {"add"},
     gadd_of_numbers: {"gadd"}, side_of_number: set(SIDES),
@@ -1477,23 +1514,105 @@ class Dispatch(dict):
 
 # ------------------------------------------------------------------ dead code
 
-def drop_unused_parameters(root: Graph) -> bool:
-    """Remove the parameters of graphs whose every use is a direct call (so all callers
-    are known) that nothing reads, or that are only passed on to the same position of the
-    graph's own recursive calls, with the arguments that fed them (when those have no
-    effect).  Returns whether anything changed."""
-    changed = False
+def _callees_of(call: Apply) -> list[Graph] | None:
+    """The graphs a call may run: its graph constant, or the two of `switch(c, G1, G2)(...)`."""
+    if is_graph_constant(call.fn):
+        return [call.fn.value]
+    sc = switch_call(call)
+    return None if sc is None else list(dict.fromkeys((sc.then, sc.else_)))
+
+
+def _call_sites(root: Graph, uses: dict) -> dict[Graph, list[Apply]]:
+    """Graph -> the calls that run it, for the graphs (not root) whose every use is such a
+    call: a call of the graph constant, or of a switch between two graph constants whose
+    every use is a call (an `if`'s branches, a loop's test).  So every caller is known, and
+    the graphs one call may run are known too (`_callees_of`)."""
+    sites: dict[Graph, list[Apply]] = {}
+    for g, found in graph_uses(root).items():
+        calls: dict[Apply, None] = {}
+        for user, i in found:
+            if i == 0:
+                calls[user] = None
+            elif i in (2, 3) and primitive_name(user) == "switch" \
+                    and is_graph_constant(user.inputs[5 - i]) and uses.get(user) \
+                    and all(j == 0 for _, j in uses[user]):
+                calls.update((u, None) for u, _ in uses[user])
+            else:
+                break
+        else:
+            if g is not root and calls:
+                sites[g] = list(calls)
+    return sites
+
+
+def drop_unused_parameters(root: Graph, types: dict | None = None) -> bool:
+    """Remove the parameters whose value reaches nothing the program returns or does, of
+    graphs whose every caller is known (`_call_sites`: direct calls, and the branches of an
+    `if` or a loop's test, which one call passes the same arguments), with the arguments
+    that fed them where those have no effect.  A parameter only passed on, as it is or
+    computed on, to a parameter that is itself unread (a loop's next iteration, a branch)
+    is unread too: liveness flows back from outputs and effects through what live nodes
+    read, and into an argument only where its parameter is live; a position is kept or
+    dropped alike in all the graphs one call may run.  An argument whose computation can
+    raise stays (`raising`, with the `types` of the typed optimizer where known).  Returns
+    whether anything changed."""
     uses = users(root)
-    for g, calls in graph_uses(root).items():
-        if g is root or not calls or any(i != 0 or len(c.args) != len(g.parameters)
-                                         for c, i in calls):
-            continue
-        dead = [k for k, p in enumerate(g.parameters) if _only_passed_on(p, k, g, uses)]
-        dead = [k for k in dead if all(effect_free(c.inputs[k + 1]) for c, _ in calls)]
+    sites = _call_sites(root, uses)
+    runs = {c: _callees_of(c) for calls in sites.values() for c in calls}
+    # graphs whose parameters may go: every call known, running only such graphs
+    prunable = {g for g, calls in sites.items() if not g.defaults
+                and all(len(c.args) == len(g.parameters) for c in calls)}
+    shrinking = True
+    while shrinking:
+        shrinking = False
+        for g in list(prunable):
+            if any(h not in prunable for c in sites[g] for h in runs[c]):
+                prunable.discard(g)
+                shrinking = True
+    owner = {p: (g, k) for g in prunable for k, p in enumerate(g.parameters)}
+    live: set[Node] = set()
+    pending: list[Node] = []
+
+    def mark(n: Node):
+        if n not in live and not isinstance(n, Constant):
+            live.add(n)
+            pending.append(n)
+
+    for g in reachable_graphs(root):    # what is returned, and every effect, is live
+        mark(g.output)
+        for node in toposort(g):
+            if isinstance(node, Apply) and node.graph is g \
+                    and (primitive_name(node) is None or primitive_name(node) in EFFECTS):
+                mark(node)
+    known: set = set()
+    quiet = raising(types)
+    while pending:
+        while pending:  # what a live node reads is live; an argument, where its parameter is
+            n = pending.pop()
+            if isinstance(n, Parameter):
+                if n in owner:
+                    g, k = owner[n]
+                    for c in sites[g]:
+                        mark(c.inputs[k + 1])
+                        for h in runs[c]:   # one call passes the same arguments to each
+                            mark(h.parameters[k])
+                continue
+            passing = n in runs and all(h in prunable for h in runs[n])
+            for i, x in enumerate(n.inputs):
+                if not (passing and i >= 1):
+                    mark(x)
+        for p, (g, k) in owner.items():     # an argument that may raise stays, and so its
+            if p not in live and any(not effect_free(c.inputs[k + 1], known, quiet)  # parameter
+                                     for c in sites[g]):
+                mark(p)
+    changed = False
+    for g in prunable:
+        dead = {k for k, p in enumerate(g.parameters) if p not in live}
         if not dead:
             continue
-        for call, _ in calls:
-            call.set_inputs([x for j, x in enumerate(call.inputs) if j - 1 not in dead])
+        for c in sites[g]:
+            if len(c.args) == len(g.parameters):   # not already done for another callee
+                c.set_inputs([x for j, x in enumerate(c.inputs) if j - 1 not in dead])
         g.parameters = [p for k, p in enumerate(g.parameters) if k not in dead]
         changed = True
     if changed:
@@ -1501,48 +1620,197 @@ def drop_unused_parameters(root: Graph) -> bool:
     return changed
 
 
-def _only_passed_on(p: Parameter, k: int, g: Graph, uses) -> bool:
-    return all(i == k + 1 and _const(user.fn) and user.fn.value is g
-               for user, i in uses.get(p, ()))
+def _result_family(g: Graph, sites: dict) -> tuple[list[Graph], list[Apply]] | None:
+    """The graphs whose result is g's result, and the calls of them that are not in tail
+    position of one of them (the calls reading that result): g, the graphs they call in
+    tail position (a loop's iterations, an `if`'s branches), the graphs a call of one of
+    them may run instead (the other branch), and the graphs calling one of them in tail
+    position.  None where one of them has a caller that is not known."""
+    family, external, i = [g], {}, 0
+    while i < len(family):
+        h = family[i]
+        i += 1
+        out = h.output
+        more = _callees_of(out) if isinstance(out, Apply) and out.graph is h else None
+        for c in sites[h]:     # and the graphs the same call may run instead
+            more = (more or []) + _callees_of(c)
+            if c is c.graph.output:
+                more.append(c.graph)
+            else:
+                external[c] = None
+        for m in more or ():
+            if m not in sites:
+                return None
+            if m not in family:
+                family.append(m)
+    return family, list(external)
 
 
-def drop_unused_outputs(root: Graph) -> bool:
-    """Remove the elements of the tuple a graph returns that no caller reads, for graphs
-    whose every use is a direct call whose result is only indexed with constants; a tuple
-    left with one element is replaced by it.  Returns whether anything changed."""
-    changed = False
+def drop_unused_outputs(root: Graph, types: dict | None = None) -> bool:
+    """Remove the elements of the tuple a graph returns that no caller reads, where every
+    use of the graph is a known call (`_call_sites`) whose result is only indexed with
+    constants (or waited for, by `depend`); a tuple left with one element is replaced by
+    it.  The tuple may be returned through calls in tail position: a loop returns it from
+    its exit, after its iterations, so its elements are those of every graph of its
+    `_result_family` that returns one.  An element that is the same constant at every such
+    return, and not a closure, is that constant where it is read, where the call is still
+    evaluated for another element or by `depend` (a loop's exit passing its adjoint out: the
+    adjoint is then called and inlined after the loop).  An element whose computation can
+    raise stays (`raising`).  Returns whether anything changed."""
     uses = users(root)
-    whole: dict[Node, Node] = {}  # getitem(call, 0) -> call, where one element is left
-    for g, calls in graph_uses(root).items():
-        out = g.output
-        if g is root or not calls or primitive_name(out) != "make_tuple" \
-                or any(i != 0 for _, i in calls):
+    sites = _call_sites(root, uses)
+    seen: set[Graph] = set()
+    whole: dict[Node, Node] = {}  # getitem(call, k) -> call, where one element is left
+    changed = False
+    for g in sites:
+        if g in seen:
             continue
-        reads = [r for c, _ in calls for r in uses.get(c, ())]
-        n = len(out.args)
-        if not all(primitive_name(r) == "getitem" and i == 1 and _const(r.args[1], int)
-                   and type(r.args[1].value) is int and -n <= r.args[1].value < n
-                   for r, i in reads):
+        found = _result_family(g, sites)
+        if found is None:
+            seen.add(g)
             continue
-        kept = sorted({r.args[1].value % n for r, _ in reads})
-        if len(kept) == n or not all(effect_free(x) for k, x in enumerate(out.args)
-                                     if k not in kept):
-            continue
-        elements = [out.args[k] for k in kept]
-        if len(kept) == 1:
-            g.output = elements[0]
-            whole.update((r, r.args[0]) for r, _ in reads)
-        else:
-            g.output = g.apply(P["make_tuple"], *elements, location=out.location)
-            for r, _ in reads:
-                r.set_inputs([*r.inputs[:2], Constant(kept.index(r.args[1].value % n))])
-        changed = True
-    if changed:
+        family, external = found
+        seen.update(family)
+        edited = _drop_results(family, external, uses, types, whole)
+        changed |= edited
+    if whole:
         substitute(root, whole)
+    elif changed:
+        bump_version()
     return changed
 
 
-PRUNES = [drop_unused_parameters, drop_unused_outputs]
+def _drop_results(family: list[Graph], external: list[Apply], uses: dict, types,
+                  whole: dict) -> bool:
+    ends = [h for h in family if not (isinstance(h.output, Apply) and h.output.graph is h
+                                      and _callees_of(h.output) is not None)]
+    tuples = [h for h in ends if primitive_name(h.output) != "raise_"]
+    if not tuples or any(primitive_name(h.output) != "make_tuple" for h in tuples):
+        return False
+    n = len(tuples[0].output.args)
+    reads: dict[Apply, list] = {}
+    for c in external:
+        reads[c] = []
+        for r, i in uses.get(c, ()):
+            if primitive_name(r) == "depend" and i == 2:
+                continue
+            if not (primitive_name(r) == "getitem" and i == 1 and _const(r.args[1], int)
+                    and type(r.args[1].value) is int and -n <= r.args[1].value < n):
+                return False
+            reads[c].append(r)
+    if any(len(h.output.args) != n for h in tuples):
+        return False
+    calls = external + [h.output for h in family if h not in ends]
+    if types is not None and not all(isinstance(types.get(c), ATuple)
+                                     and len(types[c].items) == n for c in calls):
+        return False
+    flat = _flatten_results(tuples, calls, reads, uses, n, types)
+    changed = flat is not None
+    if changed:
+        n = flat
+    # the elements that are one constant at every return, and no closure
+    fixed = {k for k in range(n)
+             if all(_same_constant(h.output.args[k], tuples[0].output.args[k]) for h in tuples)
+             and not (is_graph_constant(tuples[0].output.args[k])
+                      and free_variables(tuples[0].output.args[k].value))}
+    for c in external:
+        evaluated = [r for r in reads[c] if r.args[1].value % n not in fixed] \
+            or any(primitive_name(r) == "depend" for r, _ in uses.get(c, ()))
+        if not evaluated:
+            continue     # the constant read would drop the call: keep reading it
+        for r in [r for r in reads[c] if r.args[1].value % n in fixed]:
+            value = tuples[0].output.args[r.args[1].value % n].value
+            if isinstance(value, Graph):
+                value.parent = None     # captures nothing: defined at the top, read anywhere
+            const = Constant(value, r.debug)
+            if types is not None and r in types:
+                types[const] = types[r]
+            whole[r] = const
+            reads[c].remove(r)
+            changed = True
+    known: set = set()
+    kept = sorted({r.args[1].value % n for rs in reads.values() for r in rs}
+                  | {k for h in tuples for k, x in enumerate(h.output.args)
+                     if not effect_free(x, known, raising(types))})
+    if len(kept) == n:
+        return changed
+    for h in tuples:
+        old = h.output
+        elements = [old.args[k] for k in kept]
+        h.output = elements[0] if len(kept) == 1 else \
+            h.apply(P["make_tuple"], *elements, location=old.location)
+        if types is not None and len(kept) != 1 and isinstance(types.get(old), ATuple):
+            types[h.output] = ATuple(tuple(types[old].items[k] for k in kept))
+    if types is not None:
+        for c in calls:
+            items = types[c].items
+            types[c] = items[kept[0]] if len(kept) == 1 else ATuple(tuple(items[k] for k in kept))
+    for rs in reads.values():
+        for r in rs:
+            if len(kept) == 1:
+                whole[r] = r.args[0]
+            else:
+                r.set_inputs([*r.inputs[:2], Constant(kept.index(r.args[1].value % n))])
+    return True
+
+
+def _flatten_results(tuples: list[Graph], calls: list[Apply], reads: dict, uses: dict,
+                     n: int, types) -> int | None:
+    """Where element k of the tuple every graph of `tuples` returns is itself a tuple (of
+    one length) at each of them, and is only indexed with constants where it is read, its
+    items become elements of the outer tuple: a gradient's forward loop of a forward loop
+    returns `((value, adjoint, stack), stack)`, whose inner elements are then dropped or
+    moved out one by one.  Edits the returns, the reads (`reads`, call -> its getitems)
+    and the types of `calls`; returns the new length, or None where nothing is nested."""
+    widths = {}
+    for k in range(n):
+        inner = [h.output.args[k] for h in tuples]
+        if not all(primitive_name(x) == "make_tuple" and len(x.args) == len(inner[0].args)
+                   for x in inner):
+            continue
+        m = len(inner[0].args)
+        if types is not None and not all(isinstance(types[c].items[k], ATuple)
+                                         and len(types[c].items[k].items) == m for c in calls):
+            continue
+        if all(primitive_name(u) == "getitem" and i == 1 and _const(u.args[1], int)
+               and type(u.args[1].value) is int and -m <= u.args[1].value < m
+               for rs in reads.values() for r in rs if r.args[1].value % n == k
+               for u, i in uses.get(r, ())):
+            widths[k] = m
+    if not widths:
+        return None
+    start, at = [], 0
+    for k in range(n):
+        start.append(at)
+        at += widths.get(k, 1)
+    for h in tuples:
+        old = h.output
+        items = [y for k, x in enumerate(old.args)
+                 for y in (x.args if k in widths else [x])]
+        h.output = h.apply(P["make_tuple"], *items, location=old.location)
+        if types is not None and isinstance(types.get(old), ATuple):
+            types[h.output] = ATuple(tuple(y for k, t in enumerate(types[old].items)
+                                           for y in (t.items if k in widths else [t])))
+    if types is not None:
+        for c in calls:
+            types[c] = ATuple(tuple(y for k, t in enumerate(types[c].items)
+                                    for y in (t.items if k in widths else [t])))
+    for c, rs in reads.items():
+        now = []
+        for r in rs:
+            k = r.args[1].value % n
+            if k not in widths:
+                r.set_inputs([*r.inputs[:2], Constant(start[k])])
+                now.append(r)
+                continue
+            for u, _ in uses.get(r, ()):
+                u.set_inputs([u.inputs[0], c, Constant(start[k] + u.args[1].value % widths[k])])
+                now.append(u)
+        rs[:] = now
+    return at
+
+
+PRUNES = [drop_unused_outputs, drop_unused_parameters]   # the first leaves work to the second
 
 
 def drop_unread_residuals(root: Graph, types: dict) -> bool:
@@ -2118,14 +2386,20 @@ def substitute(root: Graph, subst: dict) -> None:
 
 def _run(root: Graph, rewrites: list, types: dict | None) -> Graph:
     specialised: dict = {}
+    pruned = False
     for _ in range(MAX_SWEEPS):
         changed = sweep(root, rewrites, Context(root, types, specialised))
-        if not changed:  # prunes look at the whole program: once the rewrites are done
+        # prunes look at the whole program: once the rewrites are done, and after each
+        # sweep that follows prunes that found something (which mostly leaves them more to
+        # find: no sweep that changes nothing between)
+        if not changed or pruned:
+            pruned = False
             for prune in PRUNES:
-                changed |= prune(root)
+                pruned |= prune(root, types)
             if types is not None:
                 for prune in TYPED_PRUNES:
-                    changed |= prune(root, types)
+                    pruned |= prune(root, types)
+            changed |= pruned
         if not changed:
             break
     return root

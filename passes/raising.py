@@ -385,7 +385,13 @@ def may_raise(name: str | None, args: list | None = None, out=None) -> bool:
     if any(_unknown(a) for a in (*args, out)):
         return True
     rule = RAISES.get(name)
-    return (rule is not None and rule(args, out)) or _int_to_float(args, out)
+    return (rule is not None and rule(args, out)) \
+        or (name not in HOLDS and _int_to_float(args, out))
+
+
+# Primitives that hold their operands as they are: an int meets no float there (a loop's
+# exit returning `(r, i)`).
+HOLDS = frozenset({"make_tuple", "make_list", "make_dict", "make_record", "switch"})
 
 
 # Primitives whose exceptions are arithmetic (ZeroDivisionError, a math domain error,

@@ -210,6 +210,34 @@ def unused_parameter_effect(x, n):
 
 
 # --------------------------------------------------------------------------------------------
+# drop_unused_outputs and drop_unused_parameters through a loop: the loop returns its tuple
+# from its exit, after its iterations; a value carried only for an unread element goes
+
+
+def _count_and_double(x, n):
+    i = 0
+    while i < n:
+        x = x * 2.0
+        i = i + 1
+    return i, x
+
+
+def loop_carried_before(x, n):
+    return _count_and_double(x, n)[0]
+
+
+def _count(n):
+    i = 0
+    while i < n:
+        i = i + 1
+    return i
+
+
+def loop_carried_after(x, n):
+    return _count(n)
+
+
+# --------------------------------------------------------------------------------------------
 # constant_fold
 
 

@@ -40,10 +40,10 @@ from frontend import parse
 from myir.ir.analysis import primitive_name, reachable_graphs, toposort
 from myir.ir.graph import Constant, Graph, Parameter
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
-from myir.ir.values import NEWENV, Env, GradKey
+from myir.ir.values import EMPTY_STACK, NEWENV, Env, GradKey
 from passes import opt
-from passes.abstract import ANY, AArray, ADict, AEnv, AList, ANone, AScalar, ASlice, ATuple, \
-    abstract_of, join
+from passes.abstract import ANY, BOTTOM, AArray, ADict, AEnv, AList, ANone, AScalar, ASlice, \
+    AStack, ATuple, abstract_of, join
 from passes.infer import infer
 from tests import programs_opt as P
 
@@ -276,6 +276,12 @@ def hand_gadd_empty_env():
     return g, _returning(1, 0)
 
 
+def hand_gadd_empty_stack():
+    g, (s,) = _graph(1, "before")
+    g.output = g.apply(PR["gadd"], EMPTY_STACK, g.apply(PR["gadd"], s, EMPTY_STACK))
+    return g, _returning(1, 0)
+
+
 def hand_switch_same_branches():
     g, (c, a) = _graph(2, "before")
     g.output = g.apply(PR["switch"], c, a, a)
@@ -405,6 +411,7 @@ PAIRS = [
     ("gadd_zero", "zeros_right", hand_gadd_zero_right),
     ("gadd_zero", "zeros_left", hand_gadd_zero_left),
     ("gadd_zero", "empty_env", hand_gadd_empty_env),
+    ("gadd_zero", "empty_stack", hand_gadd_empty_stack),
     ("getitem_grad_of_made", "tuple", hand_getitem_grad_of_made),
     ("gadd_of_made", "tuples", hand_gadd_of_made),
     ("switch_on_constant", "if_true", _parsed_pair(P.switch_before, P.switch_after)),
@@ -540,6 +547,34 @@ def hand_unused_outputs():
     return before, after
 
 
+def hand_loop_constant(nested: bool = False):
+    """A loop whose exit returns (r, 7), both read: 7 is read where the loop is called,
+    and the exit returns r alone.  `nested`: it returns ((r, 7), i), of which the caller
+    reads the first element's two: the inner tuple's items are the loop's results, the
+    same."""
+    def build(name: str, tagged: bool):
+        g, (x, n) = _graph(2, name)
+        loop = Graph("loop", g)
+        r, i = loop.add_parameter("r"), loop.add_parameter("i")
+        body, done = Graph("body", loop), Graph("done", loop)
+        body.output = body.apply(Constant(loop), body.apply(PR["mul"], r, 2.0),
+                                 body.apply(PR["add"], i, 1))
+        done.output = done.apply(PR["make_tuple"], r, 7) if tagged else r
+        if tagged and nested:
+            done.output = done.apply(PR["make_tuple"], done.output, i)
+        test = loop.apply(PR["switch"], loop.apply(PR["lt"], i, n), Constant(body),
+                          Constant(done))
+        loop.output = loop.apply(test)
+        call = g.apply(Constant(loop), x, 0)
+        inner = g.apply(PR["getitem"], call, 0) if tagged and nested else call
+        value, tag = (g.apply(PR["getitem"], inner, 0), g.apply(PR["getitem"], inner, 1)) \
+            if tagged else (call, Constant(7))
+        g.output = g.apply(PR["add"], value, tag)
+        return g
+
+    return build("before", True), build("after", False)
+
+
 def hand_unused_outputs_kept():
     """The same, but the dropped element has an effect (a check): it stays."""
     g, (x,) = _graph(1, "long_pair")
@@ -557,7 +592,13 @@ def hand_unused_outputs_kept():
 PRUNE_PAIRS = [
     ("drop_unused_parameters", "passed_on_to_itself",
      _parsed_pair(P.unused_parameter_before, P.unused_parameter_after)),
+    ("drop_unused_parameters", "carried_through_a_loop",
+     _parsed_pair(P.loop_carried_before, P.loop_carried_after)),
     ("drop_unused_outputs", "second_element", hand_unused_outputs),
+    ("drop_unused_outputs", "through_a_loop",
+     _parsed_pair(P.loop_carried_before, P.loop_carried_after)),
+    ("drop_unused_outputs", "constant_of_a_loop", hand_loop_constant),
+    ("drop_unused_outputs", "nested_in_a_loop", lambda: hand_loop_constant(nested=True)),
 ]
 
 
@@ -643,7 +684,7 @@ def _items_placed(name):
     elif name == "sum_to_side":     # (p0 : (float, array), p1 : (array,), right)
         g.output = g.apply(PR["make_tuple"], item(x, 1))
     else:                           # broadcast_to_side(p0 : (array,), p1 : (float, array))
-        g.output = g.apply(PR["make_tuple"], g.apply(PR["grad_zeros"], item(y, 0)), item(x, 0))
+        g.output = g.apply(PR["make_tuple"], Constant(0.0), item(x, 0))   # a float's zero
     return g
 
 
@@ -909,6 +950,20 @@ TYPED_CASES = [
      lambda: _expect_constant(1, np.float32(1.0))),
     ("grad_seed_of_float", "int_kept", lambda: _one_op("grad_seed", [I64], result=I64), None),
     ("grad_seed_of_float", "array_kept", lambda: _one_op("grad_seed", [A4], result=A4), None),
+    ("zeros_of_number", "float", lambda: _one_op("grad_zeros", [F64], result=AScalar(float, 0.0)),
+     lambda: _expect_constant(1, 0.0)),
+    ("zeros_of_number", "float32", lambda: _one_op(
+        "grad_zeros", [F32], result=AScalar(np.float32, np.float32(0))),
+     lambda: _expect_constant(1, np.float32(0))),
+    ("zeros_of_number", "complex", lambda: _one_op(
+        "grad_zeros", [AScalar(complex)], result=AScalar(complex, 0j)),
+     lambda: _expect_constant(1, 0j)),
+    ("zeros_of_number", "array_kept", lambda: _one_op("grad_zeros", [A4], result=A4), None),
+    ("zeros_of_number", "stack", lambda: _one_op(
+        "grad_zeros", [AStack(F64)], result=AStack(BOTTOM)),
+     lambda: _expect_constant(1, EMPTY_STACK)),
+    ("zeros_of_number", "env", lambda: _one_op("grad_zeros", [AEnv()], result=AEnv()),
+     lambda: _expect_constant(1, NEWENV)),
     ("grad_cast_by_type", "same_array", lambda: _one_op("grad_cast", [A34, A34], result=A34),
      lambda: _returning(2, 0)),
     ("grad_cast_by_type", "same_float", lambda: _one_op("grad_cast", [F64, F64], result=F64),
@@ -1434,8 +1489,8 @@ def _counting(monkeypatch) -> Counter:
         return counted
 
     def wrap_prune(prune):
-        def counted(root):
-            changed = prune(root)
+        def counted(root, types=None):
+            changed = prune(root, types)
             counts[prune.__name__] += changed
             return changed
 

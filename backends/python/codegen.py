@@ -11,7 +11,9 @@ the common shapes are recognised and written as Python's own control flow:
   `break`; a loop that is the tail of an enclosing loop's body leaves that loop next.  A
   loop called from several places (the optimizer peeled its first iteration: inference
   specialised it for a variable unbound before the loop) is a `def` whose body is the
-  `while True:`, its exits `return`
+  `while True:`, its exits `return`.  A loop that starts with its test, `if c:` a body
+  that goes round, else the exit, is `while c:` the body, then the exit
+  (`_test_in_header`)
 * a graph tail-called by several branches of one `if` (a join)   →  code after the `if`
 * any other nested graph (a closure used as a value)             →  a nested `def`, its free
   variables captured at definition through keyword-only defaults, exactly like the graph
@@ -556,6 +558,7 @@ class Emitter:
             self.line(indent + 1, "while True:", g.location)
             self.loop_stack.append(g)
             self.block(g, RETURN, indent + 2)
+            self._test_in_header(start, keep_break=False)
         else:
             self.block(g, RETURN, indent + 1)
         if len(self.lines) == start:
@@ -843,16 +846,55 @@ class Emitter:
             return self.drain_loop(g, drain, tail, indent)
         # a loop: its exits produce the call's result
         inner = tail if tail.var is None else Tail(tail.var, exits_loop=True)
+        head = len(self.lines)
         self.line(indent, "while True:", g.location)
         self.loop_stack.append(g)
         self.block(g, inner, indent + 1)
         self.loop_stack.pop()
         if tail.exits_loop:
             # The loop is the tail of an enclosing loop's body: its result is that loop's
-            # result too, and its `break` leaves only itself, so leave the enclosing one next.
-            self.line(indent, "break", g.location)
+            # result too, and its `break` leaves only itself, so leave the enclosing one next
+            # (the exit's own `break` does, where the test moves into the `while`).
+            if not self._test_in_header(head, keep_break=True):
+                self.line(indent, "break", g.location)
             return False
+        self._test_in_header(head, keep_break=False)
         return tail.var is not None
+
+    def _test_in_header(self, head: int, keep_break: bool) -> bool:
+        """Write the loop emitted from line `head` on, `while True:` then `if c:` the body
+        ending in `continue`, then the exit, as `while c:` the body, then the exit after
+        the loop, where that means the same: no statement before the test (`while`
+        evaluates c anew each time round, as the `if` did), no `break` of this loop in
+        the body (it would now run the exit), and no `continue` of it in the exit, whose
+        one `break`, its last line, goes (or stays, with `keep_break`, to leave the
+        enclosing loop: the exit is now that loop's code).  Returns whether it did."""
+        lines = self.lines
+        pad = lines[head][0][:len(lines[head][0]) - len("while True:")]
+        test = lines[head + 1][0] if head + 1 < len(lines) else ""
+        if not (test.startswith(pad + "    if ") and test.endswith(":")):
+            return False
+        inner = pad + "        "
+        end = head + 2
+        while end < len(lines) and lines[end][0].startswith(inner):
+            end += 1
+        body, exit_ = lines[head + 2:end], lines[end:]
+        if not body or body[-1][0] != inner + "continue" \
+                or "break" in _own_jumps(body).values() \
+                or "continue" in _own_jumps(exit_).values():
+            return False
+        breaks = [k for k, s in _own_jumps(exit_).items() if s == "break"]
+        if breaks and breaks != [len(exit_) - 1]:
+            return False
+        if breaks and not keep_break:
+            exit_ = exit_[:-1]
+        if not breaks and keep_break:
+            return False    # (an exit that returns or raises: the caller's `break` stays)
+        body = [(text[4:], loc) for text, loc in body[:-1]] \
+            or [(pad + "    pass", lines[head][1])]
+        lines[head:] = [(pad + "while " + test[len(pad) + 7:], lines[head][1]), *body,
+                        *((text[4:], loc) for text, loc in exit_)]
+        return True
 
     def _drain(self, g: Graph) -> tuple[SwitchCall, Apply] | None:
         """Where g, a loop, is a gradient's backward loop over a list stack
@@ -865,9 +907,11 @@ class Emitter:
         out = g.output
         sc = switch_call(out) if self.list_stacks and isinstance(out, Apply) else None
         if sc is None or not self._is_branch_pair(sc) or primitive_name(sc.cond) != "stack_empty" \
-                or not isinstance(sc.cond.args[0], Parameter) or sc.args != g.parameters:
-            return None
-        k = g.parameters.index(sc.cond.args[0])
+                or not isinstance(sc.cond.args[0], Parameter) or sc.cond.args[0] not in sc.args \
+                or not all(isinstance(a, Parameter) and a.graph is g for a in sc.args) \
+                or len(set(sc.args)) != len(sc.args):
+            return None     # (the `if` may take fewer of g's parameters: those it reads)
+        k = sc.args.index(sc.cond.args[0])     # the stack's position in the `if`'s call,
         own = [n for n in toposort(g) if isinstance(n, Apply) and n.graph is g and n is not out]
         if any(n is not sc.cond and id(n) not in self.layout.switch_apps for n in own) \
                 or self.users.get(sc.cond.args[0], ()) != [(sc.cond, 1), (out, k + 1)] \
@@ -880,10 +924,11 @@ class Emitter:
         pop = pops[0][0]
         if not _taken_apart(pop, self.users):   # each use is pop[0] or pop[1]
             return None
-        call = step.output
+        call = step.output     # and in g's, which the step's call of g passes
         rests = [u for u, _ in self.users.get(pop, ()) if u.args[1].value == 1]
         if not (isinstance(call, Apply) and is_graph_constant(call.fn) and call.fn.value is g
-                and len(rests) == 1 and self.users.get(rests[0]) == [(call, k + 1)]):
+                and len(rests) == 1 and self.users.get(rests[0])
+                == [(call, g.parameters.index(sc.cond.args[0]) + 1)]):
             return None
         return sc, pop
 
@@ -894,11 +939,14 @@ class Emitter:
         stack = self.name(sc.cond.args[0])
         self.drained.add(id(pop))
         self.line(indent, f"for {self.name(pop)} in reversed({stack}):", g.location)
+        start = len(self.lines)
         self.loop_stack.append(g)
         self.branch(sc.else_, sc.args, tail, g.location, indent + 1)
         self.loop_stack.pop()
         if self.lines[-1][0] == "    " * (indent + 1) + "continue":
             self.lines.pop()    # the step's last statement: `for` goes round anyway
+        if len(self.lines) == start:
+            self.line(indent + 1, "pass", g.location)   # a step that changes nothing
         return self.branch(sc.then, sc.args, tail, g.location, indent)
 
     def if_statement(self, sc: SwitchCall, tail: Tail, location, indent: int,
@@ -1170,8 +1218,8 @@ class InPlace:
                     before |= _ancestors(sw)
             g = g.parent
         for user, index in self.users.get(node, ()):
-            if user is keeper:
-                continue
+            if user is keeper or _only_evaluated(user, index):
+                continue    # (what `depend` waits for is not read: a loop's result)
             where = user if index == OUTPUT else user.graph
             path = [ends for o, ends in others if is_nested_in(where, o)]
             if path:    # a loop's exit may keep anything: the loop is over; a branch that
@@ -1225,6 +1273,23 @@ def _python_number(node: Node) -> bool:
 def _other_line(node: Node, user: Node) -> bool:
     """Whether node and its user come from different source lines."""
     return bool(node.location and user.location and node.location.line != user.location.line)
+
+
+def _own_jumps(lines: list) -> dict[int, str]:
+    """The `break` and `continue` statements among generated lines (text, location) that
+    leave or go round the loop the lines are in, by index: not those of a loop or function
+    nested in them."""
+    jumps, nested = {}, []
+    for k, (text, _) in enumerate(lines):
+        stripped = text.lstrip(" ")
+        level = len(text) - len(stripped)
+        while nested and nested[-1] >= level:
+            nested.pop()
+        if stripped in ("break", "continue") and not nested:
+            jumps[k] = stripped
+        if stripped.startswith(("while ", "for ", "def ")) and stripped.endswith(":"):
+            nested.append(level)
+    return jumps
 
 
 def _taken_apart(pop: Apply, users: dict) -> bool:
