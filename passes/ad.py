@@ -101,7 +101,7 @@ import functools
 from frontend import parse
 from myir.errors import MyirError
 from myir.ir.analysis import bump_version, free_variables, graph_uses, is_nested_in, \
-    primitive_name, switch_call, toposort, users
+    primitive_name, switch_call, tail_targets, toposort, users
 from myir.ir.edit import Cloner, clone, clone_program, replace
 from myir.ir.graph import Apply, Constant, Graph, Node, id_mark, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, Primitive, plain_operator
@@ -373,7 +373,7 @@ class JTransform:
         region = loop_region(g) if not g.unrolled else None
         if region is not None:
             if not _tree(g, region) or any(_value_ifs(h, region) for h in region) \
-                    or sum(_tail_targets(h.output) == [g] for h in region) > 1:
+                    or sum(tail_targets(h.output) == [g] for h in region) > 1:
                 tree = loop_tree(g)     # several paths: a kind of record for each
                 if tree is not None:
                     self.entries[g] = self.loop(*tree)
@@ -511,7 +511,7 @@ class JTransform:
         self.entries[g] = entry
         params = [entry.add_parameter(p.debug.name, p.location) for p in g.parameters]
         if _tree(g, region):
-            self.kinds[g] = [h for h in region if _tail_targets(h.output) == [g]]
+            self.kinds[g] = [h for h in region if tail_targets(h.output) == [g]]
         n = len(_stack_names(self.kinds.get(g, [g])))
         forward = self.segment(g, entry)
         res = entry.apply(Constant(forward), *params, *[EMPTY_STACK] * n, location=g.location)
@@ -622,7 +622,7 @@ class JTransform:
                                  *stacks, location=h.location)
             return
         forward = self.graphs[loop]
-        targets = _tail_targets(tail)
+        targets = tail_targets(tail)
         # the adjoint of each path through a switch knows the branch it took
         bps = [self.backpropagator(h, hj, bprops, tail, forward.parent,
                                    None if len(targets) == 1 else taken)
@@ -840,7 +840,7 @@ def _invariants(g: Graph, region: list[Graph]) -> dict[Node, int]:
     while changed:   # a region's graphs are few: passing names along to a fixed point
         changed = False
         for h in region:
-            for t in _tail_targets(h.output) or []:
+            for t in tail_targets(h.output):
                 if t is g:
                     continue
                 for p, a in zip(t.parameters, h.output.args):
@@ -849,7 +849,7 @@ def _invariants(g: Graph, region: list[Graph]) -> dict[Node, int]:
                         changed = True
     kept = set(range(len(g.parameters)))
     for h in region:
-        if _tail_targets(h.output) == [g]:
+        if tail_targets(h.output) == [g]:
             kept &= {k for k, a in enumerate(h.output.args) if of.get(a) == k}
     return {n: k for n, k in of.items() if k in kept}
 
@@ -903,19 +903,8 @@ def _compose(gj: Graph, cont: Node, adjoint: Constant, h: Graph) -> Graph:
     return c
 
 
-def _tail_targets(out: Node) -> list[Graph] | None:
-    """The graphs a graph's output calls in tail position (the two branches of a switch),
-    or None if it calls something else."""
-    if not isinstance(out, Apply):
-        return None
-    if is_graph_constant(out.fn):
-        return [out.fn.value]
-    sc = switch_call(out)
-    return [sc.then, sc.else_] if sc is not None else None
-
-
 def _continues(out: Node, loop: Graph, loop_of: dict) -> bool:
-    targets = _tail_targets(out)
+    targets = tail_targets(out)
     return bool(targets) and all(loop_of.get(t) is loop for t in targets)
 
 
@@ -926,7 +915,7 @@ def loop_region(g: Graph) -> list[Graph] | None:
     region, i = [g], 0
     calls_itself = False
     while i < len(region):
-        targets = _tail_targets(region[i].output) or []
+        targets = tail_targets(region[i].output)
         inside = [t for t in targets if t is g or is_nested_in(t, g)]
         if inside and len(inside) != len(targets):
             return None   # a switch between a graph of the iteration and another
@@ -975,7 +964,7 @@ def loop_tree(g: Graph) -> tuple[Graph, list[Graph]] | None:
     while True:
         region = loop_region(copy)
         if region is None or _size(region) > most or sum(
-                not [t for t in _tail_targets(h.output) or () if t in region and t is not copy]
+                not [t for t in tail_targets(h.output) if t in region and t is not copy]
                 for h in region) > PATH_CAP:
             return None
         if not (any(_split_at(h, region) for h in region) or _duplicate(copy, region)):

@@ -65,7 +65,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from myir.ir.analysis import bump_version, free_variables, graph_uses, is_nested_in, \
-    primitive_name, reachable_graphs, recursive_graphs, scope, switch_call, toposort
+    primitive_name, reachable_graphs, recursive_graphs, scope, switch_call, tail_targets, toposort
 from myir.ir.edit import Cloner, clone_program
 from myir.ir.graph import Apply, Constant, Graph, Node, is_graph_constant
 from myir.ir.primitives import PRIMITIVES as P
@@ -111,14 +111,6 @@ def recursion_as_loops(root: Graph) -> Graph:
     return root
 
 
-def _tail_targets(out: Node) -> list[Graph]:
-    """The graphs a graph's output calls in tail position: none, one, or a switch's two."""
-    if isinstance(out, Apply) and is_graph_constant(out.fn):
-        return [out.fn.value]
-    sc = switch_call(out)
-    return [sc.then, sc.else_] if sc is not None else []
-
-
 def _applies(g: Graph) -> list[Apply]:
     return [n for n in toposort(g) if isinstance(n, Apply) and n.graph is g]
 
@@ -137,7 +129,7 @@ def _region(f: Graph) -> list[Graph] | None:
     region, i = [f], 0
     edges: dict[Graph, list[Graph]] = {}
     while i < len(region):
-        targets = _tail_targets(region[i].output)
+        targets = tail_targets(region[i].output)
         inside = [t for t in targets if is_nested_in(t, f)]
         if f in inside or (inside and len(inside) != len(targets)):
             return None
@@ -203,12 +195,12 @@ def _plan(f: Graph) -> Plan | None:
 def _reached(h: Graph, region: list[Graph]) -> set[Graph]:
     """The graphs of `region` that h leads to by tail calls, h not included."""
     found: set[Graph] = set()
-    pending = [t for t in _tail_targets(h.output) if t in region]
+    pending = [t for t in tail_targets(h.output) if t in region]
     while pending:
         g = pending.pop()
         if g not in found:
             found.add(g)
-            pending.extend(t for t in _tail_targets(g.output) if t in region)
+            pending.extend(t for t in tail_targets(g.output) if t in region)
     return found
 
 
@@ -281,7 +273,7 @@ def _exits(region: list[Graph], closing, calling: set) -> None:
     for g in region:
         out = g.output
         if g in calling or primitive_name(out) == "raise_" \
-                or any(t in members for t in _tail_targets(out)):
+                or any(t in members for t in tail_targets(out)):
             continue
         g.output = closing(g, out)
 
@@ -404,7 +396,7 @@ def _resume(g: Graph, r: Node, site: Site, pushed: list[Node], values: list[Node
         | {up.mapping[c] for root in site.copied for c in scope(root)}
     continued, i = [after], 0
     while i < len(continued):
-        continued.extend(t for t in _tail_targets(continued[i].output)
+        continued.extend(t for t in tail_targets(continued[i].output)
                          if t in copies and t not in continued)
         i += 1
     _exits(continued, lambda c, out: c.apply(Constant(ascend), out, *going_on, *kept), set())

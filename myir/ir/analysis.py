@@ -60,6 +60,16 @@ def switch_call(node: Node) -> SwitchCall | None:
 _version = [0]
 
 
+def tail_targets(out: Node) -> list:
+    """The graphs a graph's output `out` calls in tail position: the one a call of a graph
+    constant calls, the two branches of a `switch` call, or none (a value, a primitive
+    call, a call of a computed function)."""
+    if isinstance(out, Apply) and is_graph_constant(out.fn):
+        return [out.fn.value]
+    sc = switch_call(out)
+    return [sc.then, sc.else_] if sc is not None else []
+
+
 def bump_version() -> None:
     """Called by every edit: invalidates all cached analyses."""
     _version[0] += 1
