@@ -1,7 +1,10 @@
-"""`python -m bench.deep_loop [--n N] [--backend B[,B]] [--limit S]` — a deep `while` loop.
+"""`python -m bench.deep_loop [--n N] [--backend B[,B]] [--limit S] [--branches]` — a deep
+`while` loop.
 
 A myir-only workload: a `while` loop of N iterations (10^6 by default), its forward and its
 gradient, each timed in a fresh process, compile included, with the process's peak memory.
+With `--branches` the loop's body has a `continue` and an `if` that joins again: three
+paths per iteration, each with records of its own (passes/ad.py).
 The gradient runs twice: with the pipeline (program cache off), and in a second process that
 loads the program the first one saved, at CPython's default recursion limit either way.  The
 gradient is checked against the derivative carried forward alongside the loop in CPython.
@@ -37,13 +40,38 @@ def deep_loop(x, n):
     return r
 '''
 
+# The same loop with several paths per iteration: one in three skipped by `continue`, the
+# others alternating between two updates that join again.
+BRANCHES = '''import math
 
-def _derivative(x: float, n: int) -> float:
-    """d deep_loop / dx, carried forward with the loop: r' = r' * (1 + 0.001 cos r)."""
+
+def deep_loop(x, n):
+    r = x
+    i = 0
+    while i < n:
+        i += 1
+        if i % 3 == 0:
+            continue
+        if i % 2 == 0:
+            r = r + 0.001 * math.sin(r)
+        else:
+            r = r * 0.9999 + 0.0001
+    return r
+'''
+
+
+def _derivative(x: float, n: int, branches: bool) -> float:
+    """d deep_loop / dx, carried forward with the loop: r' = r' * (1 + 0.001 cos r) (or
+    r' * 0.9999 on the other path of BRANCHES)."""
     import math
     r, dr = x, 1.0
-    for _ in range(n):
-        r, dr = r + 0.001 * math.sin(r), dr * (1.0 + 0.001 * math.cos(r))
+    for i in range(1, n + 1):
+        if branches and i % 3 == 0:
+            continue
+        if branches and i % 2 == 1:
+            r, dr = r * 0.9999 + 0.0001, dr * 0.9999
+        else:
+            r, dr = r + 0.001 * math.sin(r), dr * (1.0 + 0.001 * math.cos(r))
     return dr
 
 
@@ -68,18 +96,22 @@ def cell(system: str, mode: str, n: int, directory: Path) -> dict:
         build = lambda: myir.compile(target, backend=backend)  # noqa: E731
     else:
         try:
-            return _jax(mode, n, x)
+            return _jax(mode, n, x, _has_branches(directory))
         except ImportError as e:
             return {"status": "n/a", "reason": f"not installed ({e})"}
     start = time.perf_counter()
     value = build()(x, n)
     seconds = time.perf_counter() - start
-    want = f(x, n) if mode == "forward" else _derivative(x, n)
+    want = f(x, n) if mode == "forward" else _derivative(x, n, _has_branches(directory))
     return {"seconds": seconds, "peak_mb": _peak_mb(), "value": value,
             "matches": abs(value - want) <= 1e-12 * max(1.0, abs(want))}
 
 
-def _jax(mode: str, n: int, x: float) -> dict:
+def _has_branches(directory: Path) -> bool:
+    return (directory / "deep_loop_program.py").read_text() == BRANCHES
+
+
+def _jax(mode: str, n: int, x: float, branches: bool) -> dict:
     import types
 
     import jax
@@ -87,7 +119,7 @@ def _jax(mode: str, n: int, x: float) -> dict:
     jax.config.update("jax_enable_x64", True)
     # the same function body, its `math.sin` being jax.numpy's (math.sin cannot take a tracer)
     namespace = {}
-    exec(PROGRAM, namespace)
+    exec(BRANCHES if branches else PROGRAM, namespace)
     namespace["math"] = types.SimpleNamespace(sin=jax.numpy.sin)
     f = namespace["deep_loop"]
     if mode == "unrolled":
@@ -96,7 +128,12 @@ def _jax(mode: str, n: int, x: float) -> dict:
     else:
         def body(state):
             i, r = state
-            return i + 1, r + 0.001 * jax.numpy.sin(r)
+            if not branches:
+                return i + 1, r + 0.001 * jax.numpy.sin(r)
+            i = i + 1
+            stepped = jax.numpy.where(i % 2 == 0, r + 0.001 * jax.numpy.sin(r),
+                                      r * 0.9999 + 0.0001)
+            return i, jax.numpy.where(i % 3 == 0, r, stepped)
         fn = jax.grad(lambda x, n: lax.while_loop(lambda s: s[0] < n, body, (0, x))[1])
     start = time.perf_counter()
     try:
@@ -105,7 +142,7 @@ def _jax(mode: str, n: int, x: float) -> dict:
         return {"status": "fails", "reason": f"{type(e).__name__}: {str(e).splitlines()[0]}"}
     seconds = time.perf_counter() - start
     return {"seconds": seconds, "peak_mb": _peak_mb(), "value": value,
-            "matches": abs(value - _derivative(x, n)) <= 1e-12 * max(1.0, abs(value))}
+            "matches": abs(value - _derivative(x, n, branches)) <= 1e-12 * max(1.0, abs(value))}
 
 
 def _peak_mb() -> float:
@@ -135,6 +172,8 @@ def main(argv=None) -> int:
     parser.add_argument("--backend", default="python,tvm", help="myir backends (default python,tvm)")
     parser.add_argument("--jax-n", type=int, default=1000, help="iterations JAX unrolls (default 1000)")
     parser.add_argument("--no-jax", action="store_true")
+    parser.add_argument("--branches", action="store_true",
+                        help="a loop with a `continue` and an `if` that joins (3 paths)")
     parser.add_argument("--limit", type=float, default=600, help="seconds per process (default 600)")
     parser.add_argument("--cell", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -143,7 +182,7 @@ def main(argv=None) -> int:
         print(json.dumps(cell(system, mode, int(n), Path(directory))))
         return 0
     directory = Path(tempfile.mkdtemp(prefix="deep_loop_"))
-    (directory / "deep_loop_program.py").write_text(PROGRAM)
+    (directory / "deep_loop_program.py").write_text(BRANCHES if args.branches else PROGRAM)
     rows = [("cpython", "forward", args.n, "off")]
     for backend in args.backend.split(","):
         saved = str(directory / f"cache-{backend}")
@@ -151,8 +190,9 @@ def main(argv=None) -> int:
                  (f"myir-{backend}", "grad", args.n, saved), (f"myir-{backend}", "grad (saved)", args.n, saved)]
     if not args.no_jax:
         rows += [("jax", "unrolled", args.jax_n, "off"), ("jax", "lax.while_loop", args.n, "off")]
-    print(f"deep_loop: `while i < n: r = r + 0.001 * math.sin(r)`, n = {args.n:,}; "
-          "fresh process per row, compile included\n")
+    loop = "with a `continue` and an `if` that joins" if args.branches else \
+        "`while i < n: r = r + 0.001 * math.sin(r)`"
+    print(f"deep_loop: {loop}, n = {args.n:,}; fresh process per row, compile included\n")
     print("| system | mode | n | s | peak MB | checked | / cpython forward | / its forward |")
     print("|---|---|---:|---:|---:|---|---:|---:|")
     forward = {}
