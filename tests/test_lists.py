@@ -4,6 +4,7 @@ updates (`append`, `extend`, `pop`) compiled code refuses because CPython would 
 another name or the caller sees.  Subjects are in tests/programs_lists.py."""
 
 import re
+
 import numpy as np
 import pytest
 
