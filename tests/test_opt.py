@@ -38,6 +38,7 @@ from bench import workloads
 from bench.workloads import programs as W
 from frontend import parse
 from myir.ir.analysis import primitive_name, reachable_graphs, toposort
+from myir.ir.edit import GraphMoved, clone_program
 from myir.ir.graph import Constant, Graph, Parameter
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
 from myir.ir.values import NEWENV, Env, GradKey
@@ -1493,6 +1494,34 @@ def test_optimize_does_not_mutate_built_graph(build):
     opt.optimize(g)
     assert str(g) == text
     assert g.stats() == stats
+
+
+def test_graphs_called_once_are_moved_not_copied(monkeypatch):
+    """Inlining the only call of a graph moves its body there (`edit.move_inline`): a chain
+    of such calls, and its gradient's J graphs and backpropagators, are moved, none copied."""
+    moved, copied = [], []
+    real_move, real_inline = opt.move_inline, opt.inline
+    monkeypatch.setattr(opt, "move_inline", lambda g, *a: moved.append(g.name) or real_move(g, *a))
+    monkeypatch.setattr(opt, "inline", lambda g, *a, **k: copied.append(g.name)
+                        or real_inline(g, *a, **k))
+    f = myir.compile(P.chain_called_once, backend="python")
+    assert f(0.75) == P.chain_called_once(0.75)
+    assert {"_chain_1", "_chain_2"} <= set(moved) and not {"_chain_1", "_chain_2"} & set(copied)
+    # d/dx [2 ((x/2)^2 + 1) - x] = x - 1
+    assert myir.grad(myir.compile(P.chain_called_once, backend="python"), 0)(0.75) == -0.25
+    assert {"J__chain_1", "bprop__chain_1"} <= set(moved)
+
+
+def test_graph_used_again_after_its_body_moved_is_copied():
+    """`pair[0]` becomes the helper only during the sweep: two calls of a graph counted as
+    called once.  The first moves its body; the second meets the moved graph (GraphMoved),
+    and the optimizer starts again, copying: the results are CPython's."""
+    with pytest.raises(GraphMoved):
+        opt._run(clone_program(parse(P.called_through_a_tuple)), opt.REWRITES, None, True)
+    f = myir.compile(P.called_through_a_tuple, backend="python")
+    assert f(0.5) == P.called_through_a_tuple(0.5)
+    # d/dx [(3x + 1) + (6x + 1)] = 9
+    assert myir.grad(f, 0)(0.5) == 9.0
 
 
 # --------------------------------------------------------------------------------------------

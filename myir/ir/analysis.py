@@ -212,7 +212,8 @@ def scope(graph: Graph) -> list[Graph]:
             found.add(id(node.value))
             result.append(node.value)
             walked.add(node.value)
-            stack.append(node.value.output)
+            if node.value.output is not None:   # None: moved (`myir.ir.edit.move_inline`)
+                stack.append(node.value.output)
     for g in walked:
         _read(g)
     return result
@@ -253,7 +254,7 @@ def free_variables(graph: Graph) -> list[Node]:
     result: dict[int, Node] = {}
     seen: set[int] = set()
     walked = {graph}
-    stack: list[Node] = [graph.output]
+    stack: list[Node] = [graph.output] if graph.output is not None else []
     while stack:
         node = stack.pop()
         key = id(node)
@@ -274,7 +275,8 @@ def free_variables(graph: Graph) -> list[Node]:
                 stack.extend(fv for fv in free_variables(h))
             else:
                 walked.add(h)
-                stack.append(h.output)
+                if h.output is not None:
+                    stack.append(h.output)
     for g in walked:
         _read(g)
     return list(result.values())
@@ -299,7 +301,7 @@ def toposort(graph: Graph) -> list[Node]:
     constants: list[Node] = []  # other than graphs: they come first
     computing: list[Node] = []
     closures: list[Node] = []   # graph constants
-    stack = [graph.output]
+    stack = [graph.output] if graph.output is not None else []  # None: moved, or not built
     while stack:
         node = stack.pop()
         key = id(node)
