@@ -553,10 +553,16 @@ class FunctionParser:
         self.names_of: dict[int, list[tuple[str, int]]] = {}  # id(value) -> [(name, line)]
         self.owned: set[str] = set()     # names holding a dict this function made (see owns)
         self.dict_copies: set[int] = set()   # ids of the copies `dict(d)` made (not `x.copy()`)
-        self.root = enclosing[0].root if enclosing is not None else self
         self.root.function_graphs = getattr(self.root, "function_graphs", set()) | {graph}
         if self.root is self:   # dict comprehensions: parsed as functions, run where written
             self.dict_comprehensions: set[Graph] = set()
+
+    @property
+    def root(self) -> "FunctionParser":
+        """The parser of the outermost function, which the nested ones report to.  (Found,
+        not kept: the outermost one keeping itself made every parser garbage that only the
+        cycle collector frees, with all it holds.)"""
+        return self.enclosing[0].root if self.enclosing is not None else self
 
     # -- errors and locations
 

@@ -402,7 +402,9 @@ def call_inline(node: Apply, ctx) -> Node | None:
     (loops stay loops).  Calls
     made in this sweep (copies of inlined calls) do not count as the only call: the call
     they were copied from may remain.  The only call of a graph takes the graph's own body
-    (`move_inline`) where the context allows moves: nothing is copied."""
+    (`move_inline`) where the context allows moves: nothing is copied.  Only graphs of the
+    program the sweep started with move (the optimizer's copy, or graphs inference made):
+    a graph taken out of a constant may be shared."""
     if not is_graph_constant(node.fn):
         return None
     g = node.fn.value
@@ -418,7 +420,7 @@ def call_inline(node: Apply, ctx) -> Node | None:
         size = ctx.size(g)
         if not (size <= INLINE_SIZE or (size <= CLOSURE_INLINE_SIZE and _returns_closure(g))):
             return None
-    if once and ctx.moves and g not in ctx.copied:
+    if once and ctx.moves and g in ctx.graphs and g not in ctx.copied:
         return move_inline(g, list(node.args), node.graph, node, ctx.id_before(node),
                            RULE_FILES)
     ctx.copying(g)
@@ -1811,6 +1813,7 @@ class Context:
         self._sizes: dict[Graph, int] = {}
         self._ids: dict[Graph, SortedIds] = {}
         self.present = {n for g in reachable_graphs(root) for n in toposort(g)}
+        self.graphs = set(reachable_graphs(root))   # those a sweep may move (`move_inline`)
         self._graphs = {id(g.debug): g for g in reachable_graphs(root)}
         self._typed_debug: dict | None = None
         # calls copied from the only call of a graph by inlining it there: they are the only
@@ -2076,10 +2079,18 @@ def _captured(node: Apply, g: Graph, initial: set) -> list[Node]:
     visited in that order).  A closure that inlining copied reads the
     copies of the inlined graph's nodes: simplified in the same sweep, a backpropagator
     reads the next one of a chain of calls as a graph constant, and inlining goes on down
-    the chain in this sweep, not one link per sweep."""
-    return [v for i in node.inputs if is_graph_constant(i) and i.value.parent is not None
-            for v in free_variables(i.value)
-            if isinstance(v, Apply) and v.graph is g and v not in initial]
+    the chain in this sweep, not one link per sweep.  A graph `move_inline` emptied met
+    here, before any rewrite reads it, raises `GraphMoved` (see `_moving_or_copying`)."""
+    found = []
+    for i in node.inputs:
+        if type(i) is Constant and type(i.value) is Graph:
+            h = i.value
+            if h.moved_into is not None:
+                raise GraphMoved(h)
+            if h.parent is not None:
+                found += [v for v in free_variables(h)
+                          if type(v) is Apply and v.graph is g and v not in initial]
+    return found
 
 
 def _resolve_inputs(node: Apply, subst: dict) -> None:
@@ -2098,9 +2109,6 @@ def _resolve_output(g: Graph, subst: dict) -> None:
 def _simplify(node: Apply, dispatch: Dispatch, ctx: Context, seen: dict) -> Node | None:
     """The node that replaces `node`: an equal one seen before (CSE), or the first
     rewrite's result; None if none applies."""
-    for i in node.inputs:
-        if type(i) is Constant and type(i.value) is Graph and i.value.moved_into is not None:
-            raise GraphMoved(i.value)   # used after all: see `_moving_or_copying`
     name = primitive_name(node)
     key = _cse_key(node, name)
     if key is not None and key in seen:
@@ -2171,7 +2179,8 @@ def _run(root: Graph, rewrites: list, types: dict | None, moves: bool) -> Graph:
 
 
 def optimize(root: Graph) -> Graph:
-    """An optimized copy of the program rooted at `root`."""
+    """An optimized copy of the program rooted at `root`.  (A copy: the program holds graphs
+    that caches share between compiles, the parsed functions and gradient rules.)"""
     return _moving_or_copying(lambda moves: _run(clone_program(root), REWRITES, None, moves))
 
 
@@ -2187,21 +2196,29 @@ def _moving_or_copying(run):
         return run(False)
 
 
-def optimize_typed(root: Graph, types: dict, entry: bool = False) -> tuple[Graph, dict]:
+def optimize_typed(root: Graph, types: dict, entry: bool = False, in_place: bool = False,
+                   moves: bool = True) -> tuple[Graph, dict]:
     """An optimized copy of the program rooted at `root`, with the types `passes.infer`
     found for it (node -> abstract value): the rewrites of `TYPED_REWRITES` as well as the
     others.  Returns the copy and its types: the nodes rewrites make have the type of the
     node they replace, copies of inlined graphs that of their original.  `entry`: root is
     the program's entry, called by the caller with its arguments, whose dicts are taken
-    apart (`flatten_dict_parameters`)."""
+    apart (`flatten_dict_parameters`).  `in_place`: root itself is optimized, for a
+    program whose every graph is the caller's to edit (as inference makes them); moves
+    (`move_inline`) then happen as `moves` says, and a moved graph used again raises
+    `GraphMoved` for the caller to start over without (see `_moving_or_copying`)."""
     def run(moves: bool):
-        cloner = Cloner()
-        cloner.scopes([g for g in reachable_graphs(root) if g.parent is None])
-        copied = {cloner.mapping.get(n, n): t for n, t in types.items()}
+        if in_place:
+            graph, copied = root, dict(types)
+        else:
+            cloner = Cloner()
+            cloner.scopes([g for g in reachable_graphs(root) if g.parent is None])
+            graph, copied = cloner.mapping[root], {cloner.mapping.get(n, n): t
+                                                    for n, t in types.items()}
         if entry:
-            flatten_dict_parameters(cloner.mapping[root], copied)
-        return _run(cloner.mapping[root], REWRITES + TYPED_REWRITES, copied, moves), copied
-    return _moving_or_copying(run)
+            flatten_dict_parameters(graph, copied)
+        return _run(graph, REWRITES + TYPED_REWRITES, copied, moves), copied
+    return run(moves) if in_place else _moving_or_copying(run)
 
 
 # How a program may use a dict argument that is taken apart on entry: uses that read it

@@ -1524,6 +1524,19 @@ def test_graph_used_again_after_its_body_moved_is_copied():
     assert myir.grad(f, 0)(0.5) == 9.0
 
 
+def test_moves_leave_graphs_shared_between_compiles_alone():
+    """The gradient rules (and parsed functions) are graphs that caches share between
+    compiles; `mul`'s rule is called once here.  Moved rather than copied, the next compile
+    would call an empty graph."""
+    from passes.ad import gradient_rule
+
+    for optimize in (True, False, True):
+        g = myir.grad(myir.compile(P.getitem_before, backend="python", optimize=optimize),
+                      0, 1, 2)
+        assert g(0.5, 2.0, 3.0) == (-1.0, 3.0, 2.0)     # (-1, c, b)
+        assert gradient_rule("mul").output is not None
+
+
 # --------------------------------------------------------------------------------------------
 # Known bugs
 

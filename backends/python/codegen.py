@@ -684,18 +684,21 @@ class Emitter:
         order: list[Graph] = []
         among = set(graphs)
         visited: set[Graph] = set()
-
-        def visit(h):
-            if h in visited:
-                return
-            visited.add(h)
-            for k in self._closures_referenced(h):
-                if k in among:
-                    visit(k)
-            order.append(h)
-
-        for h in graphs:
-            visit(h)
+        for start in graphs:    # depth first, with a stack: a recursive closure is a cycle
+            if start in visited:
+                continue
+            visited.add(start)
+            stack = [(start, iter(self._closures_referenced(start)))]
+            while stack:
+                h, referred = stack[-1]
+                for k in referred:
+                    if k in among and k not in visited:
+                        visited.add(k)
+                        stack.append((k, iter(self._closures_referenced(k))))
+                        break
+                else:
+                    stack.pop()
+                    order.append(h)
         return order
 
     def _inlinable(self, node: Apply) -> bool:

@@ -196,7 +196,7 @@ def move_inline(graph: Graph, args: list[Node], into: Graph, at: Node, after: fl
         h.touch()   # its free variables are into's now
     into.touch()
     if relocated and at.location is not None and at.location.filename not in relocated:
-        _relocate([*args, *own, *nested, *others,
+        _relocate([*(a for a in args if a.graph is not None), *own, *nested, *others,
                          *(p for h in nested for p in h.parameters)], relocated, at.location)
     step = (at.debug.id - after) / (len(own) + 1)
     for k, node in enumerate(own):   # ids strictly between the call's and the one before
