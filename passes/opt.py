@@ -2051,12 +2051,12 @@ def _sweep_graph(g: Graph, dispatch: Dispatch, ctx: Context, subst: dict) -> boo
         stack = [start] if start is not None else captured
         while stack:
             node = stack[-1]
-            if not (isinstance(node, Apply) and node.graph is g) or node in done:
+            if not (type(node) is Apply and node.graph is g) or node in done:
                 stack.pop()
                 continue
             _resolve_inputs(node, subst)
             fresh = [i for i in node.inputs
-                     if isinstance(i, Apply) and i.graph is g and i not in done]
+                     if type(i) is Apply and i.graph is g and i not in done]
             if fresh:
                 stack.extend(fresh)
                 continue
@@ -2096,7 +2096,7 @@ def _captured(node: Apply, g: Graph, initial: set) -> list[Node]:
 def _resolve_inputs(node: Apply, subst: dict) -> None:
     """Make node use subst[i] for each input i, changing it (and its graph's stamp) only if
     one is replaced: a sweep leaves the analyses of graphs it does not change valid."""
-    if any(i in subst for i in node.inputs):
+    if not subst.keys().isdisjoint(node.inputs):
         node.set_inputs([_resolve(i, subst) for i in node.inputs])
 
 

@@ -1524,6 +1524,26 @@ def test_graph_used_again_after_its_body_moved_is_copied():
     assert myir.grad(f, 0)(0.5) == 9.0
 
 
+def test_compile_starts_over_without_moves_when_a_moved_graph_is_used(monkeypatch):
+    """The typed optimization edits inference's graphs in place: nothing to start over
+    from, so a moved graph met again (GraphMoved) restarts the whole compile, without
+    moves."""
+    from myir import pipeline
+
+    tried, real = [], pipeline.optimize_typed
+
+    def optimize_typed(graph, types, entry, in_place, moves):
+        tried.append(moves)
+        if moves:
+            raise GraphMoved(graph)
+        return real(graph, types, entry, in_place, moves)
+
+    monkeypatch.setattr(pipeline, "optimize_typed", optimize_typed)
+    assert myir.compile(P.chain_called_once, backend="python")(0.75) \
+        == P.chain_called_once(0.75)
+    assert tried == [True, False]
+
+
 def test_moves_leave_graphs_shared_between_compiles_alone():
     """The gradient rules (and parsed functions) are graphs that caches share between
     compiles; `mul`'s rule is called once here.  Moved rather than copied, the next compile

@@ -367,29 +367,36 @@ def _after_captured(computing: list[Node], closures: list[Node], deps_of: dict) 
 def _kahn(nodes: dict[int, Node], deps_of: dict[int, list[Node]], position: dict[int, int]
           ) -> list[Node]:
     """The nodes in the smallest order by `position` (each node's place in the sorted
-    order) in which every node comes after the nodes `deps_of` gives it."""
-    waiting: dict[int, int] = {}  # node -> how many of its distinct inputs are not placed
-    dependents: dict[int, list[Node]] = {}
+    order) in which every node comes after the nodes `deps_of` gives it.  (Kept by
+    position, in lists: a heap of positions alone, without dicts by node or tuples.)"""
+    n = len(position)
+    by_position: list = [None] * n
+    waiting = [0] * n   # how many of the node's distinct inputs are not placed
+    dependents: list = [None] * n
     ready = []
     for key, node in nodes.items():
+        p = position[key]
+        by_position[p] = node
         deps = deps_of.get(key)
         if deps:
-            distinct = set(map(id, deps))
-            waiting[key] = len(distinct)
-            for dep in distinct:
-                dependents.setdefault(dep, []).append(node)
+            distinct = {position[id(d)] for d in deps}
+            waiting[p] = len(distinct)
+            for q in distinct:
+                if dependents[q] is None:
+                    dependents[q] = [p]
+                else:
+                    dependents[q].append(p)
         else:
-            ready.append((position[key], node))
+            ready.append(p)
     heapq.heapify(ready)
     order = []
     while ready:
-        _, node = heapq.heappop(ready)
-        order.append(node)
-        for user in dependents.get(id(node), ()):
-            k = id(user)
-            waiting[k] -= 1
-            if waiting[k] == 0:
-                heapq.heappush(ready, (position[k], user))
+        p = heapq.heappop(ready)
+        order.append(by_position[p])
+        for user in dependents[p] or ():
+            waiting[user] -= 1
+            if waiting[user] == 0:
+                heapq.heappush(ready, user)
     assert len(order) == len(nodes), "cycle in a graph"
     return order
 

@@ -5,7 +5,7 @@ Each edit bumps the IR version, which invalidates every cached analysis.
 
 from __future__ import annotations
 
-from myir.ir.analysis import OUTPUT, bump_version, scope, toposort, users
+from myir.ir.analysis import OUTPUT, bump_version, is_nested_in, scope, toposort, users
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter
 
 
@@ -177,9 +177,9 @@ def move_inline(graph: Graph, args: list[Node], into: Graph, at: Node, after: fl
     meets it again raises `GraphMoved`."""
     assert len(args) == len(graph.parameters), (graph, args)
     mapping = dict(zip(graph.parameters, args))
-    own = [n for n in toposort(graph) if type(n) is Apply and n.graph is graph]
-    nested = scope(graph)[1:]
-    others = [n for h in nested for n in toposort(h) if type(n) is Apply and n.graph is h]
+    order = toposort(graph)
+    own = [n for n in order if type(n) is Apply and n.graph is graph]
+    nested, others = _nested(graph, order)
     out = mapping.get(graph.output, graph.output)
     for n in own:
         n.graph = into
@@ -206,6 +206,28 @@ def move_inline(graph: Graph, args: list[Node], into: Graph, at: Node, after: fl
     graph.moved_into = into
     bump_version()
     return out
+
+
+def _nested(graph: Graph, order: list[Node]) -> tuple[list[Graph], list[Apply]]:
+    """The graphs nested in `graph` (`scope(graph)` but graph) and their applies, found
+    from the node orders `move_inline` reads anyway (`order`: graph's), not by another walk
+    of the scope."""
+    nested: list[Graph] = []
+    applies: list[Apply] = []
+    found = {graph}
+    pending = [(graph, order)]
+    while pending:
+        g, nodes = pending.pop()
+        for n in nodes:
+            if type(n) is Constant and type(n.value) is Graph and n.value not in found \
+                    and is_nested_in(n.value, graph):
+                h = n.value
+                found.add(h)
+                nested.append(h)
+                h_order = toposort(h)
+                applies += [m for m in h_order if type(m) is Apply and m.graph is h]
+                pending.append((h, h_order))
+    return nested, applies
 
 
 def _relocate(made, files: frozenset, location) -> None:
