@@ -267,7 +267,9 @@ def _parse_definitions(filename: str, text: str) -> dict[tuple[str, int], list[a
     except SyntaxError:     # edited since it was imported: nothing is found exactly
         return {}
     found: dict[tuple[str, int], list[ast.AST]] = {}
-    for node in ast.walk(tree):
+    nodes = [tree]
+    for node in nodes:      # `ast.walk`'s order, without its generators
+        nodes.extend(_child_nodes(node))
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
             found.setdefault((getattr(node, "name", "<lambda>"), first), []).append(node)

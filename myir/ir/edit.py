@@ -1,4 +1,5 @@
-"""The only ways passes change graphs: `replace`, `set_output`, `clone` and `inline`.
+"""The only ways passes change graphs: `replace`, `set_output`, `clone` and `inline` (and
+`move_inline`, which inlines a graph by moving its body rather than copying it).
 
 Each edit bumps the IR version, which invalidates every cached analysis.
 """
