@@ -250,36 +250,35 @@ def free_variables(graph: Graph) -> list[Node]:
     """Nodes of enclosing graphs that `graph` needs: those used in its scope, and those that
     closures it refers to capture.  In order of discovery.  (Written for speed: every graph
     that inlining copies is walked once, and the graphs walked are noted at the end.)"""
-    enclosing = set(map(id, ancestors(graph)))
-    result: dict[int, Node] = {}
-    seen: set[int] = set()
+    enclosing = set(ancestors(graph))   # (nodes and graphs hash by identity)
+    result: list[Node] = []
+    seen: set[Node] = set()
     walked = {graph}
     stack: list[Node] = [graph.output] if graph.output is not None else []
     while stack:
         node = stack.pop()
-        key = id(node)
-        if key in seen:
+        if node in seen:
             continue
-        seen.add(key)
+        seen.add(node)
         owner = node.graph
-        if owner is not None and id(owner) in enclosing:
-            result.setdefault(key, node)
+        if owner is not None and owner in enclosing:
+            result.append(node)
         elif type(node) is Apply:
             walked.add(owner)
             stack.extend(reversed(node.inputs))
-        elif type(node) is Constant and isinstance(node.value, Graph):
+        elif type(node) is Constant and type(node.value) is Graph:
             h = node.value
             if h is graph or h.parent is None:
                 continue  # itself, or a top-level graph: captures nothing
-            if id(h) in enclosing:
-                stack.extend(fv for fv in free_variables(h))
+            if h in enclosing:
+                stack.extend(free_variables(h))
             else:
                 walked.add(h)
                 if h.output is not None:
                     stack.append(h.output)
     for g in walked:
         _read(g)
-    return list(result.values())
+    return result
 
 
 @cached_by_stamps
