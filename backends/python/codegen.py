@@ -306,9 +306,18 @@ class Pending:
 
     def __init__(self):
         self.items: list[tuple[Node, Expr]] = []
+        self._count: dict[int, int] = {}    # id(node) -> its items (`has` in constant time)
+
+    def add(self, node: Node, expr: Expr) -> None:
+        self.items.append((node, expr))
+        self._count[id(node)] = self._count.get(id(node), 0) + 1
+
+    def clear(self) -> None:
+        self.items.clear()
+        self._count.clear()
 
     def has(self, node: Node) -> bool:
-        return any(n is node for n, _ in self.items)
+        return id(node) in self._count
 
     def takes(self, user: Apply, operands: list[Node]) -> bool:
         mine = [n for n in operands if self.has(n)]  # `user` is documentation only
@@ -323,6 +332,10 @@ class Pending:
         for i, (n, e) in enumerate(self.items):
             if n is node:
                 del self.items[i]
+                if self._count[id(node)] == 1:
+                    del self._count[id(node)]
+                else:
+                    self._count[id(node)] -= 1
                 return e
         raise KeyError(node)
 
@@ -659,7 +672,7 @@ class Emitter:
         for node, expr in pending.items:
             self.line(indent, f"{self.name(node)} = {expr.text}", node.location)
             self.defined.add(id(node))
-        pending.items.clear()
+        pending.clear()
 
     def _closures_of(self, g: Graph) -> list:
         """Nested graphs of g emitted as `def`s, with the nodes of g each one waits for."""
@@ -804,7 +817,7 @@ class Emitter:
         else:
             expr = self.render(node, pending)
             if self._inlinable(node):
-                pending.items.append((node, expr))
+                pending.add(node, expr)
                 return
             self.flush(pending, indent)
             self.line(indent, f"{var} = {expr.text}", node.location)
