@@ -18,6 +18,7 @@ type only: a program that compiled cannot have used it.
 from __future__ import annotations
 
 import builtins
+import functools
 import hashlib
 import linecache
 import os
@@ -142,7 +143,7 @@ class _Fingerprint:
         code = fn.__code__
         # The name and positions in the text tell apart functions on one line (lambdas).
         lines = [f"def {fn.__qualname__} {code.co_filename}:{code.co_firstlineno} "
-                 f"{code.co_qualname} {text_positions(code)} "
+                 f"{code.co_qualname} {list(text_positions(code))} "
                  f"{self.text(code.co_filename, fn.__globals__)} "
                  f"{hashlib.sha256(code.co_code).hexdigest()}"]
         names = _names(code)
@@ -216,12 +217,14 @@ class _Fingerprint:
         return f"module {module.__name__} {{{', '.join(attributes)}}}"
 
 
-def text_positions(code: types.CodeType) -> list[tuple[int, int, int, int]]:
+@functools.lru_cache(maxsize=4096)
+def text_positions(code: types.CodeType) -> tuple[tuple[int, int, int, int], ...]:
     """Where the code's instructions are in its source text: (line, col, end_line, end_col)
-    of each, leaving out the empty spans Python gives instructions of no source text."""
-    return [(line, col, end_line, end_col)
+    of each, leaving out the empty spans Python gives instructions of no source text.
+    (Cached: the fingerprint and the parser's search for the definition both ask.)"""
+    return tuple((line, col, end_line, end_col)
             for line, end_line, col, end_col in code.co_positions()
-            if None not in (line, end_line, col, end_col) and (line, col) != (end_line, end_col)]
+            if None not in (line, end_line, col, end_col) and (line, col) != (end_line, end_col))
 
 
 def _names(code: types.CodeType) -> set[str]:

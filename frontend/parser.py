@@ -269,7 +269,9 @@ def _parse_definitions(filename: str, text: str) -> dict[tuple[str, int], list[a
     except SyntaxError:     # edited since it was imported: nothing is found exactly
         return {}
     found: dict[tuple[str, int], list[ast.AST]] = {}
-    for node in ast.walk(tree):
+    nodes = [tree]
+    for node in nodes:      # `ast.walk`'s order, without its generators
+        nodes.extend(_child_nodes(node))
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
             found.setdefault((getattr(node, "name", "<lambda>"), first), []).append(node)
@@ -575,10 +577,16 @@ class FunctionParser:
         self.names_of: dict[int, list[tuple[str, int]]] = {}  # id(value) -> [(name, line)]
         self.owned: set[str] = set()     # names holding a dict this function made (see owns)
         self.dict_copies: set[int] = set()   # ids of the copies `dict(d)` made (not `x.copy()`)
-        self.root = enclosing[0].root if enclosing is not None else self
         self.root.function_graphs = getattr(self.root, "function_graphs", set()) | {graph}
         if self.root is self:   # dict comprehensions: parsed as functions, run where written
             self.dict_comprehensions: set[Graph] = set()
+
+    @property
+    def root(self) -> "FunctionParser":
+        """The parser of the outermost function, which the nested ones report to.  (Found,
+        not kept: the outermost one keeping itself made every parser garbage that only the
+        cycle collector frees, with all it holds.)"""
+        return self.enclosing[0].root if self.enclosing is not None else self
 
     # -- errors and locations
 

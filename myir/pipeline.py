@@ -22,6 +22,7 @@ from frontend import parse, wrap_macros
 from myir.api import Lowered, callable_defaults, default_functions, static_arguments
 from myir import progress
 from myir.ir.analysis import clear_caches
+from myir.ir.edit import GraphMoved
 from passes.expand import expand
 from passes.fastmath import optimize_fastmath
 from passes.infer import infer
@@ -36,7 +37,12 @@ def run_pipeline(fn, args, backend: str, options: dict, transforms=(),
     meanwhile: the stages make graphs full of reference cycles, and collections triggered
     by them scanned every live object again and again (a third of the lstm gradient's
     compile time once a process had compiled a few programs).  What they leave is collected
-    after, and the analysis caches are cleared so they keep no graph alive."""
+    after, and the analysis caches are cleared so they keep no graph alive.
+
+    The typed optimization works on the graphs inference made (kept by no stage) rather
+    than on a copy, moving the bodies of graphs called once (`passes.opt.call_inline`): if
+    one is used again after all (`GraphMoved`), the compile starts over with every
+    inlining a copy."""
     paused = gc.isenabled()
     gc.disable()
     if report is None:
@@ -44,14 +50,18 @@ def run_pipeline(fn, args, backend: str, options: dict, transforms=(),
         report = progress.for_compile(f"{kinds}{fn.__qualname__}{')' * len(transforms)}")
     try:
         with report:
-            return _run_pipeline(fn, args, backend, options, transforms, report)
+            try:
+                return _run_pipeline(fn, args, backend, options, transforms, report, True)
+            except GraphMoved:
+                return _run_pipeline(fn, args, backend, options, transforms, report, False)
     finally:
         clear_caches()
         if paused:
             gc.enable()
 
 
-def _run_pipeline(fn, args, backend: str, options: dict, transforms, report) -> Lowered:
+def _run_pipeline(fn, args, backend: str, options: dict, transforms, report,
+                  moves: bool) -> Lowered:
     timings: dict[str, float] = {}
     step = _Stopwatch(timings, report)
     parsed = step("parse", parse, fn)
@@ -68,8 +78,8 @@ def _run_pipeline(fn, args, backend: str, options: dict, transforms, report) -> 
         final = stages["optimized"] = step("optimize", optimize, expanded)
     typed = step("infer", infer, final, args)
     graph, types = typed.graph, typed.types
-    if optimizing:
-        graph, types = step("optimize_typed", optimize_typed, graph, types, True)
+    if optimizing:  # inference made every graph it returns: they may be edited in place
+        graph, types = step("optimize_typed", optimize_typed, graph, types, True, True, moves)
         if options.get("fastmath"):
             graph, types = step("fastmath", optimize_fastmath, graph, types)
         _annotate(types)

@@ -29,10 +29,10 @@ from collections import deque
 
 import numpy as np
 
-from myir.ir.analysis import OUTPUT, bump_version, free_variables, graph_uses, is_nested_in, \
-    primitive_name, reachable_graphs, recursive_graphs, scope_size, switch_call, \
-    toposort, users
-from myir.ir.edit import Cloner, clone_program, inline, replace
+from myir.ir.analysis import OUTPUT, bump_version, callees, free_variables, graph_uses, \
+    is_nested_in, primitive_name, reachable_graphs, recursive_graphs, scope, scope_size, \
+    switch_call, toposort, users
+from myir.ir.edit import Cloner, GraphMoved, clone_program, inline, move_inline, replace
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, id_mark, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive, plain_operator
 from myir.ir.values import EMPTY_STACK, NEWENV, Env
@@ -418,18 +418,29 @@ def call_inline(node: Apply, ctx) -> Node | None:
     where J graphs nest J graphs, from growing without end); never for recursive graphs
     (loops stay loops).  Calls
     made in this sweep (copies of inlined calls) do not count as the only call: the call
-    they were copied from may remain."""
+    they were copied from may remain.  The only call of a graph takes the graph's own body
+    (`move_inline`) where the context allows moves: nothing is copied.  Only graphs of the
+    program the sweep started with move (the optimizer's copy, or graphs inference made):
+    a graph taken out of a constant may be shared."""
     if not is_graph_constant(node.fn):
         return None
     g = node.fn.value
+    if g.moved_into is not None:
+        raise GraphMoved(g)
     if ctx.is_recursive(g) or len(node.args) != len(g.parameters):
         return None
     if g.parent is not None and not is_nested_in(node.graph, g.parent):
         return None  # its free variables are not visible here
     once = ctx.calls.get(g, 0) == 1 and (node in ctx.present or node in ctx.sole)
-    size = ctx.size(g)
-    if not (once or size <= INLINE_SIZE or (size <= CLOSURE_INLINE_SIZE and _returns_closure(g))):
-        return None
+    ctx.passing(node.args)
+    if not once:    # (the size of a graph called once is not needed: finding it walks it)
+        size = ctx.size(g)
+        if not (size <= INLINE_SIZE or (size <= CLOSURE_INLINE_SIZE and _returns_closure(g))):
+            return None
+    if once and ctx.moves and g in ctx.graphs and g not in ctx.copied:
+        return move_inline(g, list(node.args), node.graph, node, ctx.id_before(node),
+                           RULE_FILES)
+    ctx.copying(g)
     copies = {} if once else None
     out = inline(g, list(node.args), node.graph, at=node, after=ctx.id_before(node),
                  relocated=RULE_FILES, copies=copies)
@@ -465,6 +476,7 @@ def specialize_call(node: Apply, ctx) -> Node | None:
     if copy is g:
         return None
     if copy is None:
+        ctx.copying(g)
         copy = Cloner(relation="specialised from").graph(g)
         for i, value in fixed:
             replace(copy, copy.parameters[i], Constant(value))
@@ -2058,8 +2070,9 @@ class Context:
     the types if known, and the graphs already specialised (kept from sweep to sweep)."""
 
     def __init__(self, root: Graph, types: dict | None = None,
-                 specialised: dict | None = None):
+                 specialised: dict | None = None, moves: bool = False):
         self.root = root
+        self.moves = moves  # whether a graph called once is moved where called (not copied)
         self.recursive = recursive_graphs(root)
         uses = graph_uses(root)
         self.calls = {g: len(u) for g, u in uses.items()}
@@ -2068,11 +2081,30 @@ class Context:
         self._sizes: dict[Graph, int] = {}
         self._ids: dict[Graph, SortedIds] = {}
         self.present = {n for g in reachable_graphs(root) for n in toposort(g)}
+        self.graphs = set(reachable_graphs(root))   # those a sweep may move (`move_inline`)
         self._graphs = {id(g.debug): g for g in reachable_graphs(root)}
         self._typed_debug: dict | None = None
         # calls copied from the only call of a graph by inlining it there: they are the only
         # calls of their callees, as the calls they were copied from were (those are gone)
         self.sole: set[Node] = set()
+        # graphs that copies made in this sweep use (or the specialised copies kept from
+        # earlier sweeps, which may be used again), and graphs passed to inlined graphs:
+        # their count of calls is out of date, and they are not moved
+        self.copied: set[Graph] = set()
+        for copy in self.specialised.values():
+            self.copying(copy)
+
+    def passing(self, args: list[Node]) -> None:
+        """Note that `args` take the place of the parameters of a graph being inlined: a
+        graph among them gains a use for each use of its parameter (see `copied`)."""
+        if self.moves:
+            self.copied.update(a.value for a in args if is_graph_constant(a))
+
+    def copying(self, g: Graph) -> None:
+        """Note that a copy of g's scope is made (or may be): see `copied`."""
+        if self.moves:
+            for h in scope(g):
+                self.copied.update(callees(h))
 
     def take_over(self, copies: dict) -> None:
         """The copies that inlining the only call of a graph made (old -> new) take the
@@ -2236,12 +2268,16 @@ def sweep(root: Graph, rewrites=None, ctx: Context | None = None) -> bool:
         g = pending.popleft()
         changed |= _sweep_graph(g, dispatch, ctx, subst)
         for h in _graphs_used(g, subst, walked):
+            if h.moved_into is not None:
+                raise GraphMoved(h)
             if h not in found:
                 found.add(h)
                 pending.append(h)
     bump_version()
     if changed:  # nodes made by inlining may use nodes replaced later in the sweep
         substitute(root, subst)
+        if ctx.moves and any(g.moved_into is not None for g in reachable_graphs(root)):
+            raise GraphMoved(root)  # a graph moved was used elsewhere too
     return changed
 
 
@@ -2271,29 +2307,31 @@ def _graphs_used(g: Graph, subst: dict, seen: set) -> list[Graph]:
 def _sweep_graph(g: Graph, dispatch: Dispatch, ctx: Context, subst: dict) -> bool:
     """Simplify g's nodes (a sweep's work on one graph); record replacements in subst.
     The nodes are g's at the start, in `toposort`'s order, each after its inputs and
-    with the nodes rewrites make as they are made; then those that closures made in this
-    sweep read (`_captured`), and what simplifying them makes."""
+    with the nodes rewrites make (or inlining moves into g) as they are made; then those
+    that closures made in this sweep read (`_captured`), and what simplifying them makes."""
     changed = False
     seen: dict = {}
     done: set[Node] = set()
     captured: list[Node] = []
-    for start in [*toposort(g), None]:
+    order = toposort(g)
+    initial = set(order)
+    for start in [*order, None]:
         stack = [start] if start is not None else captured
         while stack:
             node = stack[-1]
-            if not (isinstance(node, Apply) and node.graph is g) or node in done:
+            if not (type(node) is Apply and node.graph is g) or node in done:
                 stack.pop()
                 continue
             _resolve_inputs(node, subst)
             fresh = [i for i in node.inputs
-                     if isinstance(i, Apply) and i.graph is g and i not in done]
+                     if type(i) is Apply and i.graph is g and i not in done]
             if fresh:
                 stack.extend(fresh)
                 continue
             stack.pop()
             done.add(node)
             ctx.visited(node)
-            captured.extend(_captured(node, g, ctx.present))
+            captured.extend(_captured(node, g, initial))
             new = _simplify(node, dispatch, ctx, seen)
             if new is not None:
                 subst[node] = new
@@ -2303,21 +2341,30 @@ def _sweep_graph(g: Graph, dispatch: Dispatch, ctx: Context, subst: dict) -> boo
     return changed
 
 
-def _captured(node: Apply, g: Graph, present: set) -> list[Node]:
-    """The nodes of g that the closures `node` uses read, where this sweep made them (those
-    `present` at its start are in `toposort(g)`).  A closure that inlining copied reads the
+def _captured(node: Apply, g: Graph, initial: set) -> list[Node]:
+    """The nodes of g that the closures `node` uses read, where this sweep made them or
+    moved them into g (those `initial`, in `toposort(g)` when g's sweep started, are
+    visited in that order).  A closure that inlining copied reads the
     copies of the inlined graph's nodes: simplified in the same sweep, a backpropagator
     reads the next one of a chain of calls as a graph constant, and inlining goes on down
-    the chain in this sweep, not one link per sweep."""
-    return [v for i in node.inputs if is_graph_constant(i) and i.value.parent is not None
-            for v in free_variables(i.value)
-            if isinstance(v, Apply) and v.graph is g and v not in present]
+    the chain in this sweep, not one link per sweep.  A graph `move_inline` emptied met
+    here, before any rewrite reads it, raises `GraphMoved` (see `_moving_or_copying`)."""
+    found = []
+    for i in node.inputs:
+        if type(i) is Constant and type(i.value) is Graph:
+            h = i.value
+            if h.moved_into is not None:
+                raise GraphMoved(h)
+            if h.parent is not None:
+                found += [v for v in free_variables(h)
+                          if type(v) is Apply and v.graph is g and v not in initial]
+    return found
 
 
 def _resolve_inputs(node: Apply, subst: dict) -> None:
     """Make node use subst[i] for each input i, changing it (and its graph's stamp) only if
     one is replaced: a sweep leaves the analyses of graphs it does not change valid."""
-    if any(i in subst for i in node.inputs):
+    if not subst.keys().isdisjoint(node.inputs):
         node.set_inputs([_resolve(i, subst) for i in node.inputs])
 
 
@@ -2384,11 +2431,11 @@ def substitute(root: Graph, subst: dict) -> None:
     bump_version()
 
 
-def _run(root: Graph, rewrites: list, types: dict | None) -> Graph:
+def _run(root: Graph, rewrites: list, types: dict | None, moves: bool) -> Graph:
     specialised: dict = {}
     pruned = False
     for _ in range(MAX_SWEEPS):
-        changed = sweep(root, rewrites, Context(root, types, specialised))
+        changed = sweep(root, rewrites, Context(root, types, specialised, moves))
         # prunes look at the whole program: once the rewrites are done, and after each
         # sweep that follows prunes that found something (which mostly leaves them more to
         # find: no sweep that changes nothing between)
@@ -2406,23 +2453,46 @@ def _run(root: Graph, rewrites: list, types: dict | None) -> Graph:
 
 
 def optimize(root: Graph) -> Graph:
-    """An optimized copy of the program rooted at `root`."""
-    return _run(clone_program(root), REWRITES, None)
+    """An optimized copy of the program rooted at `root`.  (A copy: the program holds graphs
+    that caches share between compiles, the parsed functions and gradient rules.)"""
+    return _moving_or_copying(lambda moves: _run(clone_program(root), REWRITES, None, moves))
 
 
-def optimize_typed(root: Graph, types: dict, entry: bool = False) -> tuple[Graph, dict]:
+def _moving_or_copying(run):
+    """`run(moves=True)`: inlining moves the body of a graph called once rather than copying
+    it (`move_inline`).  The count of calls it goes by is taken at the start of a sweep, and
+    a rewrite may since have made another use of the graph (a call through a tuple element
+    resolved, say): a moved graph met again raises `GraphMoved`, and the optimization runs
+    again on a fresh copy with every inlining a copy, as it would have without moves."""
+    try:
+        return run(True)
+    except GraphMoved:
+        return run(False)
+
+
+def optimize_typed(root: Graph, types: dict, entry: bool = False, in_place: bool = False,
+                   moves: bool = True) -> tuple[Graph, dict]:
     """An optimized copy of the program rooted at `root`, with the types `passes.infer`
     found for it (node -> abstract value): the rewrites of `TYPED_REWRITES` as well as the
     others.  Returns the copy and its types: the nodes rewrites make have the type of the
     node they replace, copies of inlined graphs that of their original.  `entry`: root is
     the program's entry, called by the caller with its arguments, whose dicts are taken
-    apart (`flatten_dict_parameters`)."""
-    cloner = Cloner()
-    cloner.scopes([g for g in reachable_graphs(root) if g.parent is None])
-    copied = {cloner.mapping.get(n, n): t for n, t in types.items()}
-    if entry:
-        flatten_dict_parameters(cloner.mapping[root], copied)
-    return _run(cloner.mapping[root], REWRITES + TYPED_REWRITES, copied), copied
+    apart (`flatten_dict_parameters`).  `in_place`: root itself is optimized, for a
+    program whose every graph is the caller's to edit (as inference makes them); moves
+    (`move_inline`) then happen as `moves` says, and a moved graph used again raises
+    `GraphMoved` for the caller to start over without (see `_moving_or_copying`)."""
+    def run(moves: bool):
+        if in_place:
+            graph, copied = root, dict(types)
+        else:
+            cloner = Cloner()
+            cloner.scopes([g for g in reachable_graphs(root) if g.parent is None])
+            graph, copied = cloner.mapping[root], {cloner.mapping.get(n, n): t
+                                                    for n, t in types.items()}
+        if entry:
+            flatten_dict_parameters(graph, copied)
+        return _run(graph, REWRITES + TYPED_REWRITES, copied, moves), copied
+    return run(moves) if in_place else _moving_or_copying(run)
 
 
 # How a program may use a dict argument that is taken apart on entry: uses that read it

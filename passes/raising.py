@@ -358,7 +358,23 @@ def _unknown(t) -> bool:
     """A value of an unknown or uncertain kind, or an array of a shape inference does not
     know (it may fail to broadcast).  A function, a gradient env and a residual stack are
     kinds of their own (a loop gradient's forward loop returns its value, its adjoint and
-    its stack in one tuple, whose items a constant index reads without raising)."""
+    its stack in one tuple, whose items a constant index reads without raising).  Kept
+    per value (by identity): the code generator asks of every operand, and a loop's tuple
+    of state, as large as the program, is the operand of each of its items' reads."""
+    hit = _UNKNOWN.get(id(t))
+    if hit is not None and hit[0] is t:
+        return hit[1]
+    if len(_UNKNOWN) >= 1 << 16:
+        _UNKNOWN.clear()
+    result = _unknown_kind(t)
+    _UNKNOWN[id(t)] = (t, result)
+    return result
+
+
+_UNKNOWN: dict[int, tuple] = {}     # id(value) -> (value, _unknown(value))
+
+
+def _unknown_kind(t) -> bool:
     if isinstance(t, AArray):
         return None in t.shape
     if isinstance(t, (ATuple, ADict, ARecord)):

@@ -556,3 +556,24 @@ def hand_hmlstm(c_prev, f, i, g, z1, z2):
     di = np.where(live, tg * si * (1.0 - si), 0.0)
     dg = np.where(live, si * (1.0 - tg * tg), 0.0)
     return dc_prev, df, di, dg
+
+
+def _triple_plus_one(v):
+    return v * 3.0 + 1.0
+
+
+def called_through_a_tuple(x):
+    pair = (_triple_plus_one, 1)
+    return pair[0](x) + pair[0](2.0 * x)
+
+
+def _chain_2(x):
+    return x * x + 1.0
+
+
+def _chain_1(x):
+    return _chain_2(x * 0.5) * 2.0
+
+
+def chain_called_once(x):
+    return _chain_1(x) - x

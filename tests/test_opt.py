@@ -38,6 +38,7 @@ from bench import workloads
 from bench.workloads import programs as W
 from frontend import parse
 from myir.ir.analysis import primitive_name, reachable_graphs, toposort
+from myir.ir.edit import GraphMoved, clone_program
 from myir.ir.graph import Constant, Graph, Parameter
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
 from myir.ir.values import EMPTY_STACK, NEWENV, Env, GradKey
@@ -1548,6 +1549,67 @@ def test_optimize_does_not_mutate_built_graph(build):
     opt.optimize(g)
     assert str(g) == text
     assert g.stats() == stats
+
+
+def test_graphs_called_once_are_moved_not_copied(monkeypatch):
+    """Inlining the only call of a graph moves its body there (`edit.move_inline`): a chain
+    of such calls, and its gradient's J graphs and backpropagators, are moved, none copied."""
+    moved, copied = [], []
+    real_move, real_inline = opt.move_inline, opt.inline
+    monkeypatch.setattr(opt, "move_inline", lambda g, *a: moved.append(g.name) or real_move(g, *a))
+    monkeypatch.setattr(opt, "inline", lambda g, *a, **k: copied.append(g.name)
+                        or real_inline(g, *a, **k))
+    f = myir.compile(P.chain_called_once, backend="python")
+    assert f(0.75) == P.chain_called_once(0.75)
+    assert {"_chain_1", "_chain_2"} <= set(moved) and not {"_chain_1", "_chain_2"} & set(copied)
+    # d/dx [2 ((x/2)^2 + 1) - x] = x - 1
+    assert myir.grad(myir.compile(P.chain_called_once, backend="python"), 0)(0.75) == -0.25
+    assert {"J__chain_1", "bprop__chain_1"} <= set(moved)
+
+
+def test_graph_used_again_after_its_body_moved_is_copied():
+    """`pair[0]` becomes the helper only during the sweep: two calls of a graph counted as
+    called once.  The first moves its body; the second meets the moved graph (GraphMoved),
+    and the optimizer starts again, copying: the results are CPython's."""
+    with pytest.raises(GraphMoved):
+        opt._run(clone_program(parse(P.called_through_a_tuple)), opt.REWRITES, None, True)
+    f = myir.compile(P.called_through_a_tuple, backend="python")
+    assert f(0.5) == P.called_through_a_tuple(0.5)
+    # d/dx [(3x + 1) + (6x + 1)] = 9
+    assert myir.grad(f, 0)(0.5) == 9.0
+
+
+def test_compile_starts_over_without_moves_when_a_moved_graph_is_used(monkeypatch):
+    """The typed optimization edits inference's graphs in place: nothing to start over
+    from, so a moved graph met again (GraphMoved) restarts the whole compile, without
+    moves."""
+    from myir import pipeline
+
+    tried, real = [], pipeline.optimize_typed
+
+    def optimize_typed(graph, types, entry, in_place, moves):
+        tried.append(moves)
+        if moves:
+            raise GraphMoved(graph)
+        return real(graph, types, entry, in_place, moves)
+
+    monkeypatch.setattr(pipeline, "optimize_typed", optimize_typed)
+    assert myir.compile(P.chain_called_once, backend="python")(0.75) \
+        == P.chain_called_once(0.75)
+    assert tried == [True, False]
+
+
+def test_moves_leave_graphs_shared_between_compiles_alone():
+    """The gradient rules (and parsed functions) are graphs that caches share between
+    compiles; `mul`'s rule is called once here.  Moved rather than copied, the next compile
+    would call an empty graph."""
+    from passes.ad import gradient_rule
+
+    for optimize in (True, False, True):
+        g = myir.grad(myir.compile(P.getitem_before, backend="python", optimize=optimize),
+                      0, 1, 2)
+        assert g(0.5, 2.0, 3.0) == (-1.0, 3.0, 2.0)     # (-1, c, b)
+        assert gradient_rule("mul").output is not None
 
 
 # --------------------------------------------------------------------------------------------

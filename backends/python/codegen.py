@@ -308,9 +308,18 @@ class Pending:
 
     def __init__(self):
         self.items: list[tuple[Node, Expr]] = []
+        self._count: dict[int, int] = {}    # id(node) -> its items (`has` in constant time)
+
+    def add(self, node: Node, expr: Expr) -> None:
+        self.items.append((node, expr))
+        self._count[id(node)] = self._count.get(id(node), 0) + 1
+
+    def clear(self) -> None:
+        self.items.clear()
+        self._count.clear()
 
     def has(self, node: Node) -> bool:
-        return any(n is node for n, _ in self.items)
+        return id(node) in self._count
 
     def takes(self, user: Apply, operands: list[Node]) -> bool:
         mine = [n for n in operands if self.has(n)]  # `user` is documentation only
@@ -325,6 +334,10 @@ class Pending:
         for i, (n, e) in enumerate(self.items):
             if n is node:
                 del self.items[i]
+                if self._count[id(node)] == 1:
+                    del self._count[id(node)]
+                else:
+                    self._count[id(node)] -= 1
                 return e
         raise KeyError(node)
 
@@ -663,7 +676,7 @@ class Emitter:
         for node, expr in pending.items:
             self.line(indent, f"{self.name(node)} = {expr.text}", node.location)
             self.defined.add(id(node))
-        pending.items.clear()
+        pending.clear()
 
     def _closures_of(self, g: Graph) -> list:
         """Nested graphs of g emitted as `def`s, with the nodes of g each one waits for."""
@@ -688,18 +701,21 @@ class Emitter:
         order: list[Graph] = []
         among = set(graphs)
         visited: set[Graph] = set()
-
-        def visit(h):
-            if h in visited:
-                return
-            visited.add(h)
-            for k in self._closures_referenced(h):
-                if k in among:
-                    visit(k)
-            order.append(h)
-
-        for h in graphs:
-            visit(h)
+        for start in graphs:    # depth first, with a stack: a recursive closure is a cycle
+            if start in visited:
+                continue
+            visited.add(start)
+            stack = [(start, iter(self._closures_referenced(start)))]
+            while stack:
+                h, referred = stack[-1]
+                for k in referred:
+                    if k in among and k not in visited:
+                        visited.add(k)
+                        stack.append((k, iter(self._closures_referenced(k))))
+                        break
+                else:
+                    stack.pop()
+                    order.append(h)
         return order
 
     def _inlinable(self, node: Apply) -> bool:
@@ -805,7 +821,7 @@ class Emitter:
         else:
             expr = self.render(node, pending)
             if self._inlinable(node):
-                pending.items.append((node, expr))
+                pending.add(node, expr)
                 return
             self.flush(pending, indent)
             self.line(indent, f"{var} = {expr.text}", node.location)

@@ -222,7 +222,8 @@ def scope(graph: Graph) -> list[Graph]:
             found.add(id(node.value))
             result.append(node.value)
             walked.add(node.value)
-            stack.append(node.value.output)
+            if node.value.output is not None:   # None: moved (`myir.ir.edit.move_inline`)
+                stack.append(node.value.output)
     for g in walked:
         _read(g)
     return result
@@ -259,35 +260,35 @@ def free_variables(graph: Graph) -> list[Node]:
     """Nodes of enclosing graphs that `graph` needs: those used in its scope, and those that
     closures it refers to capture.  In order of discovery.  (Written for speed: every graph
     that inlining copies is walked once, and the graphs walked are noted at the end.)"""
-    enclosing = set(map(id, ancestors(graph)))
-    result: dict[int, Node] = {}
-    seen: set[int] = set()
+    enclosing = set(ancestors(graph))   # (nodes and graphs hash by identity)
+    result: list[Node] = []
+    seen: set[Node] = set()
     walked = {graph}
-    stack: list[Node] = [graph.output]
+    stack: list[Node] = [graph.output] if graph.output is not None else []
     while stack:
         node = stack.pop()
-        key = id(node)
-        if key in seen:
+        if node in seen:
             continue
-        seen.add(key)
+        seen.add(node)
         owner = node.graph
-        if owner is not None and id(owner) in enclosing:
-            result.setdefault(key, node)
+        if owner is not None and owner in enclosing:
+            result.append(node)
         elif type(node) is Apply:
             walked.add(owner)
             stack.extend(reversed(node.inputs))
-        elif type(node) is Constant and isinstance(node.value, Graph):
+        elif type(node) is Constant and type(node.value) is Graph:
             h = node.value
             if h is graph or h.parent is None:
                 continue  # itself, or a top-level graph: captures nothing
-            if id(h) in enclosing:
-                stack.extend(fv for fv in free_variables(h))
+            if h in enclosing:
+                stack.extend(free_variables(h))
             else:
                 walked.add(h)
-                stack.append(h.output)
+                if h.output is not None:
+                    stack.append(h.output)
     for g in walked:
         _read(g)
-    return list(result.values())
+    return result
 
 
 @cached_by_stamps
@@ -309,7 +310,7 @@ def toposort(graph: Graph) -> list[Node]:
     constants: list[Node] = []  # other than graphs: they come first
     computing: list[Node] = []
     closures: list[Node] = []   # graph constants
-    stack = [graph.output]
+    stack = [graph.output] if graph.output is not None else []  # None: moved, or not built
     while stack:
         node = stack.pop()
         key = id(node)
@@ -375,29 +376,36 @@ def _after_captured(computing: list[Node], closures: list[Node], deps_of: dict) 
 def _kahn(nodes: dict[int, Node], deps_of: dict[int, list[Node]], position: dict[int, int]
           ) -> list[Node]:
     """The nodes in the smallest order by `position` (each node's place in the sorted
-    order) in which every node comes after the nodes `deps_of` gives it."""
-    waiting: dict[int, int] = {}  # node -> how many of its distinct inputs are not placed
-    dependents: dict[int, list[Node]] = {}
+    order) in which every node comes after the nodes `deps_of` gives it.  (Kept by
+    position, in lists: a heap of positions alone, without dicts by node or tuples.)"""
+    n = len(position)
+    by_position: list = [None] * n
+    waiting = [0] * n   # how many of the node's distinct inputs are not placed
+    dependents: list = [None] * n
     ready = []
     for key, node in nodes.items():
+        p = position[key]
+        by_position[p] = node
         deps = deps_of.get(key)
         if deps:
-            distinct = set(map(id, deps))
-            waiting[key] = len(distinct)
-            for dep in distinct:
-                dependents.setdefault(dep, []).append(node)
+            distinct = {position[id(d)] for d in deps}
+            waiting[p] = len(distinct)
+            for q in distinct:
+                if dependents[q] is None:
+                    dependents[q] = [p]
+                else:
+                    dependents[q].append(p)
         else:
-            ready.append((position[key], node))
+            ready.append(p)
     heapq.heapify(ready)
     order = []
     while ready:
-        _, node = heapq.heappop(ready)
-        order.append(node)
-        for user in dependents.get(id(node), ()):
-            k = id(user)
-            waiting[k] -= 1
-            if waiting[k] == 0:
-                heapq.heappush(ready, (position[k], user))
+        p = heapq.heappop(ready)
+        order.append(by_position[p])
+        for user in dependents[p] or ():
+            waiting[user] -= 1
+            if waiting[user] == 0:
+                heapq.heappush(ready, user)
     assert len(order) == len(nodes), "cycle in a graph"
     return order
 

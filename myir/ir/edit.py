@@ -1,11 +1,12 @@
-"""The only ways passes change graphs: `replace`, `set_output`, `clone` and `inline`.
+"""The only ways passes change graphs: `replace`, `set_output`, `clone` and `inline` (and
+`move_inline`, which inlines a graph by moving its body rather than copying it).
 
 Each edit bumps the IR version, which invalidates every cached analysis.
 """
 
 from __future__ import annotations
 
-from myir.ir.analysis import OUTPUT, bump_version, scope, toposort, users
+from myir.ir.analysis import OUTPUT, bump_version, is_nested_in, scope, toposort, users
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter
 
 
@@ -51,6 +52,9 @@ class Cloner:
         """Clone the scopes of several graphs at once, so references between them (calls,
         recursion) point at the copies."""
         graphs = [g for root in roots for g in scope(root)]
+        for g in graphs:
+            if g.moved_into is not None:
+                raise GraphMoved(g)
         graph = roots[0]
         self.into = into
         for g in graphs:
@@ -143,7 +147,7 @@ def inline(graph: Graph, args: list[Node], into: Graph, at: Node | None = None,
         copies.update(cloner.mapping)
     if relocated and at is not None and at.location is not None \
             and at.location.filename not in relocated:
-        _relocate(cloner.mapping, into, relocated, at.location)
+        _relocate(_copies(cloner.mapping, into), relocated, at.location)
     if at is not None:
         copies = [cloner.mapping[n] for n in toposort(graph)
                   if isinstance(n, Apply) and n.graph is graph and n in cloner.mapping]
@@ -156,9 +160,88 @@ def inline(graph: Graph, args: list[Node], into: Graph, at: Node | None = None,
     return cloner.node(graph.output)
 
 
-def _relocate(mapping: dict, into: Graph, files: frozenset, location) -> None:
+class GraphMoved(Exception):
+    """A graph whose body `move_inline` moved elsewhere is still used: the optimizer, which
+    moved it believing its call the only use, starts again copying instead (`passes.opt`)."""
+
+    def __init__(self, graph: Graph):
+        super().__init__(f"{graph.name} is used after its body was moved")
+
+
+def move_inline(graph: Graph, args: list[Node], into: Graph, at: Node, after: float,
+                relocated: frozenset = frozenset()) -> Node:
+    """`inline` for a graph no other node uses and that is not used again: its nodes become
+    `into`'s, placed as `inline` places copies, and the graphs nested in it are nested in
+    `into`, rather than copied (a chain of calls, each called once, is otherwise copied
+    once per level it is inlined through).  Uses of its parameters become `args`.  The
+    graph is left empty (no output, no parameters) and marked `moved_into`: code that
+    meets it again raises `GraphMoved`."""
+    assert len(args) == len(graph.parameters), (graph, args)
+    mapping = dict(zip(graph.parameters, args))
+    order = toposort(graph)
+    own = [n for n in order if type(n) is Apply and n.graph is graph]
+    nested, others = _nested(graph, order)
+    out = mapping.get(graph.output, graph.output)
+    for n in own:
+        n.graph = into
+    for n in own + others:
+        if any(i in mapping for i in n.inputs):
+            n.set_inputs([mapping.get(i, i) for i in n.inputs])
+    for h in nested:
+        if h.parent is graph:
+            h.parent = into
+        if h.output in mapping:
+            h.output = mapping[h.output]
+        if h.defaults:
+            h.defaults = {k: mapping.get(v, v) for k, v in h.defaults.items()}
+        h.touch()   # its free variables are into's now
+    into.touch()
+    if relocated and at.location is not None and at.location.filename not in relocated:
+        _relocate([*(a for a in args if a.graph is not None), *own, *nested, *others,
+                         *(p for h in nested for p in h.parameters)], relocated, at.location)
+    step = (at.debug.id - after) / (len(own) + 1)
+    for k, node in enumerate(own):   # ids strictly between the call's and the one before
+        node.debug.id = after + (k + 1) * step
+    graph.output = None
+    graph.parameters = []
+    graph.moved_into = into
+    bump_version()
+    return out
+
+
+def _nested(graph: Graph, order: list[Node]) -> tuple[list[Graph], list[Apply]]:
+    """The graphs nested in `graph` (`scope(graph)` but graph) and their applies, found
+    from the node orders `move_inline` reads anyway (`order`: graph's), not by another walk
+    of the scope."""
+    nested: list[Graph] = []
+    applies: list[Apply] = []
+    found = {graph}
+    pending = [(graph, order)]
+    while pending:
+        g, nodes = pending.pop()
+        for n in nodes:
+            if type(n) is Constant and type(n.value) is Graph and n.value not in found \
+                    and is_nested_in(n.value, graph):
+                h = n.value
+                found.add(h)
+                nested.append(h)
+                h_order = toposort(h)
+                applies += [m for m in h_order if type(m) is Apply and m.graph is h]
+                pending.append((h, h_order))
+    return nested, applies
+
+
+def _relocate(made, files: frozenset, location) -> None:
+    """Give the nodes and graphs `made` that are located in one of `files`, or nowhere,
+    `location`."""
+    for n in made:
+        if n.debug.location is None or n.debug.location.filename in files:
+            n.debug.location = location
+
+
+def _copies(mapping: dict, into: Graph):
+    """The copies a Cloner made (graphs other than `into`, and nodes of graphs)."""
     for old, new in mapping.items():
-        copied = new is not into if isinstance(new, Graph) else \
-            isinstance(new, Node) and new is not old and new.graph is not None
-        if copied and (new.debug.location is None or new.debug.location.filename in files):
-            new.debug.location = location
+        if new is not into if isinstance(new, Graph) else \
+                isinstance(new, Node) and new is not old and new.graph is not None:
+            yield new

@@ -125,6 +125,9 @@ class Graph:
     # flatten_dict_parameters): per parameter of the caller's signature, None, or the
     # (name, keys) of a dict whose values are the next len(keys) parameters.
     entry_leaves = None
+    # Set when inlining moved the graph's body into another (`myir.ir.edit.move_inline`):
+    # the graph is then empty, and any use of it left is an error (`GraphMoved`).
+    moved_into = None
 
     def __init__(self, name: str = "g", parent: "Graph | None" = None,
                  location: Location | None = None):
