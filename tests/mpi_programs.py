@@ -87,6 +87,14 @@ def reductions() -> None:
         # a rank with no rows (its mean loss's gradient: nan) weighs nothing
         empty=dist.allreduce(np.full(2, np.nan if r else 3.0), op="mean",
                              weight=0 if r else 5).tolist() == [3.0, 3.0])
+    # a result still held is never written over by later calls of the same layout (their
+    # buffers are fresh), and a dropped result's buffers are the next call's
+    held = dist.allreduce(mine(r))
+    for other in range(3):
+        dist.allreduce(mine(r + 5 + other))
+    exact["held"] = digest(held) == digest(total)
+    address = dist.allreduce(mine(r))[0]["W"].base.ctypes.data
+    exact["reused"] = dist.allreduce(mine(r + 1))[0]["W"].base.ctypes.data == address
     # the same, sent in pieces of 3 float64 values (leaves cut across pieces): the same bits
     dist.PIECE_BYTES, default = 24, dist.PIECE_BYTES
     exact["pieces"] = [digest(dist.allreduce(mine(r))), digest(dist.allreduce(mine(r)[:2], op="mean")),
