@@ -287,10 +287,10 @@ class Update:
             raise Shared(e.what, e.argument, items=True) from None
         yield from self._items_of(source, seen)
 
-    def _maybe_sequence(self, operands) -> bool:
+    def _maybe_sequence(self, operands, untraced: bool = True) -> bool:
         """Whether an operand of `+` or `*` (arithmetic, or a concatenation or repetition
         of lists, which hold the operands' elements) may be a list or tuple: made as one,
-        or of an origin the analysis cannot trace (an argument may be a list)."""
+        or (`untraced`) of an origin the analysis cannot trace (an argument may be a list)."""
         for n in operands:
             if isinstance(n, Constant):
                 if isinstance(n.value, tuple):
@@ -300,7 +300,8 @@ class Update:
                 if self._container(n):
                     return True
             except Shared:
-                return True
+                if untraced:
+                    return True
         return False
 
     def _container(self, n: Node) -> bool:
@@ -317,6 +318,8 @@ class Update:
             prim = primitive_name(origin)
             if prim in ("setitem", "copy"):
                 yield from self._lists_or_dicts(origin.args[0], seen)
+            elif prim in ("add", "mul"):    # `xs + ys`, `xs * n` of lists made here
+                yield self._maybe_sequence(origin.args, untraced=False)
             else:
                 yield prim in _CONTAINER_MAKERS or prim == "getitem"
 

@@ -533,6 +533,16 @@ def own_list_element_extended(x):
     return xs
 
 
+def concatenated_lists_updated(x):
+    """`y[i] op= v` on a concatenation of lists: a number element of a list that is read
+    after (it shares its elements), a list element made in the concatenation."""
+    xs = [x, 2.0 * x]
+    ys = xs + [3.0]
+    ys[0] += x
+    rows = [[x]] + [[2.0 * x]]
+    rows[1] += [x]
+    return xs, ys, rows
+
 def read_in_the_other_branch(x, k):
     """A view made before an `if`, read only in the branch that does not update: no run
     reads it after the update."""
@@ -768,3 +778,10 @@ def rows_of_an_array_in_a_list(x):
     rows = list(arr.reshape(3, 1))
     rows[0] += 1.0  # error
     return arr[0]
+
+
+def concatenation_element_extended(x):
+    xs = [[x]]
+    y = xs + xs
+    y[0] += [1.0]  # error
+    return len(xs[0])
