@@ -34,6 +34,14 @@ alias: nothing runs after a `return`.  A variable bound to an element `v = y[i]`
 after the update is a number (a copy) or, where y has more dimensions than the index, a
 view: the parser makes inference tell (`not_a_view`); so is `min(y)` / `max(y)`, an item.
 
+**Elements of lists and dicts.**  Where y surely is a list or dict, an element `y[i]` is an
+object of its own, not a view: `y[i] = v` and `y.append(v)` replace or add elements and
+leave the old ones as they were, so what holds an element (a variable, a tuple passed to a
+function) is no alias of y.  `y[i] op= v` is different: CPython applies `op=` to the element
+itself, which changes it in place where it is a list or an array.  There the elements must
+be seen through y alone (`check_items`, as for `y[i][j] = v`); where that cannot be proven,
+inference refuses a mutable element (`not_a_view` on it: a number gets the plain operator).
+
 The analysis is conservative: where it cannot prove that no alias is read after the update,
 the update is an error naming the variable and what it is shared with (for `y += v`, the
 old `aug_<op>` that refuses arrays at run time).  Containers (lists, dicts) are updated
@@ -163,8 +171,18 @@ class Flow:
 class Update:
     """The check of one update: `node` replaces `old`, the value the variable `name` held."""
 
-    def __init__(self, flow: Flow, node: Apply, old: Node, name: str):
+    def __init__(self, flow: Flow, node: Apply, old: Node, name: str, nested: bool = False):
         self.flow, self.node, self.old, self.name = flow, node, old, name
+        self.nested = nested          # `y[i][j] = v`: CPython changes the element y[i]
+        # `y[i] op= v`: the element `y[i]` it reads, which CPython changes in place where it
+        # is a list or an array (a number gets the plain operator)
+        value = node.args[2] if primitive_name(node) in ("setitem", "dict_setitem") else None
+        self.in_place = value.args[0] if (primitive_name(value) or "").startswith("inplace_") \
+            and primitive_name(value.args[0]) == "getitem" \
+            and value.args[0].args[0] is node.args[0] else None
+        # the object is surely a list or dict (`check`): an element `y[i]` taken from it is
+        # an object of its own, which `y[i] = v` or `y.append(v)` leaves as it was
+        self.replaces = False
         # the object is a list: a slice of it is a new list, not a view
         self.list = primitive_name(node) in LIST_METHOD_UPDATES
         self.enclosing = set()        # ids of the graphs the update runs in
@@ -183,6 +201,10 @@ class Update:
         origins = list(self._origins(self.old, (), seen))
         if not origins:
             raise Shared("a value whose origin cannot be traced")
+        try:
+            self.replaces = not self.nested and all(self._lists_or_dicts(self.old, set()))
+        except Shared:      # `x.copy()` of an argument: an array, a list?
+            pass
         for origin in origins:
             self._forward(origin, (), None, set())
 
@@ -205,6 +227,15 @@ class Update:
             what = f"`{names[0][0]}`" if names else "a value"
             raise Shared(f"{what}, an element of `{self.name}` read{_line(element)} before "
                          "the update and used after it", items=True)
+
+    def may_hold_objects(self) -> bool:
+        """Whether the object may be a list or dict (whose elements are objects of their
+        own), not an array (whose rows are views of it).  Not known where it comes from
+        the caller (`x.copy()` of an argument): no check of its elements is made there."""
+        try:
+            return self._container(self.old)
+        except Shared:
+            return False
 
     def _items_of(self, n: Node, seen: set):
         """The values the elements of the list or dict n may be (none for an array)."""
@@ -256,10 +287,10 @@ class Update:
             raise Shared(e.what, e.argument, items=True) from None
         yield from self._items_of(source, seen)
 
-    def _maybe_sequence(self, operands) -> bool:
+    def _maybe_sequence(self, operands, untraced: bool = True) -> bool:
         """Whether an operand of `+` or `*` (arithmetic, or a concatenation or repetition
         of lists, which hold the operands' elements) may be a list or tuple: made as one,
-        or of an origin the analysis cannot trace (an argument may be a list)."""
+        or (`untraced`) of an origin the analysis cannot trace (an argument may be a list)."""
         for n in operands:
             if isinstance(n, Constant):
                 if isinstance(n.value, tuple):
@@ -269,19 +300,28 @@ class Update:
                 if self._container(n):
                     return True
             except Shared:
-                return True
+                if untraced:
+                    return True
         return False
 
     def _container(self, n: Node) -> bool:
         """Whether n, what `setitem` updates, may be a list or dict rather than an array."""
+        return any(self._lists_or_dicts(n, set()))
+
+    def _lists_or_dicts(self, n: Node, seen: set):
+        """For each value n may have been made as (through `setitem` and `copy`, round a
+        loop): whether it is a list or dict (a tuple), not an array."""
         for origin in self._origins(n, (), set()):
+            if id(origin) in seen:
+                continue
+            seen.add(id(origin))
             prim = primitive_name(origin)
             if prim in ("setitem", "copy"):
-                if self._container(origin.args[0]):
-                    return True
-            elif prim in _CONTAINER_MAKERS or prim == "getitem":
-                return True
-        return False
+                yield from self._lists_or_dicts(origin.args[0], seen)
+            elif prim in ("add", "mul"):    # `xs + ys`, `xs * n` of lists made here
+                yield self._maybe_sequence(origin.args, untraced=False)
+            else:
+                yield prim in _CONTAINER_MAKERS or prim == "getitem"
 
     def _private(self, item: Node) -> None:
         """Raise Shared unless `item`, stored as an element, is a new object stored once
@@ -454,6 +494,15 @@ class Update:
                 or prim in LIST_UPDATES and k == 1 or prim in ("setitem", "dict_setitem") \
                 and k == 1:
             self._forward(user, path, alias, seen)
+            return
+        if prim == "getitem" and k == 1 and not path and alias is None and self.replaces \
+                and _element(user):
+            # an element of the list or dict: `y[i] = v` replaces it, leaving it as it was;
+            # `y[i] op= v` changes it in place if it is mutable, so where it is read after
+            # the update `check_items` must prove it is no other element's object
+            if self.in_place is not None:
+                self._forward(user, (), (f"an element of `{self.name}`{_line(user)}", user),
+                              seen)
             return
         if prim in VIEWS and k == 1 and not (not path and self._list_slice(user)):
             self._forward(user, (), alias, seen)

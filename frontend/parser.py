@@ -1078,10 +1078,12 @@ class FunctionParser:
             nested = isinstance(target, ast.Subscript) and isinstance(target.value,
                                                                       ast.Subscript)
             try:
-                update = ownership.Update(flow, node, node.args[0], name)
+                update = ownership.Update(flow, node, node.args[0], name, nested)
                 update.check()
                 if nested:      # `y[i][j] = v`
                     update.check_items()
+                elif update.in_place is not None and update.may_hold_objects():
+                    self._in_place_element(flow, update, target)
                 elements.update((k, (v, name, node)) for k, v in update.elements.items())
             except ownership.Shared as e:
                 method = isinstance(target, ast.Call)     # a list's: `xs.append(v)`
@@ -1113,7 +1115,7 @@ class FunctionParser:
                            f"is shared with {e.what}: Python would change it there too, "
                            "compiled code would not", copy(name, "before the update"))
         for element, name, update in elements.values():
-            self._not_a_view(flow, element, name, update)
+            self._element_read_after(flow, element, name, update)
         uses = None
         for node, stmt in self.augmented:
             try:
@@ -1126,17 +1128,40 @@ class FunctionParser:
             if not uses.get(id(node)):
                 _keep(node, self.root.function_graphs)  # unused: keep its check
 
-    def _not_a_view(self, flow: ownership.Flow, element: Apply, name: str, update: Apply):
+    def _in_place_element(self, flow: ownership.Flow, update: ownership.Update,
+                          target: ast.Subscript):
+        """`y[i] op= v` on a list or dict: CPython applies `op=` to the element y[i] itself,
+        which changes it in place where it is a list or an array.  Unless `check_items`
+        proves the element is seen through y alone, inference refuses a mutable element (a
+        number gets the plain operator, and nothing else can see the difference)."""
+        try:
+            update.check_items()
+        except ownership.Shared as e:
+            item = ast.unparse(target)
+            self._not_a_view(flow, update.in_place, (
+                f"the augmented assignment into `{item}` would change that element of "
+                f"`{update.name}` in place (a list or an array), and it may be shared with "
+                f"{e.what}: Python would change it there too, compiled code would not"),
+                f"write `{item} = {item} <op> v`, which makes a new value")
+        if update.replaces:     # its elements, read after the update: no other is changed
+            update.elements.clear()
+
+    def _element_read_after(self, flow: ownership.Flow, element: Apply, name: str,
+                            update: Apply):
         """`v = y[i]`, read after `y` is updated: right if v is a number, not if it is a row
-        of an array (a view, which sees the update).  Inference tells: v is checked by
-        `not_a_view`, whose type rule refuses an array."""
+        of an array (a view, which sees the update), nor a list or dict that `y[i] op= v`
+        may change.  Inference tells (`_not_a_view`)."""
         names = self.names_of.get(id(element))
         held = f"`{names[0][0]}`" if names else "this element"
         line = update.location.line if update.location else "?"
-        message = (f"{held} is a view into `{name}`, which is updated in place (line {line}) "
-                   f"before {held} is used: Python would see the update through it, "
-                   "compiled code would not")
-        hint = f"copy it where it is taken: `{name}[...].copy()`"
+        self._not_a_view(flow, element, (
+            f"{held} is a view into `{name}`, which is updated in place (line {line}) before "
+            f"{held} is used: Python would see the update through it, compiled code would "
+            "not"), f"copy it where it is taken: `{name}[...].copy()`")
+
+    def _not_a_view(self, flow: ownership.Flow, element: Apply, message: str, hint: str):
+        """Every use of `element` reads it through `not_a_view`, whose type rule refuses an
+        array, a list or a dict (raising `message` with `hint`)."""
         checked = element.graph.apply(P["not_a_view"], element, message, hint,
                                       location=element.location)
         for user, k in flow.uses.get(id(element), ()):

@@ -1158,9 +1158,10 @@ def copy_rule(x):
 
 
 def not_a_view_rule(x, message, hint):
-    """A variable bound to `y[i]` and read after y is updated in place (frontend/ownership.py):
-    a number is a copy, an array is a view that would see the update."""
-    if isinstance(x, AArray):
+    """A variable bound to `y[i]` and read after y is updated in place, or the element
+    `y[i] op= v` changes (frontend/ownership.py): a number is a copy, an array is a view that
+    would see the update, a list or dict an object `op=` changes in place."""
+    if isinstance(x, (AArray, AList, ADict)):
         raise RuleError(message.value, hint.value)
     return x
 

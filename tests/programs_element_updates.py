@@ -479,6 +479,70 @@ def list_updates(a, n):
     return sum(xs) + sum(ys) + d["b"]
 
 
+def scale_last(pair):
+    return pair[1] * 2.0
+
+
+def element_passed_on_then_updated(k):
+    """An element of a list, passed in a tuple to a function whose result is read after
+    `history[i] += v`: the function holds (at most) the element, a number, not the list."""
+    history = [np.pi, 0.0 + k]
+    steps = 0
+    total = 0.0
+    while steps < 5:
+        steps += 1
+        total += scale_last((k, history[-1]))
+        history[steps % len(history)] += steps / len(history)
+    return total + history[0] * history[1]
+
+
+def element_of_a_dict_bound_then_updated(x, y):
+    """`v = d["a"] or d[key]` read after `d["a"] -= ...`: v is a number, not the dict."""
+    table = {"a": x, "b": x * y}
+    v = 0.0
+    for key in ("a", "b"):
+        table["a"] -= table["b"] + y
+        v = table["a"] or table[key]
+    table["b"] += v
+    return v * table["b"]
+
+
+def elements_kept_after_replacing(x):
+    """Elements taken from a list or dict and read after `y[i] = v` or `y.append(v)`, which
+    replace an element (or add one) and leave the old elements as they were: a list, an
+    array, a number."""
+    rows = [[x, 2.0 * x], [3.0 * x]]
+    r = rows[0]
+    rows[0] = [x * x]
+    arrays = [np.zeros(2) + x, np.ones(2)]
+    a = arrays[0]
+    arrays[0] = a * x
+    arrays.append(a)
+    d = {"w": [x], "b": x + 1.0}
+    w = d["w"]
+    d["w"] = [2.0 * x]
+    return r, rows, a, arrays, w, d
+
+
+def own_list_element_extended(x):
+    """`xs[0] += [v]` on a list's element made where it is stored and seen through xs
+    alone: CPython extends it in place, which nothing else sees."""
+    xs = [[x], [2.0 * x]]
+    for i in range(3):
+        xs[i % 2] += [x * i]
+    return xs
+
+
+def concatenated_lists_updated(x):
+    """`y[i] op= v` on a concatenation of lists: a number element of a list that is read
+    after (it shares its elements), a list element made in the concatenation."""
+    xs = [x, 2.0 * x]
+    ys = xs + [3.0]
+    ys[0] += x
+    rows = [[x]] + [[2.0 * x]]
+    rows[1] += [x]
+    return xs, ys, rows
+
 def read_in_the_other_branch(x, k):
     """A view made before an `if`, read only in the branch that does not update: no run
     reads it after the update."""
@@ -677,3 +741,47 @@ def nested_update_of_rows_added(a):
     y = [[0.0]] + [[1.0, 2.0] for _ in range(2)]
     y[2][1] = a
     return y
+
+
+# --------------------------------------------------------- y[i] op= v on a list's element
+
+def list_read_through_another_name(x):
+    y = [x, 2.0 * x]
+    z = y
+    y[0] = 1.0  # error
+    return z
+
+
+def list_stored_in_a_list(x):
+    y = [x, x]
+    rows = [y]
+    y[0] = 2.0  # error
+    return rows
+
+
+def list_element_extended_read_after(x):
+    xs = [[x], [x]]
+    a = xs[0]
+    xs[0] += [1.0]  # error
+    return len(a)
+
+
+def one_array_twice_in_a_list(x):
+    arr = np.zeros(3) + x
+    rows = [arr, arr]
+    rows[0] += 1.0  # error
+    return rows[1][0]
+
+
+def rows_of_an_array_in_a_list(x):
+    arr = np.zeros(3) + x
+    rows = list(arr.reshape(3, 1))
+    rows[0] += 1.0  # error
+    return arr[0]
+
+
+def concatenation_element_extended(x):
+    xs = [[x]]
+    y = xs + xs
+    y[0] += [1.0]  # error
+    return len(xs[0])

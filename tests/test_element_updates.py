@@ -58,6 +58,12 @@ x4 = np.array([0.5, -1.25, 2.0, 3.5])
     (U.list_of_arrays_updates, (np.array([0.5, -1.5, 2.0]),)),
     (U.dict_of_arrays_updates, (1.5,)),
     (U.array_row_updates, (1.5,)),
+    (U.element_passed_on_then_updated, (0.5,)),
+    (U.element_of_a_dict_bound_then_updated, (1.5, 0.25)),
+    (U.element_of_a_dict_bound_then_updated, (0.0, 0.0)),
+    (U.elements_kept_after_replacing, (1.5,)),
+    (U.own_list_element_extended, (1.5,)),
+    (U.concatenated_lists_updated, (1.5,)),
     (U.nested_update_of_a_dead_copy, (1.5,)),
     (U.nested_update_of_rows_added, (1.5,)),
 ], ids=lambda v: getattr(v, "__name__", None))
@@ -129,6 +135,8 @@ def test_update_of_a_value_read_later_copies():
     (U.powers, (1.3,)),
     (U.matrix_fill, (np.array([0.3, -0.7, 1.1]),)),
     (U.loss_nested_updates, (0.7, np.array([0.5, -1.5, 2.0]))),
+    (U.element_passed_on_then_updated, (0.5,)),
+    (U.element_of_a_dict_bound_then_updated, (1.5, 0.25)),
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_gradients_match_finite_differences(f, args):
     check_gradient(f, args)
@@ -183,6 +191,8 @@ def _located_error(f, args, words):
     (U.view_made_in_a_branch_read_in_the_next_iteration, (x4,), ["`y`", "`z` (line"]),
     (U.view_read_in_the_other_branch_of_a_later_iteration, (x4,), ["`y`", "`z` (line"]),
     (U.view_made_in_the_loop_returned_after_it, (x4,), ["`y`", "`z` (line"]),
+    (U.list_read_through_another_name, (1.0,), ["`y`", "`z` (line"]),
+    (U.list_stored_in_a_list, (1.0,), ["`y`", "the container it was stored in (line"]),
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_shared_update_is_a_located_error(f, args, words):
     before = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
@@ -262,3 +272,18 @@ def test_nested_update_of_an_argument_is_a_located_error():
     err = _located_error(U.nested_update_argument, (xs, 1.0), ["argument `xs`"])
     assert "xs = [row.copy() for row in xs]" in err.hint, err.hint
     assert xs == [[1.0, 2.0]]
+
+
+@pytest.mark.parametrize("f, words", [
+    (U.list_element_extended_read_after, ["`xs[0]`", "`a`, an element of `xs`"]),
+    (U.one_array_twice_in_a_list, ["`rows[0]`", "`arr` (line"]),
+    (U.rows_of_an_array_in_a_list, ["`rows[0]`", "`reshape` may return a view"]),
+    (U.concatenation_element_extended, ["`y[0]`", "`xs` (line"]),
+], ids=lambda v: getattr(v, "__name__", None))
+def test_augmented_update_of_a_shared_mutable_element_is_a_located_error(f, words):
+    """`y[i] op= v` changes y[i] itself where it is a list or an array: where that element
+    may be seen other than through y, compiled code (which makes a new value) would differ:
+    inference refuses it (a number element gets the plain operator)."""
+    err = _located_error(f, (1.0,), words + ["in place", "augmented assignment"])
+    item = words[0].strip("`")
+    assert f"{item} = {item} <op> v" in err.hint, err.hint
