@@ -101,7 +101,13 @@ def reductions() -> None:
                        digest(dist.allreduce(mine(r)[:2], op="mean", weight=r + 1)),
                        digest(dist.broadcast(mine(r), root=w - 1))] == \
         [digest(total), digest(mean), digest(weighted), digest(mine(w - 1))]
-    dist.PIECE_BYTES = default
+    # a sum's larger leaves reduced from where they are, in pieces too (the last one
+    # shorter), one of them not contiguous (a transpose): the same bits
+    dist.DIRECT_BYTES, direct_default = 40, dist.DIRECT_BYTES
+    transposed = np.arange(14.0).reshape(2, 7).T
+    exact["direct"] = digest(dist.allreduce(mine(r))) == digest(total) and np.array_equal(
+        dist.allreduce({"T": transposed * (r + 1)})["T"], transposed * sum(range(1, w + 1)))
+    dist.PIECE_BYTES, dist.DIRECT_BYTES = default, direct_default
     report(**exact, digests=[digest(total), digest(mean), digest(weighted)])
 
 

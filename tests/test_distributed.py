@@ -75,7 +75,8 @@ def test_allreduce_and_broadcast_of_nested_trees(env):
     results = run("reductions", env)
     for r in results:
         assert r["sum"] and r["mean"] and r["weighted"] and r["kinds"] and r["broadcast"] \
-            and r["empty"] and r["pieces"] and r["held"] and r["reused"], r
+            and r["empty"] and r["pieces"] and r["held"] and r["reused"] \
+            and r["direct"], r
     assert results[0]["digests"] == results[1]["digests"]   # the same bits on every rank
 
 
