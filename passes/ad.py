@@ -19,7 +19,7 @@ code after it (`loop_region` finds them: the *region*, one iteration).  Transfor
 any other graph, each iteration would wrap the next one's result (J of the body is not tail
 recursive), so the forward pass and the chain of backpropagators would both recurse as
 deep as the loop runs.  Instead J(L) runs two loops, each a graph that calls itself in tail
-position, so the backends emit `while True:` for both and nothing recurses:
+position, so the backends emit a `while` loop for each and nothing recurses:
 
 * the forward loop `J_L_forward(params, stack)` has L's shape: each graph h of the region
   becomes `J_h`, which computes h's values and tail-calls the next graph of the iteration

@@ -19,7 +19,7 @@ the records and runs the code after the call on each, innermost call first:
 
 Both are loops in the IR's own form (graphs calling themselves in tail position, through
 the graphs of an iteration), so everything downstream treats them as loops: the backends
-emit `while True:` for both, and the J transform (passes/ad.py) gives each a forward loop
+emit a `while` loop for each, and the J transform (passes/ad.py) gives each a forward loop
 pushing residuals and a backward loop popping them.  The gradient of such a recursion then
 makes no backpropagator closure per call, and neither the forward pass nor the gradient
 recurses in Python.  The stacks are ordinary values (`stack_push`, `stack_pop`, with
