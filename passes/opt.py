@@ -31,7 +31,7 @@ import numpy as np
 
 from myir.ir.analysis import OUTPUT, bump_version, callees, free_variables, graph_uses, \
     is_nested_in, primitive_name, reachable_graphs, recursive_graphs, scope, scope_size, \
-    switch_call, toposort, users
+    switch_call, tail_targets, toposort, users
 from myir.ir.edit import Cloner, GraphMoved, clone_program, inline, move_inline, replace
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, id_mark, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive, plain_operator
@@ -1526,19 +1526,11 @@ class Dispatch(dict):
 
 # ------------------------------------------------------------------ dead code
 
-def _callees_of(call: Apply) -> list[Graph] | None:
-    """The graphs a call may run: its graph constant, or the two of `switch(c, G1, G2)(...)`."""
-    if is_graph_constant(call.fn):
-        return [call.fn.value]
-    sc = switch_call(call)
-    return None if sc is None else list(dict.fromkeys((sc.then, sc.else_)))
-
-
 def _call_sites(root: Graph, uses: dict) -> dict[Graph, list[Apply]]:
     """Graph -> the calls that run it, for the graphs (not root) whose every use is such a
     call: a call of the graph constant, or of a switch between two graph constants whose
     every use is a call (an `if`'s branches, a loop's test).  So every caller is known, and
-    the graphs one call may run are known too (`_callees_of`)."""
+    the graphs one call may run are known too (`tail_targets`)."""
     sites: dict[Graph, list[Apply]] = {}
     for g, found in graph_uses(root).items():
         calls: dict[Apply, None] = {}
@@ -1570,7 +1562,7 @@ def drop_unused_parameters(root: Graph, types: dict | None = None) -> bool:
     whether anything changed."""
     uses = users(root)
     sites = _call_sites(root, uses)
-    runs = {c: _callees_of(c) for calls in sites.values() for c in calls}
+    runs = {c: tail_targets(c) for calls in sites.values() for c in calls}
     # graphs whose parameters may go: every call known, running only such graphs
     prunable = {g for g, calls in sites.items() if not g.defaults
                 and all(len(c.args) == len(g.parameters) for c in calls)}
@@ -1643,14 +1635,14 @@ def _result_family(g: Graph, sites: dict) -> tuple[list[Graph], list[Apply]] | N
         h = family[i]
         i += 1
         out = h.output
-        more = _callees_of(out) if isinstance(out, Apply) and out.graph is h else None
+        more = tail_targets(out) if isinstance(out, Apply) and out.graph is h else []
         for c in sites[h]:     # and the graphs the same call may run instead
-            more = (more or []) + _callees_of(c)
+            more = more + tail_targets(c)
             if c is c.graph.output:
                 more.append(c.graph)
             else:
                 external[c] = None
-        for m in more or ():
+        for m in more:
             if m not in sites:
                 return None
             if m not in family:
@@ -1695,7 +1687,7 @@ def drop_unused_outputs(root: Graph, types: dict | None = None) -> bool:
 def _drop_results(family: list[Graph], external: list[Apply], uses: dict, types,
                   whole: dict) -> bool:
     ends = [h for h in family if not (isinstance(h.output, Apply) and h.output.graph is h
-                                      and _callees_of(h.output) is not None)]
+                                      and tail_targets(h.output))]
     tuples = [h for h in ends if primitive_name(h.output) != "raise_"]
     if not tuples or any(primitive_name(h.output) != "make_tuple" for h in tuples):
         return False
