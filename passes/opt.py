@@ -470,6 +470,8 @@ def specialize_call(node: Apply, ctx) -> Node | None:
         return None
     fixed = tuple((i, a.value) for i, a in enumerate(node.args)
                   if _is_closed_function(a) and users(ctx.root).get(g.parameters[i]))
+    if fixed:
+        fixed = _passed_on(g, fixed, users(ctx.root))
     if not fixed:
         return None
     copy = ctx.specialised.get((g, fixed))
@@ -483,6 +485,54 @@ def specialize_call(node: Apply, ctx) -> Node | None:
         ctx.inherit_types(copy.output)
         ctx.specialised[(g, fixed)] = ctx.specialised[(copy, fixed)] = copy
     return node.graph.apply(copy, *node.args, location=node.location)
+
+
+def _passed_on(g: Graph, fixed: tuple, uses: dict) -> tuple:
+    """The positions of `fixed` whose parameter every call of g from inside its scope (the
+    next iteration of a loop, a recursive call) passes on unchanged: its own parameter, the
+    same function, or a parameter of a graph of the scope (an `if`'s branch, the code
+    after it) that every call of that graph passes such a value.  Those calls call the copy
+    too, which takes the fixed value for the parameter, so it must be what they pass.  A
+    loop may carry a function that starts as a constant and is wrapped in a closure at
+    each step (a linear recursion's ascent building `compose(k - 1)` into a new closure):
+    only its first iteration takes the constant.  `uses`: the program's `users`."""
+    inside = scope(g)
+    members = set(inside)
+    calls: dict[Graph, list] = {h: [] for h in inside}
+    for h in inside:
+        for n in toposort(h):
+            if not isinstance(n, Apply) or n.graph is not h:
+                continue
+            for t in tail_targets(n):
+                if t in members:
+                    calls[t].append(n.args)
+            for k, x in enumerate(n.inputs):
+                if not (is_graph_constant(x) and x.value in members) or k == 0 or (
+                        primitive_name(n) == "switch" and k in (2, 3)
+                        and all(j == 0 for _, j in uses.get(n, ()))):
+                    continue
+                if x.value is g:        # g passed as a value: its calls are not all known
+                    return ()
+                calls.pop(x.value, None)
+    kept = []
+    for i, value in fixed:
+        # the greatest set of parameters that hold the value: shrink until every call of
+        # a member's graph passes a member or the value
+        same = {p for h, args in calls.items() if args or h is g for p in h.parameters}
+        shrinking = True
+        while shrinking:
+            shrinking = False
+            for h, args in calls.items():
+                for j, p in enumerate(h.parameters):
+                    if p in same and not all(
+                            len(a) == len(h.parameters) and (a[j] in same or (
+                                _is_closed_function(a[j]) and a[j].value is value))
+                            for a in args):
+                        same.discard(p)
+                        shrinking = True
+        if g.parameters[i] in same:
+            kept.append((i, value))
+    return tuple(kept)
 
 
 def _is_closed_function(node: Node) -> bool:

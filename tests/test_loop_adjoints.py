@@ -150,6 +150,19 @@ def loop_in_closure(x, n):
     return power(x) + power(2.0 * x)
 
 
+def wrapped(h, x):
+    return lambda t: math.sin(h(t)) * x + t
+
+
+def composed_in_a_loop(x, n):
+    g = math.sin
+    i = 0
+    while i < n:
+        g = wrapped(g, x)
+        i = i + 1
+    return g(x)
+
+
 def newton_sqrt(a):
     x = a
     while abs(x * x - a) > 1e-12 * a:
@@ -197,6 +210,15 @@ def test_while(backend, n):
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_loop_shapes_against_finite_differences(backend, f, args, wrt):
     check(f, args, wrt, backend)
+
+
+@pytest.mark.parametrize("n", [0, 1, 4])
+def test_a_loop_carrying_a_function_that_starts_as_a_constant(backend, n):
+    """The loop's first iteration takes `math.sin`, a constant, and the next ones the
+    closures wrapping it: the optimizer must not specialise the loop on the first one."""
+    assert myir.compile(composed_in_a_loop, backend=backend)(0.6, n) == composed_in_a_loop(0.6, n)
+    check(composed_in_a_loop, (0.6, n), (0,), backend)
+    check_next_order(composed_in_a_loop, (0.6, n), backend)
 
 
 def test_with_continue_by_hand(backend):

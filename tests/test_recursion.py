@@ -162,6 +162,15 @@ def three_sites(x, n):
     return three_sites(x, n - 2) * 0.5 + 0.1
 
 
+def composed(x, n):
+    def compose(k):
+        if k == 0:
+            return lambda t: t
+        g = compose(k - 1)
+        return lambda t: math.sin(g(t)) * x + t
+    return compose(n)(x)
+
+
 def with_default(x, n=4):
     if n == 0:
         return x
@@ -214,6 +223,7 @@ LINEAR = [
     (two_sites, (0.4, 8)),
     (three_sites, (0.6, 9)),
     (with_default, (0.6,)),
+    (composed, (0.6, 5)),      # the ascent carries a function: the base's closure first
     (with_default, (0.6, 2)),
 ]
 KEPT = [(fib_like, (0.6, 5)), (call_after_call, (0.9, 5)), (even_part, (0.7, 5))]
