@@ -471,7 +471,7 @@ def specialize_call(node: Apply, ctx) -> Node | None:
     fixed = tuple((i, a.value) for i, a in enumerate(node.args)
                   if _is_closed_function(a) and users(ctx.root).get(g.parameters[i]))
     if fixed:
-        fixed = _passed_on(g, fixed, users(ctx.root))
+        fixed = _passed_on(g, node, fixed, users(ctx.root))
     if not fixed:
         return None
     copy = ctx.specialised.get((g, fixed))
@@ -487,18 +487,21 @@ def specialize_call(node: Apply, ctx) -> Node | None:
     return node.graph.apply(copy, *node.args, location=node.location)
 
 
-def _passed_on(g: Graph, fixed: tuple, uses: dict) -> tuple:
-    """The positions of `fixed` whose parameter every call of g from inside its scope (the
-    next iteration of a loop, a recursive call) passes on unchanged: its own parameter, the
-    same function, or a parameter of a graph of the scope (an `if`'s branch, the code
-    after it) that every call of that graph passes such a value.  Those calls call the copy
-    too, which takes the fixed value for the parameter, so it must be what they pass.  A
-    loop may carry a function that starts as a constant and is wrapped in a closure at
-    each step (a linear recursion's ascent building `compose(k - 1)` into a new closure):
-    only its first iteration takes the constant.  `uses`: the program's `users`."""
+def _passed_on(g: Graph, call: Apply, fixed: tuple, uses: dict) -> tuple:
+    """The positions of `fixed` (those where `call` passes g a constant function) whose
+    parameter every call of g from inside its scope (the next iteration of a loop, a
+    recursive call) passes on unchanged: its own parameter, the same function, or a
+    parameter of a graph of the scope (an `if`'s branch, the code after it) that every
+    call of that graph passes such a value.  Those calls call the copy too, which takes
+    the fixed value for the parameter, so it must be what they pass.  A loop may carry a
+    function that starts as a constant and changes: wrapped in a closure at each step (a
+    linear recursion's ascent building `compose(k - 1)` into a new closure), or swapped
+    with another (`f, g = g, f`): only its first iteration takes the constant.  `uses`:
+    the program's `users`."""
     inside = scope(g)
     members = set(inside)
     calls: dict[Graph, list] = {h: [] for h in inside}
+    calls[g].append(call.args)
     for h in inside:
         for n in toposort(h):
             if not isinstance(n, Apply) or n.graph is not h:
@@ -518,7 +521,7 @@ def _passed_on(g: Graph, fixed: tuple, uses: dict) -> tuple:
     for i, value in fixed:
         # the greatest set of parameters that hold the value: shrink until every call of
         # a member's graph passes a member or the value
-        same = {p for h, args in calls.items() if args or h is g for p in h.parameters}
+        same = {p for h, args in calls.items() if args for p in h.parameters}
         shrinking = True
         while shrinking:
             shrinking = False
