@@ -1336,6 +1336,19 @@ def _callable(x: AObject) -> bool:
 
 
 def gadd_rule(x, y):
+    if isinstance(x, AUnion) or isinstance(y, AUnion):
+        # items of tuples (the interpreter splits top-level ones): a loop's sensitivity of
+        # a variable that is a float on its first iteration and a float64 after, say; the
+        # sum of each pair of options, joined (ANY where one pair cannot be added), so
+        # that the array gradients added next to it keep their type
+        result = BOTTOM
+        for a in options(x):
+            for b in options(y):
+                try:
+                    result = join(result, gadd_rule(a, b))
+                except RuleError:
+                    return ANY
+        return result
     if isinstance(x, AStack) and isinstance(y, AStack):
         if x.item is BOTTOM or y.item is BOTTOM:
             return AStack(join(x.item, y.item))

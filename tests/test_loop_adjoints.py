@@ -567,13 +567,24 @@ def rows_of(X, w):
     return r
 
 
+def zipped(x, xs, ys):
+    r = x
+    for a, b in zip(xs, ys):
+        r = r + 0.1 * math.sin(a * r) * b
+    return r
+
+
 @pytest.mark.parametrize("f, args", [(over_array, (0.9, np.linspace(0.5, 1.5, 9))),
                                      (rows_of, (np.linspace(-1.0, 1.0, 12).reshape(4, 3),
-                                                0.7))])
+                                                0.7)),
+                                     (zipped, (0.9, XS, YS))])
 def test_a_loop_over_an_array_adds_each_rows_gradient_in_place(backend, f, args):
     """The gradient of the array a loop runs over gains one row per iteration, written into
     the one array (`d[i] = d[i] + dv`: `InPlace` proves nothing else sees d), not added as
-    an array of zeros but there: a loop over n rows is linear in n."""
+    an array of zeros but there: a loop over n rows is linear in n.  With `zip`, the
+    sensitivity of b, a float on the first iteration and a float64 after, is an item of
+    the iteration's tuple: its type stays known (`gadd_rule` of a union), and so does that
+    of ys's gradient, which is written in place too."""
     check(f, args, (0, 1), backend)
     source = myir.grad(f, 0, 1, backend="python").lower(*args).source
     backward = source[source.index("in reversed("):]
