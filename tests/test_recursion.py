@@ -171,6 +171,24 @@ def composed(x, n):
     return compose(n)(x)
 
 
+def alternating(f, g, x, n):
+    if n == 0:
+        return f(x)
+    return alternating(g, f, x * 0.9, n - 1) * 0.5 + f(x)
+
+
+def sin_then_cos(x, n):
+    return alternating(math.sin, math.cos, x, n)
+
+
+def wrapping(x, n):
+    def rec(f, k):
+        if k == 0:
+            return f(x)
+        return rec(lambda t: math.sin(f(t)) + x * t, k - 1)
+    return rec(math.cos, n)
+
+
 def with_default(x, n=4):
     if n == 0:
         return x
@@ -224,6 +242,8 @@ LINEAR = [
     (three_sites, (0.6, 9)),
     (with_default, (0.6,)),
     (composed, (0.6, 5)),      # the ascent carries a function: the base's closure first
+    (sin_then_cos, (0.7, 5)),  # the calls swap the two functions they pass
+    (wrapping, (0.6, 4)),      # each call passes a closure wrapping the function it got
     (with_default, (0.6, 2)),
 ]
 KEPT = [(fib_like, (0.6, 5)), (call_after_call, (0.9, 5)), (even_part, (0.7, 5))]
