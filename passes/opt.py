@@ -41,7 +41,7 @@ from passes.abstract import (ANY, BOTTOM, AArray, ADict, AEnv, AList, AObject, A
                              AStack, ATuple, AUnion, abstract_of, containers, holds_stack,
                              join, options, with_items)
 from passes import grad_rules
-from passes.raising import evaluates, may_raise
+from passes.raising import NOT_STRICT, evaluates, may_raise
 from passes.vectorize import vectorized_may_raise
 from passes.type_rules import TYPE_RULES, RuleError
 
@@ -1658,8 +1658,11 @@ def drop_unused_parameters(root: Graph, types: dict | None = None) -> bool:
             for i, x in enumerate(n.inputs):
                 if not (passing and i >= 1):
                     mark(x)
-        for p, (g, k) in owner.items():     # an argument that may raise stays, and so its
-            if p not in live and any(not effect_free(c.inputs[k + 1], known, quiet)  # parameter
+        # an argument that may raise stays, and so its parameter; what is computed anyway
+        # (`_computed_anyway`) raises where it is whether the argument stays or not
+        known.update(_computed_anyway(root, runs, prunable, live))
+        for p, (g, k) in owner.items():
+            if p not in live and any(not effect_free(c.inputs[k + 1], known, quiet)
                                      for c in sites[g]):
                 mark(p)
     changed = False
@@ -1675,6 +1678,35 @@ def drop_unused_parameters(root: Graph, types: dict | None = None) -> bool:
     if changed:
         bump_version()
     return changed
+
+
+def _computed_anyway(root: Graph, runs: dict, prunable: set, live: set) -> set[Node]:
+    """The nodes each graph computes whichever of the unread parameters `drop_unused_parameters`
+    drops: those its output reads through operands whose values are read (`evaluates`'
+    rule: not a tuple element or an operand only a shape is read from, a branch's
+    condition but not the branches), and of a call whose parameters may go, only the
+    arguments of `live` parameters.  A loop's exit adjoint, say, is called for the
+    sensitivities the backward loop carries on; its other results, unread, go without
+    keeping their parameters for the call's sake."""
+    out: set[Node] = set()
+    for g in reachable_graphs(root):
+        stack = [g.output]
+        while stack:
+            n = stack.pop()
+            if n in out or not isinstance(n, Apply) or n.graph is not g:
+                continue
+            out.add(n)
+            name = primitive_name(n)
+            if name is None:
+                passing = n in runs and all(h in prunable for h in runs[n])
+                stack.append(n.fn)
+                stack.extend(x for k, x in enumerate(n.args)
+                             if not passing or runs[n][0].parameters[k] in live)
+            elif name == "switch":
+                stack.append(n.args[0])
+            elif name not in NOT_STRICT:
+                stack.extend(n.args)
+    return out
 
 
 def _result_family(g: Graph, sites: dict) -> tuple[list[Graph], list[Apply]] | None:

@@ -125,13 +125,18 @@ def _truth(args, out) -> bool:
                for a in args)
 
 
+def _positional(x) -> bool:
+    """A tuple, record or list whose items inference knows one by one."""
+    return isinstance(x, (ATuple, ARecord)) or (isinstance(x, AList) and x.items is not None)
+
+
 def _getitem(args, out) -> bool:
     """An index out of range raises IndexError; a constant index of a tuple is checked at
     compile time, and basic slices of an array (not 0-d) never raise."""
     x, index = args
     if isinstance(x, ADict):    # a constant key is checked at compile time
         return not (isinstance(index, (AScalar, AObject)) and index.value is not ANY)
-    if isinstance(x, ARecord) or (isinstance(x, AList) and x.items is not None):
+    if _positional(x):
         x = ATuple(x.items)
     if isinstance(x, ATuple):
         return not (isinstance(index, AScalar) and index.known and index.pytype is int
@@ -398,11 +403,28 @@ def may_raise(name: str | None, args: list | None = None, out=None) -> bool:
         return True
     if args is None:
         return name in RAISES
+    if name in KIND_BLIND:
+        return False
+    if name == "getitem" and _positional(args[0]):
+        # an item read by position: what kinds the items are (a sensitivity `None | int`
+        # among them) does not matter, only whether the index is in range
+        return _getitem(args, out)
     if any(_unknown(a) for a in (*args, out)):
         return True
     rule = RAISES.get(name)
     return (rule is not None and rule(args, out)) \
         or (name not in HOLDS and _int_to_float(args, out))
+
+
+# Primitives that raise on no operand of any kind, so that an operand of an uncertain kind
+# (a union: the sensitivity `None | int` of a loop variable, unbound before the first
+# iteration) does not make them "may raise" and keep them, and what they read, where nothing
+# reads their value: they build a value from values or pass values on, or are a gradient's
+# operations on sensitivities of values the forward computed.
+KIND_BLIND = frozenset("""
+    make_tuple switch depend grad_zeros gadd getitem_grad env_getitem env_setitem stack_push
+    stack_pop stack_empty
+""".split())
 
 
 # Primitives that hold their operands as they are: an int meets no float there (a loop's
