@@ -535,6 +535,26 @@ def test_several_paths_third_order(backend):
 # ------------------------------------------------------------------------------ the program
 
 
+def pow_for(x, n):
+    r = x
+    for _ in range(n):
+        r = r * x
+    return r
+
+
+def test_a_for_loops_backward_loop_carries_only_what_it_reads():
+    """The loop variable of `for _ in range(n)` and range's keys have sensitivities of kind
+    `None | int` (the variable is unbound before the first iteration).  Nothing the
+    gradient returns reads them, and the operations on them cannot raise: the backward loop
+    carries the sensitivities of r and x alone, and the forward loop pushes r alone."""
+    source = myir.grad(pow_for, "x", backend="python").lower(1.1, 5).source
+    assert re.search(r"^\s*for (\w+) in reversed\(\w+\):\n\s*(\w+), (\w+) = \2 \* x, "
+                     r"\3 \+ \1 \* \2$", source, re.M), source
+    for left in ("_getitem_grad", "_gadd", "_grad_zeros(getitem"):
+        assert left not in source, source
+    assert myir.grad(pow_for, "x")(1.1, 5) == pytest.approx(6 * 1.1 ** 5, rel=1e-14)
+
+
 def test_generated_source_has_a_forward_and_a_backward_loop():
     """Two loops, and no closure made per iteration: the forward loop appends the one
     residual the backward loop reads to a list, and the backward loop reads the list from
