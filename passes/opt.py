@@ -1826,67 +1826,238 @@ def drop_unread_residuals(root: Graph, types: dict) -> bool:
 
     Which pushes a pop's records come from is followed through the program (`_pushes_of`):
     pushes whose records one pop may see are changed alike, to the fields any of their pops
-    reads.  Nothing is dropped where a stack goes anywhere but stack operations, tuples and
-    calls of known graphs (a grad of grad adds stacks of sensitivities), where a record is
-    not a tuple built at its push, or where a pop's record is used other than by
-    `record[k]`; nor a field whose value has an effect (`effect_free`)."""
+    reads (`_record_groups`).  Nothing is dropped where a stack goes anywhere but stack
+    operations, tuples and calls of known graphs (a grad of grad adds stacks of
+    sensitivities), where a record is not a tuple built at its push, or where a pop's
+    record is used other than by `record[k]`; nor a field whose computation has an effect
+    (`effect_free`) that nothing else still evaluates (the value an inner loop returns,
+    read by the outer iteration too, is dropped from the record)."""
     provenance = _pushes_of(root, types)
-    if provenance is None:
+    groups = _record_groups(provenance, users(root)) if provenance is not None else None
+    if groups is None:
         return False
     uses = users(root)
     effect_free_nodes: set = set()
+    changed, whole = False, {}
+    for pushed, records in groups:
+        read = [_indexed_by(u, i) for r in records for u, i in uses.get(r, ())]
+        if None in read or any(primitive_name(p.args[1]) != "make_tuple" for p in pushed):
+            continue
+        n = len(pushed[0].args[1].args)
+        if n == 0 or any(len(p.args[1].args) != n for p in pushed):
+            continue
+        made = {p.args[1] for p in pushed}
+        kept = sorted({k % n for k in read} | {
+            k for p in pushed for k, x in enumerate(p.args[1].args)
+            if not effect_free(x, effect_free_nodes)
+            and all(u in made for u, _ in uses.get(x, ()))})
+        if len(kept) == n:
+            continue
+        whole.update(_drop_fields(types, kept, pushed, records, uses))
+        changed = True
+    if changed:
+        substitute(root, whole)
+        _retype_stacks(root, types)
+    return changed
+
+
+def lift_record_closures(root: Graph, types: dict) -> bool:
+    """A field of a loop gradient's residual records that holds, at every push, a closure of
+    one graph G becomes G's free variables, and each pop's `record[k]` a copy of G reading
+    the popped values in their place: what a nested loop's iteration pushes is the inner
+    loop's backpropagator, a closure of the inner stacks and what the inner adjoints read,
+    and the outer backward loop calls it.  So lifted, no closure is made per outer
+    iteration, and the copy, called once, is inlined into the outer backward loop, which
+    runs the inner one in place.  Inference makes a copy of G for each signature of the
+    graphs around it (an outer loop's first iteration, whose inner counter is still
+    unbound); a field holding copies of G at its pushes is lifted where each copy computes
+    what G does from free variables of the same types (`_alike`).  A graph G whose copies
+    differ, or that reads a closure made outside it, stays a closure (a tag per push,
+    choosing among several graphs at the pop, is not made).  One field of a group of
+    pushes is lifted per call (the optimizer calls again while anything changes), and a
+    free variable that is itself such a closure (the inner loop's exit adjoint) is lifted
+    in a later call in turn."""
+    provenance = _pushes_of(root, types)
+    groups = _record_groups(provenance, users(root)) if provenance is not None else None
+    if groups is None:
+        return False
+    uses = users(root)
+    changed, whole = False, {}
+    for pushed, records in groups:
+        if any(primitive_name(p.args[1]) != "make_tuple" for p in pushed) \
+                or any(_indexed_by(u, i) is None for r in records for u, i in uses.get(r, ())):
+            continue
+        n = len(pushed[0].args[1].args)
+        if any(len(p.args[1].args) != n for p in pushed):
+            continue
+        for k in range(n):
+            lifted = _closure_field(k, pushed, types)
+            if lifted is not None:
+                whole.update(_lift_field(k, *lifted, pushed, records, uses, types))
+                changed = True
+                break
+    if changed:
+        substitute(root, whole)
+        _retype_stacks(root, types)
+    return changed
+
+
+def _closure_field(k: int, pushed: list, types: dict) -> tuple | None:
+    """(G, G's free variables, the values each push's copy of G reads in their place) where
+    field k of every push's record is a closure of G or of a copy alike (`_alike`), and G
+    reads no closure made outside its scope (which a copy at the pop could not see)."""
+    values = [p.args[1].args[k] for p in pushed]
+    if not all(is_graph_constant(v) for v in values):
+        return None
+    graph = values[0].value
+    inner = scope(graph)
+    if any(h.defaults for h in inner) or any(
+            is_graph_constant(x) and x.value.parent is not None
+            and not is_nested_in(x.value, graph)
+            for h in inner for n in toposort(h) if isinstance(n, Apply) and n.graph is h
+            for x in n.inputs):
+        return None
+    fvs = free_variables(graph)
+    reads = []
+    for v in values:
+        pairs = _alike(graph, v.value)
+        if pairs is None or any(types.get(x) != types.get(pairs[x]) for x in fvs):
+            return None
+        reads.append([pairs[x] for x in fvs])
+    return graph, fvs, reads
+
+
+def _alike(a: Graph, b: Graph) -> dict | None:
+    """{node of a's scope, or free variable of a: its counterpart in b} where b computes
+    what a does: the same operations on the same constants, b's own graphs in place of a's,
+    one free variable of b for each of a's; None otherwise.  (Inference's copies of a graph
+    for the signatures of the graphs around it are alike where types changed nothing.)"""
+    if a is b:
+        return {x: x for x in free_variables(a)}
+    pairs: dict = {}
+    graphs = {a: b}
+    stack = [(a.output, b.output)]
+    while stack:
+        x, y = stack.pop()
+        if x in pairs:
+            if pairs[x] is not y:
+                return None
+            continue
+        pairs[x] = y
+        if is_graph_constant(x):
+            g = x.value
+            if not is_graph_constant(y):
+                return None
+            if not is_nested_in(g, a):
+                if y.value is not g:
+                    return None
+                continue
+            h = y.value
+            if graphs.setdefault(g, h) is not h or not is_nested_in(h, b) \
+                    or len(g.parameters) != len(h.parameters):
+                return None
+            stack += [(g.output, h.output), *zip(g.parameters, h.parameters)]
+        elif isinstance(x, Constant):
+            if not (isinstance(y, Constant) and (x.value is y.value or _same_constant(x, y))):
+                return None
+        elif x.graph is not None and is_nested_in(x.graph, a):   # a node of a's scope
+            if type(x) is not type(y) or y.graph is not graphs.get(x.graph):
+                return None
+            if isinstance(x, Apply):
+                if len(x.inputs) != len(y.inputs):
+                    return None
+                stack += zip(x.inputs, y.inputs)
+            elif x.graph.parameters.index(x) != y.graph.parameters.index(y):
+                return None
+        elif y.graph is None or is_nested_in(y.graph, b):   # a free variable: b's own
+            return None
+    fvs = [pairs[x] for x in free_variables(a)]
+    return pairs if len(set(fvs)) == len(fvs) else None
+
+
+def _lift_field(k: int, graph: Graph, fvs: list, reads: list, pushed: list, records: list,
+                uses: dict, types: dict) -> dict:
+    """Push, in field k's place, the values each push's copy of `graph` reads; at each pop,
+    read field k as a copy of `graph` nested in the pop's graph, reading the popped values
+    (or as `graph` itself, where it reads none and is defined at the top).  Returns
+    {read of field k: the copy}, to substitute."""
+    n, m = len(pushed[0].args[1].args), len(fvs)
+    for push, values in zip(pushed, reads):
+        record = push.args[1]
+        fields = [*record.args[:k], *values, *record.args[k + 1:]]
+        made = push.graph.apply(P["make_tuple"], *fields, location=record.location)
+        types[made] = ATuple(tuple(types.get(v, ANY) for v in fields))
+        push.set_inputs([push.fn, push.args[0], made])
+    whole = {}
+    for record in records:
+        reads_k = []
+        for field, _ in uses.get(record, ()):
+            j = field.args[1].value % n
+            if j == k:
+                reads_k.append(field)
+            else:
+                field.set_inputs([*field.inputs[:2], Constant(j if j < k else j + m - 1)])
+        if not reads_k:
+            continue
+        if not fvs and graph.parent is None:
+            copy = graph
+        else:
+            popped = []
+            for i, fv in enumerate(fvs):
+                popped.append(record.graph.apply(P["getitem"], record, k + i, name=fv.debug.name,
+                                                 location=record.location))
+                types[popped[-1]] = types.get(fv, ANY)
+            cloner = Cloner(dict(zip(fvs, popped)))
+            copy = cloner.graph(graph)
+            copy.parent = record.graph if fvs else None
+            for old, new in list(cloner.mapping.items()):
+                if old in types and new is not old:
+                    types[new] = types[old]
+        for field in reads_k:
+            const = Constant(copy, field.debug)
+            types[const] = types.get(field, ANY)
+            whole[field] = const
+    return whole
+
+
+def _record_groups(provenance: "_Provenance", uses: dict) -> list | None:
+    """The pushes whose records one pop may see, in groups (a pop sees records of one group
+    only), each with the records its pops give (`pop[0]`); None where a pop is used other
+    than by `pop[0]` and `pop[1]`, or its stack's pushes are not known."""
     group = {p: p for p in provenance.pushes}
 
     def find(p):
         while group[p] is not p:
             p = group[p]
         return p
-    reads: dict = {}     # push -> the fields its pops read (None: the whole record)
-    pops = []            # (the pushes a pop's records come from, the pop's record)
+    popped = []
     for pop in provenance.pops:
         source = provenance.of(pop.args[0]) or frozenset()
         if not isinstance(source, frozenset):
-            return False
+            return None
         pushed = sorted(source, key=lambda p: p.debug.id)
         for p in pushed[1:]:
             group[find(p)] = find(pushed[0])
-        fields = []
+        records = []
         for user, i in uses.get(pop, ()):
             if _indexed_by(user, i) == 0:
-                fields.extend(_indexed_by(u, k) for u, k in uses.get(user, ()))
-                pops.append((pushed, user))
+                records.append(user)
             elif _indexed_by(user, i) != 1:
-                fields.append(None)
-        for p in pushed:
-            reads.setdefault(p, []).extend(fields)
+                return None
+        if pushed:
+            popped.append((pushed[0], records))
     members: dict = {}
     for p in provenance.pushes:
-        members.setdefault(find(p), []).append(p)
-    changed, whole, items = False, {}, {}
-    for rep, pushed in members.items():
-        read = [k for p in pushed for k in reads.get(p, [])]
-        if None in read or any(primitive_name(p.args[1]) != "make_tuple" for p in pushed):
-            continue
-        n = len(pushed[0].args[1].args)
-        if n == 0 or any(len(p.args[1].args) != n for p in pushed):
-            continue
-        kept = sorted({k % n for k in read})
-        if len(kept) == n or not all(effect_free(p.args[1].args[k], effect_free_nodes)
-                                     for p in pushed
-                                     for k in range(n) if k not in kept):
-            continue
-        records = [record for where, record in pops if where and find(where[0]) is rep]
-        whole.update(_drop_fields(types, kept, pushed, records, uses, items))
-        changed = True
-    if changed:
-        _retype_stacks(types, provenance, items)
-        substitute(root, whole)
-    return changed
+        members.setdefault(find(p), ([], []))[0].append(p)
+    for first, records in popped:
+        members[find(first)][1].extend(records)
+    return list(members.values())
 
 
 class _Provenance:
     """For each node holding residual stacks, the pushes that may have made their cells: a
-    frozenset for a stack, a tuple of these for a tuple, None for a value holding none."""
+    frozenset for a stack, a tuple of these for a tuple (a record holding an inner loop's
+    stacks too), None for a value holding none."""
 
     def __init__(self):
         self.values: dict = {}
@@ -1937,11 +2108,13 @@ def _pushes_of(root: Graph, types: dict) -> _Provenance | None:
             for node, name in order:     # each pass of the fixed point
                 args = [prov.of(a) for a in node.args]
                 if name == "stack_push":
-                    if args[1] is not None:
-                        return None
                     set_(node, frozenset({node}) | (args[0] or frozenset()))
-                elif name == "stack_pop":
-                    set_(node, (None, args[0] or frozenset()))
+                elif name == "stack_pop":   # (what the pushes pushed, the stack)
+                    item = None
+                    for push in args[0] or ():
+                        item = _merged(item, prov.of(push.args[1])) if item is not None \
+                            else prov.of(push.args[1])
+                    set_(node, (item, args[0] or frozenset()))
                 elif name == "make_tuple":
                     if any(a is not None for a in args):
                         set_(node, tuple(args))
@@ -1993,13 +2166,11 @@ def _indexed_by(user, i: int) -> int | None:
     return None
 
 
-def _drop_fields(types: dict, kept: list, pushed: list, records: list, uses,
-                 items: dict) -> dict:
+def _drop_fields(types: dict, kept: list, pushed: list, records: list, uses) -> dict:
     """Push only the fields `kept` of the records of `pushed`, and read them so from
-    `records` (the records their pops give); `items[push]` becomes the type of the records
-    the stacks of `pushed` hold now.  Returns {read of the one field kept: the record}, to substitute."""
+    `records` (the records their pops give).  Returns {read of the one field kept: the
+    record}, to substitute."""
     n = len(pushed[0].args[1].args)
-    item = BOTTOM
     for push in pushed:
         record = push.args[1]
         values = [record.args[k] for k in kept]
@@ -2008,13 +2179,9 @@ def _drop_fields(types: dict, kept: list, pushed: list, records: list, uses,
         else:
             made = push.graph.apply(P["make_tuple"], *values, location=record.location)
             types[made] = ATuple(tuple(types.get(v, ANY) for v in values))
-        item = join(item, types.get(made, ANY))
         push.set_inputs([push.fn, push.args[0], made])
-    for push in pushed:     # a pop may give any push's record: the stack holds their join
-        items[push] = item
     whole = {}
     for record in records:
-        types[record] = item
         for field, _ in uses.get(record, ()):
             k = kept.index(field.args[1].value % n)
             if len(kept) == 1:
@@ -2024,34 +2191,52 @@ def _drop_fields(types: dict, kept: list, pushed: list, records: list, uses,
     return whole
 
 
-def _retype_stacks(types: dict, provenance: _Provenance, items: dict) -> None:
-    """Give the stacks that hold the shortened records (every node whose provenance names a
-    changed push, and the pops of those stacks) the records' new type, so that the types
-    still tell the truth about the values (tests/test_infer.py checks it at run time)."""
-    def item_of(pushes):
-        return next((items[p] for p in pushes if p in items), None)
+def _retype_stacks(root: Graph, types: dict) -> None:
+    """Give the stacks whose records changed, and what holds them, their records' new
+    types, so that the types still tell the truth about the values (tests/test_infer.py
+    checks it at run time): a stack's item is the join of what its pushes push, and a
+    record holding an inner loop's stacks changes with them.  Provenance is found again on
+    the program as it is now."""
+    provenance = _pushes_of(root, types)
+    if provenance is None:
+        return
+    items: dict = {}
+
+    def item(pushes: frozenset):
+        if pushes not in items:
+            items[pushes] = BOTTOM     # (a stack holding itself: not made)
+            t = BOTTOM
+            for p in pushes:
+                t = join(t, retyped(types.get(p.args[1], ANY), provenance.of(p.args[1])))
+            items[pushes] = t
+        return items[pushes]
 
     def retyped(t, v):
         if isinstance(v, frozenset):
-            item = item_of(v)
-            return AStack(item) if item is not None and isinstance(t, AStack) else t
+            return AStack(item(v)) if isinstance(t, AStack) and v else t
         if isinstance(v, tuple) and isinstance(t, ATuple) and len(t.items) == len(v):
             return ATuple(tuple(ti if vi is None else retyped(ti, vi)
                                 for ti, vi in zip(t.items, v)))
         return t
 
+    new = {}
     for node, v in provenance.values.items():
         if node not in types:
             continue
         if primitive_name(node) == "stack_pop":
-            item = item_of(v[1])
-            if item is not None:
-                types[node] = ATuple((item, AStack(item)))
-        else:
-            types[node] = retyped(types[node], v)
+            popped = item(v[1])
+            new[node] = ATuple((popped, AStack(popped)))
+        elif v is not None:
+            new[node] = retyped(types[node], v)
+    uses = users(root)
+    for pop in provenance.pops:     # the records popped
+        for user, i in uses.get(pop, ()):
+            if _indexed_by(user, i) == 0 and provenance.of(pop.args[0]):
+                new[user] = item(provenance.of(pop.args[0]))
+    types.update(new)
 
 
-TYPED_PRUNES = [drop_unread_residuals]
+TYPED_PRUNES = [lift_record_closures, drop_unread_residuals]
 
 
 # ------------------------------------------------------------------ driver
