@@ -1684,13 +1684,17 @@ def drop_unused_outputs(root: Graph, types: dict | None = None) -> bool:
     return changed
 
 
-def _drop_results(family: list[Graph], external: list[Apply], uses: dict, types,
-                  whole: dict) -> bool:
+def _returned_tuples(family: list[Graph], external: list[Apply], uses: dict, types):
+    """(the graphs of the family returning the tuple, its length, {external call: its
+    reads `call[k]`}, the calls whose result is the tuple) where every graph of the family
+    that returns, returns a tuple of one length (or raises) whose every external call is only
+    indexed with constants (or waited for by `depend`), typed as such where typed; None
+    otherwise."""
     ends = [h for h in family if not (isinstance(h.output, Apply) and h.output.graph is h
                                       and tail_targets(h.output))]
     tuples = [h for h in ends if primitive_name(h.output) != "raise_"]
     if not tuples or any(primitive_name(h.output) != "make_tuple" for h in tuples):
-        return False
+        return None
     n = len(tuples[0].output.args)
     reads: dict[Apply, list] = {}
     for c in external:
@@ -1700,14 +1704,23 @@ def _drop_results(family: list[Graph], external: list[Apply], uses: dict, types,
                 continue
             if not (primitive_name(r) == "getitem" and i == 1 and _const(r.args[1], int)
                     and type(r.args[1].value) is int and -n <= r.args[1].value < n):
-                return False
+                return None
             reads[c].append(r)
     if any(len(h.output.args) != n for h in tuples):
-        return False
+        return None
     calls = external + [h.output for h in family if h not in ends]
     if types is not None and not all(isinstance(types.get(c), ATuple)
                                      and len(types[c].items) == n for c in calls):
+        return None
+    return tuples, n, reads, calls
+
+
+def _drop_results(family: list[Graph], external: list[Apply], uses: dict, types,
+                  whole: dict) -> bool:
+    found = _returned_tuples(family, external, uses, types)
+    if found is None:
         return False
+    tuples, n, reads, calls = found
     flat = _flatten_results(tuples, calls, reads, uses, n, types)
     changed = flat is not None
     if changed:
@@ -1756,6 +1769,68 @@ def _drop_results(family: list[Graph], external: list[Apply], uses: dict, types,
             else:
                 r.set_inputs([*r.inputs[:2], Constant(kept.index(r.args[1].value % n))])
     return True
+
+
+def lift_result_closures(root: Graph, types: dict | None = None) -> bool:
+    """An element of the tuple a loop (or an `if`) returns that is, at every return, a
+    closure of one graph G (of copies alike, `_one_closure`) becomes the tuple of G's free
+    variables, and each read of it a copy of G reading that tuple's items, nested where it
+    is read: a loop's gradient returns its exit's adjoint so, and an outer loop's gradient
+    would push the closure in its records (`lift_record_closures` lifts it once it is made
+    in the outer iteration, where it is inlined into the inner backpropagator).  The calls
+    of the family are known and their results only indexed (`_returned_tuples`).  Returns
+    whether anything changed."""
+    typed = types is not None
+    types = types if typed else {}
+    uses = users(root)
+    sites = _call_sites(root, uses)
+    seen: set[Graph] = set()
+    whole: dict = {}
+    for g in sites:
+        if g in seen:
+            continue
+        found = _result_family(g, sites)
+        if found is None:
+            seen.add(g)
+            continue
+        family, external = found
+        seen.update(family)
+        returned = _returned_tuples(family, external, uses, types if typed else None)
+        if returned is None:
+            continue
+        tuples, n, reads, calls = returned
+        for k in range(n):
+            lifted = _one_closure([h.output.args[k] for h in tuples], types)
+            if lifted is None or not lifted[1]:
+                continue
+            graph, fvs, values = lifted
+            held = ATuple(tuple(types.get(x, ANY) for x in fvs))
+            for h, vs in zip(tuples, values):
+                old = h.output
+                inner = h.apply(P["make_tuple"], *vs, location=old.location)
+                h.output = h.apply(P["make_tuple"], *old.args[:k], inner, *old.args[k + 1:],
+                                   location=old.location)
+                types[inner] = held
+                if isinstance(types.get(old), ATuple):
+                    types[h.output] = with_items(types[old], _put(types[old].items, k, held))
+            for c in calls:
+                if isinstance(types.get(c), ATuple):
+                    types[c] = with_items(types[c], _put(types[c].items, k, held))
+            for c, rs in reads.items():
+                mine = [r for r in rs if r.args[1].value % n == k]
+                if mine:
+                    tup = c.graph.apply(P["getitem"], c, k, location=mine[0].location)
+                    types[tup] = held
+                    const = _rebuilt_closure(graph, fvs, tup, 0, mine[0], types)
+                    whole.update((r, const) for r in mine)
+            break   # one element per family per call: the family's tuples changed
+    if whole:
+        substitute(root, whole)
+    return bool(whole)
+
+
+def _put(items: tuple, k: int, item) -> tuple:
+    return items[:k] + (item,) + items[k + 1:]
 
 
 def _flatten_results(tuples: list[Graph], calls: list[Apply], reads: dict, uses: dict,
@@ -1814,9 +1889,6 @@ def _flatten_results(tuples: list[Graph], calls: list[Apply], reads: dict, uses:
     return at
 
 
-PRUNES = [drop_unused_outputs, drop_unused_parameters]   # the first leaves work to the second
-
-
 def drop_unread_residuals(root: Graph, types: dict) -> bool:
     """Remove the fields of a loop gradient's residual records (passes/ad.py) that no pop
     of their stack reads, where they are pushed: the AD pushes every operand that a gradient
@@ -1830,8 +1902,8 @@ def drop_unread_residuals(root: Graph, types: dict) -> bool:
     operations, tuples and calls of known graphs (a grad of grad adds stacks of
     sensitivities), where a record is not a tuple built at its push, or where a pop's
     record is used other than by `record[k]`; nor a field whose computation has an effect
-    (`effect_free`) that nothing else still evaluates (the value an inner loop returns,
-    read by the outer iteration too, is dropped from the record)."""
+    (`effect_free`) that nothing else evaluates (`_evaluated_elsewhere`: the value an
+    inner loop returns, which the outer iteration reads too, is dropped from the record)."""
     provenance = _pushes_of(root, types)
     groups = _record_groups(provenance, users(root)) if provenance is not None else None
     if groups is None:
@@ -1849,8 +1921,7 @@ def drop_unread_residuals(root: Graph, types: dict) -> bool:
         made = {p.args[1] for p in pushed}
         kept = sorted({k % n for k in read} | {
             k for p in pushed for k, x in enumerate(p.args[1].args)
-            if not effect_free(x, effect_free_nodes)
-            and all(u in made for u, _ in uses.get(x, ()))})
+            if not effect_free(x, effect_free_nodes) and not _evaluated_elsewhere(x, made, uses)})
         if len(kept) == n:
             continue
         whole.update(_drop_fields(types, kept, pushed, records, uses))
@@ -1861,7 +1932,18 @@ def drop_unread_residuals(root: Graph, types: dict) -> bool:
     return changed
 
 
-def lift_record_closures(root: Graph, types: dict) -> bool:
+def _evaluated_elsewhere(x: Node, made: set, uses: dict) -> bool:
+    """Whether x, used by the nodes `made`, is evaluated by another user too, or is an item
+    of a tuple that is (`loop(...)[k]`, which cannot raise once the loop has returned)."""
+    while True:
+        if any(u not in made for u, _ in uses.get(x, ())):
+            return True
+        if _indexed_by(x, 1) is None:
+            return False
+        made, x = {x}, x.args[0]
+
+
+def lift_record_closures(root: Graph, types: dict | None = None) -> bool:
     """A field of a loop gradient's residual records that holds, at every push, a closure of
     one graph G becomes G's free variables, and each pop's `record[k]` a copy of G reading
     the popped values in their place: what a nested loop's iteration pushes is the inner
@@ -1877,7 +1959,9 @@ def lift_record_closures(root: Graph, types: dict) -> bool:
     pushes is lifted per call (the optimizer calls again while anything changes), and a
     free variable that is itself such a closure (the inner loop's exit adjoint) is lifted
     in a later call in turn."""
-    provenance = _pushes_of(root, types)
+    typed = types is not None
+    types = types if typed else {}
+    provenance = _pushes_of(root, types if typed else None)
     groups = _record_groups(provenance, users(root)) if provenance is not None else None
     if groups is None:
         return False
@@ -1891,22 +1975,23 @@ def lift_record_closures(root: Graph, types: dict) -> bool:
         if any(len(p.args[1].args) != n for p in pushed):
             continue
         for k in range(n):
-            lifted = _closure_field(k, pushed, types)
+            lifted = _one_closure([p.args[1].args[k] for p in pushed], types)
             if lifted is not None:
                 whole.update(_lift_field(k, *lifted, pushed, records, uses, types))
                 changed = True
                 break
     if changed:
         substitute(root, whole)
-        _retype_stacks(root, types)
+        if typed:
+            _retype_stacks(root, types)
     return changed
 
 
-def _closure_field(k: int, pushed: list, types: dict) -> tuple | None:
-    """(G, G's free variables, the values each push's copy of G reads in their place) where
-    field k of every push's record is a closure of G or of a copy alike (`_alike`), and G
-    reads no closure made outside its scope (which a copy at the pop could not see)."""
-    values = [p.args[1].args[k] for p in pushed]
+def _one_closure(values: list[Node], types: dict) -> tuple | None:
+    """(G, G's free variables, for each value the nodes its copy of G reads in their place)
+    where each of `values` is a closure of G or of a copy alike (`_alike`) whose free
+    variables have the types of G's, and G reads no closure made outside its scope (which
+    a copy made elsewhere could not see)."""
     if not all(is_graph_constant(v) for v in values):
         return None
     graph = values[0].value
@@ -1925,6 +2010,30 @@ def _closure_field(k: int, pushed: list, types: dict) -> tuple | None:
             return None
         reads.append([pairs[x] for x in fvs])
     return graph, fvs, reads
+
+
+def _rebuilt_closure(graph: Graph, fvs: list, held: Node, at: int, like: Node,
+                     types: dict) -> Constant:
+    """A constant of a copy of `graph` (a closure of `fvs`) nested in held's graph, reading
+    `held[at + i]` in place of fvs[i], typed as `like` (what it replaces); `graph` itself
+    where it reads nothing and is defined at the top."""
+    if not fvs and graph.parent is None:
+        copy = graph
+    else:
+        items = []
+        for i, fv in enumerate(fvs):
+            items.append(held.graph.apply(P["getitem"], held, at + i, name=fv.debug.name,
+                                          location=like.location))
+            types[items[-1]] = types.get(fv, ANY)
+        cloner = Cloner(dict(zip(fvs, items)))
+        copy = cloner.graph(graph)
+        copy.parent = held.graph if fvs else None
+        for old, new in list(cloner.mapping.items()):
+            if old in types and new is not old:
+                types[new] = types[old]
+    const = Constant(copy, like.debug)
+    types[const] = types.get(like, ANY)
+    return const
 
 
 def _alike(a: Graph, b: Graph) -> dict | None:
@@ -1997,26 +2106,9 @@ def _lift_field(k: int, graph: Graph, fvs: list, reads: list, pushed: list, reco
                 reads_k.append(field)
             else:
                 field.set_inputs([*field.inputs[:2], Constant(j if j < k else j + m - 1)])
-        if not reads_k:
-            continue
-        if not fvs and graph.parent is None:
-            copy = graph
-        else:
-            popped = []
-            for i, fv in enumerate(fvs):
-                popped.append(record.graph.apply(P["getitem"], record, k + i, name=fv.debug.name,
-                                                 location=record.location))
-                types[popped[-1]] = types.get(fv, ANY)
-            cloner = Cloner(dict(zip(fvs, popped)))
-            copy = cloner.graph(graph)
-            copy.parent = record.graph if fvs else None
-            for old, new in list(cloner.mapping.items()):
-                if old in types and new is not old:
-                    types[new] = types[old]
-        for field in reads_k:
-            const = Constant(copy, field.debug)
-            types[const] = types.get(field, ANY)
-            whole[field] = const
+        for field in reads_k:   # one copy per pop
+            whole[field] = _rebuilt_closure(graph, fvs, record, k, field, types) \
+                if field is reads_k[0] else whole[reads_k[0]]
     return whole
 
 
@@ -2071,10 +2163,12 @@ class _Provenance:
 
 
 def _merged(a, b):
-    """The provenance of a value that is a or b; raises ValueError where their shapes
-    differ."""
-    if a == b:
+    """The provenance of a value that is a or b (None: it holds no stack, or its provenance
+    is not known yet); raises ValueError where their shapes differ."""
+    if a == b or b is None:
         return a
+    if a is None:
+        return b
     if isinstance(a, frozenset) and isinstance(b, frozenset):
         return a | b
     if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
@@ -2084,14 +2178,18 @@ def _merged(a, b):
 
 def _pushes_of(root: Graph, types: dict) -> _Provenance | None:
     """The provenance of every node (`_Provenance`), found to a fixed point over the
-    program; None where a stack goes where it cannot be followed."""
+    program; None where a stack goes where it cannot be followed.  A call of a function
+    value holds no stack where `types` say so; without types, where no graph used as a
+    value takes or returns one (the backpropagators and exit adjoints a gradient calls
+    return sensitivities)."""
     prov = _Provenance()
     order = [(n, primitive_name(n)) for g in reachable_graphs(root) for n in toposort(g)
              if isinstance(n, Apply) and n.graph is g]
     prov.pushes = [n for n, name in order if name == "stack_push"]
     prov.pops = [n for n, name in order if name == "stack_pop"]
-    if not prov.pushes:
-        return None
+    if not prov.pushes or any(_const(a, Primitive) and a.value.name in ("stack_push", "stack_pop")
+                              for n, _ in order for a in n.args):
+        return None     # no stack, or a stack operation as a value
     uses = graph_uses(root)
     changed = True
 
@@ -2112,8 +2210,7 @@ def _pushes_of(root: Graph, types: dict) -> _Provenance | None:
                 elif name == "stack_pop":   # (what the pushes pushed, the stack)
                     item = None
                     for push in args[0] or ():
-                        item = _merged(item, prov.of(push.args[1])) if item is not None \
-                            else prov.of(push.args[1])
+                        item = _merged(item, prov.of(push.args[1]))
                     set_(node, (item, args[0] or frozenset()))
                 elif name == "make_tuple":
                     if any(a is not None for a in args):
@@ -2134,10 +2231,10 @@ def _pushes_of(root: Graph, types: dict) -> _Provenance | None:
                     sc = switch_call(node)
                     callees = [sc.then, sc.else_] if sc is not None else \
                         [node.fn.value] if is_graph_constant(node.fn) else None
-                    if callees is None:
-                        if any(a is not None for a in args) or types.get(node, ANY) is ANY \
-                                or holds_stack(types[node]):
-                            return None
+                    if callees is None:     # a function value: without types, one of
+                        if any(a is not None for a in args) or types is not None and (  # the
+                                types.get(node, ANY) is ANY or holds_stack(types[node])):
+                            return None     # graphs used as values, checked below
                         continue
                     for g in callees:
                         if len(g.parameters) != len(args):
@@ -2236,7 +2333,9 @@ def _retype_stacks(root: Graph, types: dict) -> None:
     types.update(new)
 
 
-TYPED_PRUNES = [lift_record_closures, drop_unread_residuals]
+PRUNES = [drop_unused_outputs, drop_unused_parameters,   # the first leaves work to the second
+          lift_result_closures, lift_record_closures]
+TYPED_PRUNES = [drop_unread_residuals]
 
 
 # ------------------------------------------------------------------ driver
