@@ -2191,6 +2191,7 @@ def _pushes_of(root: Graph, types: dict) -> _Provenance | None:
                               for n, _ in order for a in n.args):
         return None     # no stack, or a stack operation as a value
     uses = graph_uses(root)
+    kept = ("switch",) if types is None else ("switch", "make_tuple")
     changed = True
 
     def set_(node, value):
@@ -2222,6 +2223,13 @@ def _pushes_of(root: Graph, types: dict) -> _Provenance | None:
                 elif name == "depend":  # its effect operand is evaluated, not read
                     if args[0] is not None:
                         set_(node, args[0])
+                elif name == "grad_zeros":  # a stack's zero is the empty stack
+                    if args[0] is not None:
+                        set_(node, _emptied(args[0]))
+                elif name == "getitem_grad" and isinstance(args[0], tuple):
+                    if not (_const(node.args[1], int) and type(node.args[1].value) is int):
+                        return None     # (x's zeros, with d at k)
+                    set_(node, _put(_emptied(args[0]), node.args[1].value, args[2]))
                 elif name == "stack_empty" or (name is not None and all(
                         a is None for a in args)):
                     continue
@@ -2245,14 +2253,21 @@ def _pushes_of(root: Graph, types: dict) -> _Provenance | None:
                         out = prov.of(g.output)
                         if out is not None:
                             set_(node, out)
-            for g, calls in uses.items():   # a graph used as a value: its stacks are lost
+            for g, calls in uses.items():   # a graph used as a value: its stacks are lost,
                 holds = any(prov.of(p) is not None for p in g.parameters) \
-                    or prov.of(g.output) is not None
-                if holds and any(i != 0 and primitive_name(c) != "switch" for c, i in calls):
-                    return None
+                    or prov.of(g.output) is not None    # where typed, unless in a tuple
+                if holds and any(i != 0 and primitive_name(c) not in kept for c, i in calls):
+                    return None     # (called as a function value, as checked above)
     except (ValueError, IndexError):    # shapes that differ; a tuple indexed out of range
         return None
     return prov
+
+
+def _emptied(v):
+    """The provenance of the zero of a value of provenance v: empty stacks for its stacks."""
+    if isinstance(v, frozenset):
+        return frozenset()
+    return tuple(map(_emptied, v)) if isinstance(v, tuple) else v
 
 
 def _indexed_by(user, i: int) -> int | None:
