@@ -1782,6 +1782,10 @@ def lift_result_closures(root: Graph, types: dict | None = None) -> bool:
     whether anything changed."""
     typed = types is not None
     types = types if typed else {}
+    if not any(primitive_name(g.output) == "make_tuple" and any(
+            is_graph_constant(x) and x.value.parent is not None for x in g.output.args)
+            for g in reachable_graphs(root)):
+        return False    # (no graph returns a closure in a tuple)
     uses = users(root)
     sites = _call_sites(root, uses)
     seen: set[Graph] = set()
@@ -1961,6 +1965,10 @@ def lift_record_closures(root: Graph, types: dict | None = None) -> bool:
     in a later call in turn."""
     typed = types is not None
     types = types if typed else {}
+    if not any(primitive_name(n) == "stack_push" and primitive_name(n.args[1]) == "make_tuple"
+               and any(map(is_graph_constant, n.args[1].args))
+               for g in reachable_graphs(root) for n in toposort(g)):
+        return False    # (no record holds a closure: the provenance is not needed)
     provenance = _pushes_of(root, types if typed else None)
     groups = _record_groups(provenance, users(root)) if provenance is not None else None
     if groups is None:
