@@ -1790,6 +1790,7 @@ def lift_result_closures(root: Graph, types: dict | None = None) -> bool:
     sites = _call_sites(root, uses)
     seen: set[Graph] = set()
     whole: dict = {}
+    edited: set[Graph] = set()
     for g in sites:
         if g in seen:
             continue
@@ -1805,7 +1806,8 @@ def lift_result_closures(root: Graph, types: dict | None = None) -> bool:
         tuples, n, reads, calls = returned
         for k in range(n):
             lifted = _one_closure([h.output.args[k] for h in tuples], types)
-            if lifted is None or not lifted[1]:
+            if lifted is None or not lifted[1] or not _untouched(
+                    edited, lifted[0], [h.output for h in tuples] + list(reads)):
                 continue
             graph, fvs, values = lifted
             held = ATuple(tuple(types.get(x, ANY) for x in fvs))
@@ -1831,6 +1833,18 @@ def lift_result_closures(root: Graph, types: dict | None = None) -> bool:
     if whole:
         substitute(root, whole)
     return bool(whole)
+
+
+def _untouched(edited: set, graph: Graph, nodes: list[Node]) -> bool:
+    """Whether a lifting that copies `graph` and edits `nodes` meets no graph that another
+    lifting of this call copied or edited (`edited`, which it joins if not): a copy made
+    before an edit of a graph it copies would miss that edit (a three-deep loop's middle
+    pops, in the outer backpropagator copied at the outer pop)."""
+    graphs = set(scope(graph)) | {n.graph for n in nodes}
+    if not edited.isdisjoint(graphs):
+        return False
+    edited |= graphs
+    return True
 
 
 def _put(items: tuple, k: int, item) -> tuple:
@@ -1974,7 +1988,7 @@ def lift_record_closures(root: Graph, types: dict | None = None) -> bool:
     if groups is None:
         return False
     uses = users(root)
-    changed, whole = False, {}
+    changed, whole, edited = False, {}, set()
     for pushed, records in groups:
         if any(primitive_name(p.args[1]) != "make_tuple" for p in pushed) \
                 or any(_indexed_by(u, i) is None for r in records for u, i in uses.get(r, ())):
@@ -1984,7 +1998,7 @@ def lift_record_closures(root: Graph, types: dict | None = None) -> bool:
             continue
         for k in range(n):
             lifted = _one_closure([p.args[1].args[k] for p in pushed], types)
-            if lifted is not None:
+            if lifted is not None and _untouched(edited, lifted[0], pushed + records):
                 whole.update(_lift_field(k, *lifted, pushed, records, uses, types))
                 changed = True
                 break
