@@ -1807,7 +1807,7 @@ def lift_result_closures(root: Graph, types: dict | None = None) -> bool:
         for k in range(n):
             lifted = _one_closure([h.output.args[k] for h in tuples], types)
             if lifted is None or not lifted[1] or not _untouched(
-                    edited, lifted[0], [h.output for h in tuples] + list(reads)):
+                    edited, lifted[0], tuples + [c.graph for c in reads]):
                 continue
             graph, fvs, values = lifted
             held = ATuple(tuple(types.get(x, ANY) for x in fvs))
@@ -1835,15 +1835,79 @@ def lift_result_closures(root: Graph, types: dict | None = None) -> bool:
     return bool(whole)
 
 
-def _untouched(edited: set, graph: Graph, nodes: list[Node]) -> bool:
-    """Whether a lifting that copies `graph` and edits `nodes` meets no graph that another
+def lift_parameter_closures(root: Graph, types: dict | None = None) -> bool:
+    """A parameter to which every call passes a closure of one graph G (of copies alike,
+    `_one_closure`) becomes parameters for G's free variables, and reads a copy of G made
+    in its graph: an iteration of a loop of several paths passes an inner loop's
+    backpropagator, a residual of its path, on through the graphs of the path to the one
+    that pushes its record (passes/ad.py), and these graphs, on the loop's cycle, are not
+    inlined; so lifted, the push holds a closure made where it is, which
+    `lift_record_closures` lifts in turn.  The graphs that one call may run (an `if`'s
+    branches) change alike; their every call is known (`_call_sites`).  One parameter of
+    a family of graphs per call.  Returns whether anything changed."""
+    typed = types is not None
+    types = types if typed else {}
+    uses = users(root)
+    sites = _call_sites(root, uses)
+    if not any(is_graph_constant(a) and a.value.parent is not None
+               for calls in sites.values() for c in calls for a in c.args):
+        return False
+    family = {g: g for g in sites}
+
+    def find(g):
+        while family[g] is not g:
+            g = family[g]
+        return g
+    for calls in sites.values():
+        for c in calls:
+            targets = tail_targets(c)
+            if any(t not in family for t in targets):
+                return False
+            for t in targets[1:]:
+                family[find(t)] = find(targets[0])
+    members: dict = {}
+    for g in sites:
+        members.setdefault(find(g), []).append(g)
+    edited: set[Graph] = set()
+    whole: dict = {}
+    for graphs in members.values():
+        calls = list({c: None for g in graphs for c in sites[g]})
+        n = len(graphs[0].parameters)
+        if any(g.defaults or len(g.parameters) != n for g in graphs) \
+                or any(len(c.args) != n for c in calls):
+            continue
+        for k in range(n):
+            if not any(is_graph_constant(c.args[k]) for c in calls):
+                continue
+            lifted = _one_closure([c.args[k] for c in calls], types)
+            if lifted is None or not _untouched(edited, lifted[0],
+                                                 [c.graph for c in calls] + graphs):
+                continue
+            graph, fvs, values = lifted
+            for c, vs in zip(calls, values):
+                c.set_inputs([*c.inputs[:k + 1], *vs, *c.inputs[k + 2:]])
+            for g in graphs:
+                old = g.parameters[k]
+                params = [Parameter(g, fv.debug.derive("free variable of")) for fv in fvs]
+                for q, fv in zip(params, fvs):
+                    types[q] = types.get(fv, ANY)
+                g.parameters = [*g.parameters[:k], *params, *g.parameters[k + 1:]]
+                whole[old] = _closure_copy(graph, fvs, params, g, old, types)
+            break
+    if whole:
+        substitute(root, whole)
+    return bool(whole)
+
+
+def _untouched(edited: set, graph: Graph, graphs: list[Graph]) -> bool:
+    """Whether a lifting that copies `graph` and edits `graphs` meets no graph that another
     lifting of this call copied or edited (`edited`, which it joins if not): a copy made
     before an edit of a graph it copies would miss that edit (a three-deep loop's middle
     pops, in the outer backpropagator copied at the outer pop)."""
-    graphs = set(scope(graph)) | {n.graph for n in nodes}
-    if not edited.isdisjoint(graphs):
+    touched = set(scope(graph)) | set(graphs)
+    if not edited.isdisjoint(touched):
         return False
-    edited |= graphs
+    edited |= touched
     return True
 
 
@@ -1998,7 +2062,8 @@ def lift_record_closures(root: Graph, types: dict | None = None) -> bool:
             continue
         for k in range(n):
             lifted = _one_closure([p.args[1].args[k] for p in pushed], types)
-            if lifted is not None and _untouched(edited, lifted[0], pushed + records):
+            if lifted is not None and _untouched(edited, lifted[0],
+                                                 [n.graph for n in pushed + records]):
                 whole.update(_lift_field(k, *lifted, pushed, records, uses, types))
                 changed = True
                 break
@@ -2037,19 +2102,26 @@ def _one_closure(values: list[Node], types: dict) -> tuple | None:
 def _rebuilt_closure(graph: Graph, fvs: list, held: Node, at: int, like: Node,
                      types: dict) -> Constant:
     """A constant of a copy of `graph` (a closure of `fvs`) nested in held's graph, reading
-    `held[at + i]` in place of fvs[i], typed as `like` (what it replaces); `graph` itself
-    where it reads nothing and is defined at the top."""
+    `held[at + i]` in place of fvs[i], typed as `like` (what it replaces)."""
+    items = []
+    for i, fv in enumerate(fvs):
+        items.append(held.graph.apply(P["getitem"], held, at + i, name=fv.debug.name,
+                                      location=like.location))
+        types[items[-1]] = types.get(fv, ANY)
+    return _closure_copy(graph, fvs, items, held.graph, like, types)
+
+
+def _closure_copy(graph: Graph, fvs: list, values: list, parent: Graph, like: Node,
+                  types: dict) -> Constant:
+    """A constant of a copy of `graph` nested in `parent`, reading values[i] in place of
+    its free variable fvs[i], typed as `like` (what it replaces); `graph` itself where it
+    reads nothing and is defined at the top."""
     if not fvs and graph.parent is None:
         copy = graph
     else:
-        items = []
-        for i, fv in enumerate(fvs):
-            items.append(held.graph.apply(P["getitem"], held, at + i, name=fv.debug.name,
-                                          location=like.location))
-            types[items[-1]] = types.get(fv, ANY)
-        cloner = Cloner(dict(zip(fvs, items)))
+        cloner = Cloner(dict(zip(fvs, values)))
         copy = cloner.graph(graph)
-        copy.parent = held.graph if fvs else None
+        copy.parent = parent if fvs else None
         for old, new in list(cloner.mapping.items()):
             if old in types and new is not old:
                 types[new] = types[old]
@@ -2371,7 +2443,7 @@ def _retype_stacks(root: Graph, types: dict) -> None:
 
 
 PRUNES = [drop_unused_outputs, drop_unused_parameters,   # the first leaves work to the second
-          lift_result_closures, lift_record_closures]
+          lift_result_closures, lift_parameter_closures, lift_record_closures]
 TYPED_PRUNES = [drop_unread_residuals]
 
 
