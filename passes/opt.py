@@ -2208,8 +2208,9 @@ def _lift_field(k: int, graph: Graph, fvs: list, reads: list, pushed: list, reco
 
 def _record_groups(provenance: "_Provenance", uses: dict) -> list | None:
     """The pushes whose records one pop may see, in groups (a pop sees records of one group
-    only), each with the records its pops give (`pop[0]`); None where a pop is used other
-    than by `pop[0]` and `pop[1]`, or its stack's pushes are not known."""
+    only), each with the records its pops give (`pop[0]`), for the groups whose every pop
+    is used only as `pop[0]` and `pop[1]` (a gradient of a gradient reads some pops
+    whole); None where the pushes of a pop's stack are not known."""
     group = {p: p for p in provenance.pushes}
 
     def find(p):
@@ -2224,20 +2225,19 @@ def _record_groups(provenance: "_Provenance", uses: dict) -> list | None:
         pushed = sorted(source, key=lambda p: p.debug.id)
         for p in pushed[1:]:
             group[find(p)] = find(pushed[0])
-        records = []
-        for user, i in uses.get(pop, ()):
-            if _indexed_by(user, i) == 0:
-                records.append(user)
-            elif _indexed_by(user, i) != 1:
-                return None
+        records = [u for u, i in uses.get(pop, ()) if _indexed_by(u, i) == 0]
+        whole = any(_indexed_by(u, i) not in (0, 1) for u, i in uses.get(pop, ()))
         if pushed:
-            popped.append((pushed[0], records))
+            popped.append((pushed[0], records, whole))
     members: dict = {}
     for p in provenance.pushes:
         members.setdefault(find(p), ([], []))[0].append(p)
-    for first, records in popped:
+    read_whole = set()
+    for first, records, whole in popped:
         members[find(first)][1].extend(records)
-    return list(members.values())
+        if whole:
+            read_whole.add(find(first))
+    return [m for rep, m in members.items() if rep not in read_whole]
 
 
 class _Provenance:
@@ -2275,7 +2275,9 @@ def _pushes_of(root: Graph, types: dict) -> _Provenance | None:
     program; None where a stack goes where it cannot be followed.  A call of a function
     value holds no stack where `types` say so; without types, where no graph used as a
     value takes or returns one (the backpropagators and exit adjoints a gradient calls
-    return sensitivities)."""
+    return sensitivities); it may be passed empty stacks (a zero sensitivity).  The sum of
+    two stacks of sensitivities (`gadd`, in a gradient of a gradient) holds sums of
+    records of either."""
     prov = _Provenance()
     order = [(n, primitive_name(n)) for g in reachable_graphs(root) for n in toposort(g)
              if isinstance(n, Apply) and n.graph is g]
@@ -2297,8 +2299,9 @@ def _pushes_of(root: Graph, types: dict) -> _Provenance | None:
             changed = True
     try:
         while changed:
-            changed = False
-            for node, name in order:     # each pass of the fixed point
+            changed = lost = False      # lost: a stack went where it cannot be followed,
+            for node, name in order:     # in this pass of the fixed point (in the last
+                #                          one, where nothing changes, for good)
                 args = [prov.of(a) for a in node.args]
                 if name == "stack_push":
                     set_(node, frozenset({node}) | (args[0] or frozenset()))
@@ -2312,32 +2315,36 @@ def _pushes_of(root: Graph, types: dict) -> _Provenance | None:
                         set_(node, tuple(args))
                 elif name == "getitem" and isinstance(args[0], tuple):
                     if _indexed_by(node, 1) is None:
-                        return None
+                        lost = True
+                        continue
                     set_(node, args[0][node.args[1].value])
                 elif name == "depend":  # its effect operand is evaluated, not read
                     if args[0] is not None:
                         set_(node, args[0])
+                elif name == "gadd":    # stacks of sensitivities: pops see records of
+                    if args[0] is not None or args[1] is not None:  # either, or their sums
+                        set_(node, _merged(args[0], args[1]))
                 elif name == "grad_zeros":  # a stack's zero is the empty stack
                     if args[0] is not None:
                         set_(node, _emptied(args[0]))
                 elif name == "getitem_grad" and isinstance(args[0], tuple):
                     if not (_const(node.args[1], int) and type(node.args[1].value) is int):
-                        return None     # (x's zeros, with d at k)
+                        lost = True     # (x's zeros, with d at k)
+                        continue
                     set_(node, _put(_emptied(args[0]), node.args[1].value, args[2]))
                 elif name == "stack_empty" or (name is not None and all(
                         a is None for a in args)):
                     continue
                 elif name is not None:
-                    return None     # a stack where it cannot be followed
+                    lost = True     # a stack where it cannot be followed
                 else:
                     sc = switch_call(node)
                     callees = [sc.then, sc.else_] if sc is not None else \
                         [node.fn.value] if is_graph_constant(node.fn) else None
                     if callees is None:     # a function value: without types, one of
-                        if any(a is not None for a in args) or types is not None and (  # the
-                                types.get(node, ANY) is ANY or holds_stack(types[node])):
-                            return None     # graphs used as values, checked below
-                        continue
+                        lost |= any(map(_pushed, args)) or types is not None and (
+                            types.get(node, ANY) is ANY or holds_stack(types[node]))
+                        continue    # (the graphs used as values: checked below)
                     for g in callees:
                         if len(g.parameters) != len(args):
                             return None
@@ -2351,10 +2358,19 @@ def _pushes_of(root: Graph, types: dict) -> _Provenance | None:
                 holds = any(prov.of(p) is not None for p in g.parameters) \
                     or prov.of(g.output) is not None    # where typed, unless in a tuple
                 if holds and any(i != 0 and primitive_name(c) not in kept for c, i in calls):
-                    return None     # (called as a function value, as checked above)
+                    lost = True     # (called as a function value, as checked above)
+        if lost:
+            return None
     except (ValueError, IndexError):    # shapes that differ; a tuple indexed out of range
         return None
     return prov
+
+
+def _pushed(v) -> bool:
+    """Whether a value of provenance v may hold a pushed record (not only empty stacks)."""
+    if isinstance(v, frozenset):
+        return bool(v)
+    return isinstance(v, tuple) and any(map(_pushed, v))
 
 
 def _emptied(v):
@@ -2442,8 +2458,10 @@ def _retype_stacks(root: Graph, types: dict) -> None:
     types.update(new)
 
 
-PRUNES = [drop_unused_outputs, drop_unused_parameters,   # the first leaves work to the second
-          lift_result_closures, lift_parameter_closures, lift_record_closures]
+# drop_unused_outputs leaves work to drop_unused_parameters; lifting a result's closure comes
+# before the tuple holding it is dropped for an unread element (a bare closure stays).
+PRUNES = [lift_result_closures, drop_unused_outputs, drop_unused_parameters,
+          lift_parameter_closures, lift_record_closures]
 TYPED_PRUNES = [drop_unread_residuals]
 
 
