@@ -37,9 +37,9 @@ from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, id_mark, is_g
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive, plain_operator
 from myir.ir.values import EMPTY_STACK, NEWENV, Env
 from myir.tree import is_namedtuple
-from passes.abstract import (ANY, BOTTOM, AArray, ADict, AEnv, AList, AObject, ARecord, AScalar,
-                             AStack, ATuple, AUnion, abstract_of, containers, holds_stack,
-                             join, options, with_items)
+from passes.abstract import (ANY, BOTTOM, AArray, ADict, AEnv, AFunction, AList, AObject,
+                             ARecord, AScalar, AStack, ATuple, AUnion, abstract_of, containers,
+                             holds_stack, join, options, with_items)
 from passes import grad_rules
 from passes.raising import evaluates, may_raise
 from passes.vectorize import vectorized_may_raise
@@ -1786,6 +1786,8 @@ def lift_result_closures(root: Graph, types: dict | None = None) -> bool:
             is_graph_constant(x) and x.value.parent is not None for x in g.output.args)
             for g in reachable_graphs(root)):
         return False    # (no graph returns a closure in a tuple)
+    if not _stacks_followed(root, types if typed else None):
+        return False
     uses = users(root)
     sites = _call_sites(root, uses)
     seen: set[Graph] = set()
@@ -1801,8 +1803,8 @@ def lift_result_closures(root: Graph, types: dict | None = None) -> bool:
         family, external = found
         seen.update(family)
         returned = _returned_tuples(family, external, uses, types if typed else None)
-        if returned is None:
-            continue
+        if returned is None or any(uses.get(h.output) != [(h, OUTPUT)] for h in returned[0]):
+            continue    # (a tuple read elsewhere too keeps its shape)
         tuples, n, reads, calls = returned
         for k in range(n):
             lifted = _one_closure([h.output.args[k] for h in tuples], types)
@@ -1850,7 +1852,8 @@ def lift_parameter_closures(root: Graph, types: dict | None = None) -> bool:
     uses = users(root)
     sites = _call_sites(root, uses)
     if not any(is_graph_constant(a) and a.value.parent is not None
-               for calls in sites.values() for c in calls for a in c.args):
+               for calls in sites.values() for c in calls for a in c.args) \
+            or not _stacks_followed(root, types if typed else None):
         return False
     family = {g: g for g in sites}
 
@@ -1897,6 +1900,18 @@ def lift_parameter_closures(root: Graph, types: dict | None = None) -> bool:
     if whole:
         substitute(root, whole)
     return bool(whole)
+
+
+def _stacks_followed(root: Graph, types: dict | None) -> bool:
+    """Whether the program's residual stacks, if it has any, are followed from push to pop
+    (`_pushes_of`) and none holds sensitivities (a gradient of a gradient, whose stacks of
+    sensitivities are built by the positions of the records they mirror: the liftings
+    leave such a program as it is, the gradient it differentiates lifted already)."""
+    if not any(primitive_name(n) == "stack_push" for g in reachable_graphs(root)
+               for n in toposort(g)):
+        return True
+    provenance = _pushes_of(root, types)
+    return provenance is not None and not provenance.summed
 
 
 def _untouched(edited: set, graph: Graph, graphs: list[Graph]) -> bool:
@@ -1983,23 +1998,23 @@ def drop_unread_residuals(root: Graph, types: dict) -> bool:
     reads (`_record_groups`).  Nothing is dropped where a stack goes anywhere but stack
     operations, tuples and calls of known graphs (a grad of grad adds stacks of
     sensitivities), where a record is not a tuple built at its push, or where a pop's
-    record is used other than by `record[k]`; nor a field whose computation has an effect
+    record is used other than by `record[k]`, nor in a program whose stacks hold
+    sensitivities (`_stacks_followed`); nor a field whose computation has an effect
     (`effect_free`) that nothing else evaluates (`_evaluated_elsewhere`: the value an
     inner loop returns, which the outer iteration reads too, is dropped from the record)."""
     provenance = _pushes_of(root, types)
-    groups = _record_groups(provenance, users(root)) if provenance is not None else None
+    groups = _record_groups(provenance, users(root)) \
+        if provenance is not None and not provenance.summed else None
     if groups is None:
         return False
     uses = users(root)
     effect_free_nodes: set = set()
     changed, whole = False, {}
     for pushed, records in groups:
+        n = _record_length(pushed, records, uses)
+        if not n:
+            continue
         read = [_indexed_by(u, i) for r in records for u, i in uses.get(r, ())]
-        if None in read or any(primitive_name(p.args[1]) != "make_tuple" for p in pushed):
-            continue
-        n = len(pushed[0].args[1].args)
-        if n == 0 or any(len(p.args[1].args) != n for p in pushed):
-            continue
         made = {p.args[1] for p in pushed}
         kept = sorted({k % n for k in read} | {
             k for p in pushed for k, x in enumerate(p.args[1].args)
@@ -2012,6 +2027,20 @@ def drop_unread_residuals(root: Graph, types: dict) -> bool:
         substitute(root, whole)
         _retype_stacks(root, types)
     return changed
+
+
+def _record_length(pushed: list, records: list, uses: dict) -> int | None:
+    """The length of the records of a group of pushes, where each is a tuple made for its
+    push alone, of one length, and each record popped is only read as `record[k]`: then
+    changing the records at the pushes and their reads at the pops changes every reader.
+    (A gradient of a gradient keeps a record in its own records too, whose sensitivity
+    must keep the record's shape.)  None otherwise."""
+    if any(primitive_name(p.args[1]) != "make_tuple" or uses.get(p.args[1]) != [(p, 2)]
+           for p in pushed) \
+            or any(_indexed_by(u, i) is None for r in records for u, i in uses.get(r, ())):
+        return None
+    n = len(pushed[0].args[1].args)
+    return n if all(len(p.args[1].args) == n for p in pushed) else None
 
 
 def _evaluated_elsewhere(x: Node, made: set, uses: dict) -> bool:
@@ -2048,19 +2077,15 @@ def lift_record_closures(root: Graph, types: dict | None = None) -> bool:
                for g in reachable_graphs(root) for n in toposort(g)):
         return False    # (no record holds a closure: the provenance is not needed)
     provenance = _pushes_of(root, types if typed else None)
-    groups = _record_groups(provenance, users(root)) if provenance is not None else None
+    groups = _record_groups(provenance, users(root)) \
+        if provenance is not None and not provenance.summed else None
     if groups is None:
         return False
     uses = users(root)
     changed, whole, edited = False, {}, set()
     for pushed, records in groups:
-        if any(primitive_name(p.args[1]) != "make_tuple" for p in pushed) \
-                or any(_indexed_by(u, i) is None for r in records for u, i in uses.get(r, ())):
-            continue
-        n = len(pushed[0].args[1].args)
-        if any(len(p.args[1].args) != n for p in pushed):
-            continue
-        for k in range(n):
+        n = _record_length(pushed, records, uses)
+        for k in range(n or 0):
             lifted = _one_closure([p.args[1].args[k] for p in pushed], types)
             if lifted is not None and _untouched(edited, lifted[0],
                                                  [n.graph for n in pushed + records]):
@@ -2076,27 +2101,52 @@ def lift_record_closures(root: Graph, types: dict | None = None) -> bool:
 
 def _one_closure(values: list[Node], types: dict) -> tuple | None:
     """(G, G's free variables, for each value the nodes its copy of G reads in their place)
-    where each of `values` is a closure of G or of a copy alike (`_alike`) whose free
-    variables have the types of G's, and G reads no closure made outside its scope (which
-    a copy made elsewhere could not see)."""
+    where each of `values` is a closure of G or of a copy alike (`_alike`), G reads no
+    closure made outside its scope (which a copy made elsewhere could not see), and G's
+    free variables are typed as the join of the copies' (so that G's types, which
+    inference found for those, hold for every copy's values: of the copies for an outer
+    loop's first iteration, whose inner counter may be unbound, and for the others, the
+    first)."""
     if not all(is_graph_constant(v) for v in values):
         return None
-    graph = values[0].value
-    inner = scope(graph)
-    if any(h.defaults for h in inner) or any(
-            is_graph_constant(x) and x.value.parent is not None
-            and not is_nested_in(x.value, graph)
-            for h in inner for n in toposort(h) if isinstance(n, Apply) and n.graph is h
-            for x in n.inputs):
-        return None
-    fvs = free_variables(graph)
-    reads = []
-    for v in values:
-        pairs = _alike(graph, v.value)
-        if pairs is None or any(types.get(x) != types.get(pairs[x]) for x in fvs):
+    for candidate in {v.value: None for v in values}:
+        inner = scope(candidate)
+        if any(h.defaults for h in inner) or any(
+                is_graph_constant(x) and x.value.parent is not None
+                and not is_nested_in(x.value, candidate)
+                for h in inner for n in toposort(h) if isinstance(n, Apply) and n.graph is h
+                for x in n.inputs):
             return None
-        reads.append([pairs[x] for x in fvs])
-    return graph, fvs, reads
+        fvs = free_variables(candidate)
+        reads = []
+        for v in values:
+            pairs = _alike(candidate, v.value)
+            if pairs is None:
+                return None
+            if not all(_covers(types.get(x, ANY), types.get(pairs[x], ANY)) for x in fvs):
+                break
+            reads.append([pairs[x] for x in fvs])
+        else:
+            return candidate, fvs, reads
+    return None
+
+
+def _covers(wide, narrow) -> bool:
+    """Whether type `wide` describes every value `narrow` does, taking functions for one
+    kind (no pass reads which closures a function value may be, and the closures in a
+    record, lifted or not, are copies per signature)."""
+    def plain(t):
+        if isinstance(t, AFunction):
+            return ANY
+        if containers(t):
+            return with_items(t, tuple(map(plain, t.items)))
+        if isinstance(t, AStack):
+            return AStack(plain(t.item))
+        if type(t) is AUnion:
+            return AUnion(tuple(map(plain, t.options)), t.origin)
+        return t
+    wide = plain(wide)
+    return join(wide, plain(narrow)) == wide
 
 
 def _rebuilt_closure(graph: Graph, fvs: list, held: Node, at: int, like: Node,
@@ -2209,8 +2259,10 @@ def _lift_field(k: int, graph: Graph, fvs: list, reads: list, pushed: list, reco
 def _record_groups(provenance: "_Provenance", uses: dict) -> list | None:
     """The pushes whose records one pop may see, in groups (a pop sees records of one group
     only), each with the records its pops give (`pop[0]`), for the groups whose every pop
-    is used only as `pop[0]` and `pop[1]` (a gradient of a gradient reads some pops
-    whole); None where the pushes of a pop's stack are not known."""
+    is used only as `pop[0]` and `pop[1]`, and whose records are not summed or zeroed as
+    sensitivities: a gradient of a gradient reads some pops whole, and builds the
+    sensitivities of a gradient's records by their positions, which must not change; None
+    where the pushes of a pop's stack are not known."""
     group = {p: p for p in provenance.pushes}
 
     def find(p):
@@ -2232,7 +2284,7 @@ def _record_groups(provenance: "_Provenance", uses: dict) -> list | None:
     members: dict = {}
     for p in provenance.pushes:
         members.setdefault(find(p), ([], []))[0].append(p)
-    read_whole = set()
+    read_whole = {find(p) for p in provenance.summed}
     for first, records, whole in popped:
         members[find(first)][1].extend(records)
         if whole:
@@ -2249,6 +2301,8 @@ class _Provenance:
         self.values: dict = {}
         self.pushes: list = []
         self.pops: list = []
+        self.summed: set = set()    # pushes whose records are summed or zeroed as
+        #                             sensitivities (a gradient of a gradient)
 
     def of(self, node):
         if isinstance(node, Constant):
@@ -2321,17 +2375,21 @@ def _pushes_of(root: Graph, types: dict) -> _Provenance | None:
                 elif name == "depend":  # its effect operand is evaluated, not read
                     if args[0] is not None:
                         set_(node, args[0])
-                elif name == "gadd":    # stacks of sensitivities: pops see records of
-                    if args[0] is not None or args[1] is not None:  # either, or their sums
-                        set_(node, _merged(args[0], args[1]))
-                elif name == "grad_zeros":  # a stack's zero is the empty stack
-                    if args[0] is not None:
-                        set_(node, _emptied(args[0]))
-                elif name == "getitem_grad" and isinstance(args[0], tuple):
-                    if not (_const(node.args[1], int) and type(node.args[1].value) is int):
-                        lost = True     # (x's zeros, with d at k)
-                        continue
-                    set_(node, _put(_emptied(args[0]), node.args[1].value, args[2]))
+                elif name in ("gadd", "grad_zeros", "getitem_grad"):
+                    prov.summed.update(p for a in args for p in _pushes_in(a))
+                    if name == "gadd":  # stacks of sensitivities: pops see records of
+                        if args[0] is not None or args[1] is not None:  # either, or sums
+                            set_(node, _merged(args[0], args[1]))
+                    elif name == "grad_zeros":  # a stack's zero is the empty stack
+                        if args[0] is not None:
+                            set_(node, _emptied(args[0]))
+                    elif isinstance(args[0], tuple):
+                        if not (_const(node.args[1], int) and type(node.args[1].value) is int):
+                            lost = True     # (x's zeros, with d at k)
+                            continue
+                        set_(node, _put(_emptied(args[0]), node.args[1].value, args[2]))
+                    elif args[0] is not None or args[2] is not None:
+                        lost = True
                 elif name == "stack_empty" or (name is not None and all(
                         a is None for a in args)):
                     continue
@@ -2364,6 +2422,13 @@ def _pushes_of(root: Graph, types: dict) -> _Provenance | None:
     except (ValueError, IndexError):    # shapes that differ; a tuple indexed out of range
         return None
     return prov
+
+
+def _pushes_in(v) -> set:
+    """The pushes whose records a value of provenance v may hold, at any depth."""
+    if isinstance(v, frozenset):
+        return set(v)
+    return set().union(*map(_pushes_in, v)) if isinstance(v, tuple) else set()
 
 
 def _pushed(v) -> bool:
