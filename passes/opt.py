@@ -2,7 +2,10 @@
 
 A rewrite is a function `(node, ctx) -> replacement node or None`.  `optimize` runs every
 rewrite of `REWRITES` over every apply node of the program, sweep after sweep, then the
-graph-level passes of `PRUNES` (dead parameters and tuple elements), until nothing changes.
+graph-level passes of `PRUNES` (dead parameters and tuple elements; closures that a loop's
+records, a loop's result or a parameter hold, of one graph wherever made, turned into the
+values they read and rebuilt where called: a nested loop's gradient, passes/ad.py), until
+nothing changes.
 Within a sweep, replacements are recorded in a substitution map and applied to later nodes'
 inputs as they are visited (inputs come before users), so no sweep pays for a global use-def
 update per rewrite.  `optimize_typed` adds the rewrites of `TYPED_REWRITES`, which need the
@@ -1650,6 +1653,22 @@ def _result_family(g: Graph, sites: dict) -> tuple[list[Graph], list[Apply]] | N
     return family, list(external)
 
 
+def _result_families(root: Graph, uses: dict):
+    """Each `_result_family` of the program whose every caller is known, once: (its
+    graphs, the calls reading their result)."""
+    sites = _call_sites(root, uses)
+    seen: set[Graph] = set()
+    for g in sites:
+        if g in seen:
+            continue
+        found = _result_family(g, sites)
+        if found is None:
+            seen.add(g)
+            continue
+        seen.update(found[0])
+        yield found
+
+
 def drop_unused_outputs(root: Graph, types: dict | None = None) -> bool:
     """Remove the elements of the tuple a graph returns that no caller reads, where every
     use of the graph is a known call (`_call_sites`) whose result is only indexed with
@@ -1662,21 +1681,10 @@ def drop_unused_outputs(root: Graph, types: dict | None = None) -> bool:
     adjoint is then called and inlined after the loop).  An element whose computation can
     raise stays (`raising`).  Returns whether anything changed."""
     uses = users(root)
-    sites = _call_sites(root, uses)
-    seen: set[Graph] = set()
     whole: dict[Node, Node] = {}  # getitem(call, k) -> call, where one element is left
     changed = False
-    for g in sites:
-        if g in seen:
-            continue
-        found = _result_family(g, sites)
-        if found is None:
-            seen.add(g)
-            continue
-        family, external = found
-        seen.update(family)
-        edited = _drop_results(family, external, uses, types, whole)
-        changed |= edited
+    for family, external in _result_families(root, uses):
+        changed |= _drop_results(family, external, uses, types, whole)
     if whole:
         substitute(root, whole)
     elif changed:
@@ -1789,19 +1797,9 @@ def lift_result_closures(root: Graph, types: dict | None = None) -> bool:
     if not _stacks_followed(root, types if typed else None):
         return False
     uses = users(root)
-    sites = _call_sites(root, uses)
-    seen: set[Graph] = set()
     whole: dict = {}
     edited: set[Graph] = set()
-    for g in sites:
-        if g in seen:
-            continue
-        found = _result_family(g, sites)
-        if found is None:
-            seen.add(g)
-            continue
-        family, external = found
-        seen.update(family)
+    for family, external in _result_families(root, uses):
         returned = _returned_tuples(family, external, uses, types if typed else None)
         if returned is None or any(uses.get(h.output) != [(h, OUTPUT)] for h in returned[0]):
             continue    # (a tuple read elsewhere too keeps its shape)
