@@ -1780,14 +1780,14 @@ def _drop_results(family: list[Graph], external: list[Apply], uses: dict, types,
 
 
 def lift_result_closures(root: Graph, types: dict | None = None) -> bool:
-    """An element of the tuple a loop (or an `if`) returns that is, at every return, a
-    closure of one graph G (of copies alike, `_one_closure`) becomes the tuple of G's free
-    variables, and each read of it a copy of G reading that tuple's items, nested where it
-    is read: a loop's gradient returns its exit's adjoint so, and an outer loop's gradient
-    would push the closure in its records (`lift_record_closures` lifts it once it is made
-    in the outer iteration, where it is inlined into the inner backpropagator).  The calls
-    of the family are known and their results only indexed (`_returned_tuples`).  Returns
-    whether anything changed."""
+    """An element of the tuple a loop returns that is, at every return, a closure of one
+    graph G (of copies alike, `_one_closure`) becomes the tuple of G's free variables, and
+    each read of it a copy of G reading that tuple's items, nested where it is read: a
+    loop's gradient returns its exit's adjoint so, and an outer loop's gradient would push
+    the closure in its records (`lift_record_closures` lifts it once it is made in the
+    outer iteration, where it is inlined into the inner backpropagator).  The calls of the
+    loop are known, their results only indexed (`_returned_tuples`), and each tuple made
+    for its return alone.  Returns whether anything changed."""
     typed = types is not None
     types = types if typed else {}
     if not any(primitive_name(g.output) == "make_tuple" and any(
@@ -1804,7 +1804,7 @@ def lift_result_closures(root: Graph, types: dict | None = None) -> bool:
         if returned is None or any(uses.get(h.output) != [(h, OUTPUT)] for h in returned[0]):
             continue    # (a tuple read elsewhere too keeps its shape)
         tuples, n, reads, calls = returned
-        for k in range(n):
+        for k in range(n if _loops(family) else 0):
             lifted = _one_closure([h.output.args[k] for h in tuples], types)
             if lifted is None or not lifted[1] or not _untouched(
                     edited, lifted[0], tuples + [c.graph for c in reads]):
@@ -1922,6 +1922,25 @@ def _untouched(edited: set, graph: Graph, graphs: list[Graph]) -> bool:
         return False
     edited |= touched
     return True
+
+
+def _loops(family: list[Graph]) -> bool:
+    """Whether the graphs of a result family go round: one calls itself through calls in
+    tail position (a loop; a recursion's `if` leaves its closures to `closure_eta`)."""
+    edges = {h: [t for t in tail_targets(h.output) if t in family]
+             if isinstance(h.output, Apply) and h.output.graph is h else [] for h in family}
+    state: dict = {}
+
+    def cycle(h) -> bool:   # a graph on the walk's path met again
+        if state.get(h) == "done":
+            return False
+        if state.get(h) == "open":
+            return True
+        state[h] = "open"
+        found = any(cycle(t) for t in edges[h])
+        state[h] = "done"
+        return found
+    return any(cycle(h) for h in family)
 
 
 def _put(items: tuple, k: int, item) -> tuple:
