@@ -42,6 +42,20 @@ backward loop applies the lifted adjoints of that path in reverse order to them
 hands the sensitivity to that branch without reading the condition.  The optimizer
 inlines the adjoints into the backward loop, so no closure is made per iteration.
 
+A loop nested in an iteration is a call of the region like any other: J of it returns
+its value and its backpropagator, a closure of the inner stacks and of what the inner
+adjoints read, which the outer record holds.  The optimizer turns that field into the
+closure's free variables, and the pop's call of it into a copy of the closure reading the
+popped values, which it inlines (`lift_record_closures` in passes/opt.py; before it,
+`lift_result_closures` turns the inner loop's exit adjoint, which the inner loop returns,
+into the values it reads, and `lift_parameter_closures` does the same for a closure that
+a path of several passes on to the graph that pushes): the outer forward loop pushes the
+inner stacks in its records, and the outer backward loop runs the inner backward loop in
+place, at any depth of nesting, with no closure per outer iteration.  A gradient of a
+gradient differentiates the gradient so lifted; its own records, whose stacks of
+sensitivities mirror them field by field, are left as they are, so its outer loops still
+make the inner loops' backpropagators, one per iteration.
+
 A loop with several paths back to its head (a `continue`; an `if`, of either kind, inside
 the body) keeps, per path, a stack of records of that path's one shape, and a stack of
 tags: the number of the path each iteration took, pushed with its record.  The backward
@@ -90,8 +104,9 @@ fields that no pop reads (`drop_unread_residuals` in passes/opt.py: a loop count
 `i + 1` reads nothing of i), and a record left with one field is pushed bare.  The python
 backend keeps a stack as a list, appended to and popped in place, where the program hands
 each stack on from push to push and pop to pop with nothing else seeing it, as a
-gradient's forward and backward loops do (`InPlace.stacks_in_place` in
-backends/python/codegen.py); otherwise as cells of tuples (myir/ir/values.py).
+gradient's forward and backward loops do, an inner loop's stacks held in the outer records
+included (`InPlace.stacks_in_place` in backends/python/codegen.py); otherwise as cells of
+tuples (myir/ir/values.py).
 """
 
 from __future__ import annotations

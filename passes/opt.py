@@ -2,7 +2,10 @@
 
 A rewrite is a function `(node, ctx) -> replacement node or None`.  `optimize` runs every
 rewrite of `REWRITES` over every apply node of the program, sweep after sweep, then the
-graph-level passes of `PRUNES` (dead parameters and tuple elements), until nothing changes.
+graph-level passes of `PRUNES` (dead parameters and tuple elements; closures that a loop's
+records, a loop's result or a parameter hold, of one graph wherever made, turned into the
+values they read and rebuilt where called: a nested loop's gradient, passes/ad.py), until
+nothing changes.
 Within a sweep, replacements are recorded in a substitution map and applied to later nodes'
 inputs as they are visited (inputs come before users), so no sweep pays for a global use-def
 update per rewrite.  `optimize_typed` adds the rewrites of `TYPED_REWRITES`, which need the
@@ -37,9 +40,9 @@ from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, id_mark, is_g
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive, plain_operator
 from myir.ir.values import EMPTY_STACK, NEWENV, Env
 from myir.tree import is_namedtuple
-from passes.abstract import (ANY, BOTTOM, AArray, ADict, AEnv, AList, AObject, ARecord, AScalar,
-                             AStack, ATuple, AUnion, abstract_of, containers, holds_stack,
-                             join, options, with_items)
+from passes.abstract import (ANY, BOTTOM, AArray, ADict, AEnv, AFunction, AList, AObject,
+                             ARecord, AScalar, AStack, ATuple, AUnion, abstract_of, containers,
+                             holds_stack, join, options, with_items)
 from passes import grad_rules
 from passes.raising import NOT_STRICT, evaluates, may_raise
 from passes.vectorize import vectorized_may_raise
@@ -1735,6 +1738,22 @@ def _result_family(g: Graph, sites: dict) -> tuple[list[Graph], list[Apply]] | N
     return family, list(external)
 
 
+def _result_families(root: Graph, uses: dict):
+    """Each `_result_family` of the program whose every caller is known, once: (its
+    graphs, the calls reading their result)."""
+    sites = _call_sites(root, uses)
+    seen: set[Graph] = set()
+    for g in sites:
+        if g in seen:
+            continue
+        found = _result_family(g, sites)
+        if found is None:
+            seen.add(g)
+            continue
+        seen.update(found[0])
+        yield found
+
+
 def drop_unused_outputs(root: Graph, types: dict | None = None) -> bool:
     """Remove the elements of the tuple a graph returns that no caller reads, where every
     use of the graph is a known call (`_call_sites`) whose result is only indexed with
@@ -1747,21 +1766,10 @@ def drop_unused_outputs(root: Graph, types: dict | None = None) -> bool:
     adjoint is then called and inlined after the loop).  An element whose computation can
     raise stays (`raising`).  Returns whether anything changed."""
     uses = users(root)
-    sites = _call_sites(root, uses)
-    seen: set[Graph] = set()
     whole: dict[Node, Node] = {}  # getitem(call, k) -> call, where one element is left
     changed = False
-    for g in sites:
-        if g in seen:
-            continue
-        found = _result_family(g, sites)
-        if found is None:
-            seen.add(g)
-            continue
-        family, external = found
-        seen.update(family)
-        edited = _drop_results(family, external, uses, types, whole)
-        changed |= edited
+    for family, external in _result_families(root, uses):
+        changed |= _drop_results(family, external, uses, types, whole)
     if whole:
         substitute(root, whole)
     elif changed:
@@ -1769,13 +1777,17 @@ def drop_unused_outputs(root: Graph, types: dict | None = None) -> bool:
     return changed
 
 
-def _drop_results(family: list[Graph], external: list[Apply], uses: dict, types,
-                  whole: dict) -> bool:
+def _returned_tuples(family: list[Graph], external: list[Apply], uses: dict, types):
+    """(the graphs of the family returning the tuple, its length, {external call: its
+    reads `call[k]`}, the calls whose result is the tuple) where every graph of the family
+    that returns, returns a tuple of one length (or raises) whose every external call is only
+    indexed with constants (or waited for by `depend`), typed as such where typed; None
+    otherwise."""
     ends = [h for h in family if not (isinstance(h.output, Apply) and h.output.graph is h
                                       and tail_targets(h.output))]
     tuples = [h for h in ends if primitive_name(h.output) != "raise_"]
     if not tuples or any(primitive_name(h.output) != "make_tuple" for h in tuples):
-        return False
+        return None
     n = len(tuples[0].output.args)
     reads: dict[Apply, list] = {}
     for c in external:
@@ -1785,14 +1797,23 @@ def _drop_results(family: list[Graph], external: list[Apply], uses: dict, types,
                 continue
             if not (primitive_name(r) == "getitem" and i == 1 and _const(r.args[1], int)
                     and type(r.args[1].value) is int and -n <= r.args[1].value < n):
-                return False
+                return None
             reads[c].append(r)
     if any(len(h.output.args) != n for h in tuples):
-        return False
+        return None
     calls = external + [h.output for h in family if h not in ends]
     if types is not None and not all(isinstance(types.get(c), ATuple)
                                      and len(types[c].items) == n for c in calls):
+        return None
+    return tuples, n, reads, calls
+
+
+def _drop_results(family: list[Graph], external: list[Apply], uses: dict, types,
+                  whole: dict) -> bool:
+    found = _returned_tuples(family, external, uses, types)
+    if found is None:
         return False
+    tuples, n, reads, calls = found
     flat = _flatten_results(tuples, calls, reads, uses, n, types)
     changed = flat is not None
     if changed:
@@ -1841,6 +1862,174 @@ def _drop_results(family: list[Graph], external: list[Apply], uses: dict, types,
             else:
                 r.set_inputs([*r.inputs[:2], Constant(kept.index(r.args[1].value % n))])
     return True
+
+
+def lift_result_closures(root: Graph, types: dict | None = None) -> bool:
+    """An element of the tuple a loop returns that is, at every return, a closure of one
+    graph G (of copies alike, `_one_closure`) becomes the tuple of G's free variables, and
+    each read of it a copy of G reading that tuple's items, nested where it is read: a
+    loop's gradient returns its exit's adjoint so, and an outer loop's gradient would push
+    the closure in its records (`lift_record_closures` lifts it once it is made in the
+    outer iteration, where it is inlined into the inner backpropagator).  The calls of the
+    loop are known, their results only indexed (`_returned_tuples`), and each tuple made
+    for its return alone.  Returns whether anything changed."""
+    typed = types is not None
+    types = types if typed else {}
+    if not any(primitive_name(g.output) == "make_tuple" and any(
+            is_graph_constant(x) and x.value.parent is not None for x in g.output.args)
+            for g in reachable_graphs(root)):
+        return False    # (no graph returns a closure in a tuple)
+    if not _stacks_followed(root, types if typed else None):
+        return False
+    uses = users(root)
+    whole: dict = {}
+    edited: set[Graph] = set()
+    for family, external in _result_families(root, uses):
+        returned = _returned_tuples(family, external, uses, types if typed else None)
+        if returned is None or any(uses.get(h.output) != [(h, OUTPUT)] for h in returned[0]):
+            continue    # (a tuple read elsewhere too keeps its shape)
+        tuples, n, reads, calls = returned
+        for k in range(n if _loops(family) else 0):
+            lifted = _one_closure([h.output.args[k] for h in tuples], types)
+            if lifted is None or not lifted[1] or not _untouched(
+                    edited, lifted[0], tuples + [c.graph for c in reads]):
+                continue
+            graph, fvs, values = lifted
+            held = ATuple(tuple(types.get(x, ANY) for x in fvs))
+            for h, vs in zip(tuples, values):
+                old = h.output
+                inner = h.apply(P["make_tuple"], *vs, location=old.location)
+                h.output = h.apply(P["make_tuple"], *old.args[:k], inner, *old.args[k + 1:],
+                                   location=old.location)
+                types[inner] = held
+                if isinstance(types.get(old), ATuple):
+                    types[h.output] = with_items(types[old], _put(types[old].items, k, held))
+            for c in calls:
+                if isinstance(types.get(c), ATuple):
+                    types[c] = with_items(types[c], _put(types[c].items, k, held))
+            for c, rs in reads.items():
+                mine = [r for r in rs if r.args[1].value % n == k]
+                if mine:
+                    tup = c.graph.apply(P["getitem"], c, k, location=mine[0].location)
+                    types[tup] = held
+                    const = _rebuilt_closure(graph, fvs, tup, 0, mine[0], types)
+                    whole.update((r, const) for r in mine)
+            break   # one element per family per call: the family's tuples changed
+    if whole:
+        substitute(root, whole)
+    return bool(whole)
+
+
+def lift_parameter_closures(root: Graph, types: dict | None = None) -> bool:
+    """A parameter to which every call passes a closure of one graph G (of copies alike,
+    `_one_closure`) becomes parameters for G's free variables, and reads a copy of G made
+    in its graph: an iteration of a loop of several paths passes an inner loop's
+    backpropagator, a residual of its path, on through the graphs of the path to the one
+    that pushes its record (passes/ad.py), and these graphs, on the loop's cycle, are not
+    inlined; so lifted, the push holds a closure made where it is, which
+    `lift_record_closures` lifts in turn.  The graphs that one call may run (an `if`'s
+    branches) change alike; their every call is known (`_call_sites`).  One parameter of
+    a family of graphs per call.  Returns whether anything changed."""
+    typed = types is not None
+    types = types if typed else {}
+    uses = users(root)
+    sites = _call_sites(root, uses)
+    if not any(is_graph_constant(a) and a.value.parent is not None
+               for calls in sites.values() for c in calls for a in c.args) \
+            or not _stacks_followed(root, types if typed else None):
+        return False
+    family = {g: g for g in sites}
+
+    def find(g):
+        while family[g] is not g:
+            g = family[g]
+        return g
+    for calls in sites.values():
+        for c in calls:
+            targets = tail_targets(c)
+            if any(t not in family for t in targets):
+                return False
+            for t in targets[1:]:
+                family[find(t)] = find(targets[0])
+    members: dict = {}
+    for g in sites:
+        members.setdefault(find(g), []).append(g)
+    edited: set[Graph] = set()
+    whole: dict = {}
+    for graphs in members.values():
+        calls = list({c: None for g in graphs for c in sites[g]})
+        n = len(graphs[0].parameters)
+        if any(g.defaults or len(g.parameters) != n for g in graphs) \
+                or any(len(c.args) != n for c in calls):
+            continue
+        for k in range(n):
+            if not any(is_graph_constant(c.args[k]) for c in calls):
+                continue
+            lifted = _one_closure([c.args[k] for c in calls], types)
+            if lifted is None or not _untouched(edited, lifted[0],
+                                                 [c.graph for c in calls] + graphs):
+                continue
+            graph, fvs, values = lifted
+            for c, vs in zip(calls, values):
+                c.set_inputs([*c.inputs[:k + 1], *vs, *c.inputs[k + 2:]])
+            for g in graphs:
+                old = g.parameters[k]
+                params = [Parameter(g, fv.debug.derive("free variable of")) for fv in fvs]
+                for q, fv in zip(params, fvs):
+                    types[q] = types.get(fv, ANY)
+                g.parameters = [*g.parameters[:k], *params, *g.parameters[k + 1:]]
+                whole[old] = _closure_copy(graph, fvs, params, g, old, types)
+            break
+    if whole:
+        substitute(root, whole)
+    return bool(whole)
+
+
+def _stacks_followed(root: Graph, types: dict | None) -> bool:
+    """Whether the program's residual stacks, if it has any, are followed from push to pop
+    (`_pushes_of`) and none holds sensitivities (a gradient of a gradient, whose stacks of
+    sensitivities are built by the positions of the records they mirror: the liftings
+    leave such a program as it is, the gradient it differentiates lifted already)."""
+    if not any(primitive_name(n) == "stack_push" for g in reachable_graphs(root)
+               for n in toposort(g)):
+        return True
+    provenance = _pushes_of(root, types)
+    return provenance is not None and not provenance.summed
+
+
+def _untouched(edited: set, graph: Graph, graphs: list[Graph]) -> bool:
+    """Whether a lifting that copies `graph` and edits `graphs` meets no graph that another
+    lifting of this call copied or edited (`edited`, which it joins if not): a copy made
+    before an edit of a graph it copies would miss that edit (a three-deep loop's middle
+    pops, in the outer backpropagator copied at the outer pop)."""
+    touched = set(scope(graph)) | set(graphs)
+    if not edited.isdisjoint(touched):
+        return False
+    edited |= touched
+    return True
+
+
+def _loops(family: list[Graph]) -> bool:
+    """Whether the graphs of a result family go round: one calls itself through calls in
+    tail position (a loop; a recursion's `if` leaves its closures to `closure_eta`)."""
+    edges = {h: [t for t in tail_targets(h.output) if t in family]
+             if isinstance(h.output, Apply) and h.output.graph is h else [] for h in family}
+    state: dict = {}
+
+    def cycle(h) -> bool:   # a graph on the walk's path met again
+        if state.get(h) == "done":
+            return False
+        if state.get(h) == "open":
+            return True
+        state[h] = "open"
+        found = any(cycle(t) for t in edges[h])
+        state[h] = "done"
+        return found
+    return any(cycle(h) for h in family)
+
+
+def _put(items: tuple, k: int, item) -> tuple:
+    return items[:k] + (item,) + items[k + 1:]
 
 
 def _flatten_results(tuples: list[Graph], calls: list[Apply], reads: dict, uses: dict,
@@ -1899,9 +2088,6 @@ def _flatten_results(tuples: list[Graph], calls: list[Apply], reads: dict, uses:
     return at
 
 
-PRUNES = [drop_unused_outputs, drop_unused_parameters]   # the first leaves work to the second
-
-
 def drop_unread_residuals(root: Graph, types: dict) -> bool:
     """Remove the fields of a loop gradient's residual records (passes/ad.py) that no pop
     of their stack reads, where they are pushed: the AD pushes every operand that a gradient
@@ -1911,72 +2097,314 @@ def drop_unread_residuals(root: Graph, types: dict) -> bool:
 
     Which pushes a pop's records come from is followed through the program (`_pushes_of`):
     pushes whose records one pop may see are changed alike, to the fields any of their pops
-    reads.  Nothing is dropped where a stack goes anywhere but stack operations, tuples and
-    calls of known graphs (a grad of grad adds stacks of sensitivities), where a record is
-    not a tuple built at its push, or where a pop's record is used other than by
-    `record[k]`; nor a field whose value has an effect (`effect_free`)."""
+    reads (`_record_groups`).  Nothing is dropped where a stack goes anywhere but stack
+    operations, tuples and calls of known graphs (a grad of grad adds stacks of
+    sensitivities), where a record is not a tuple built at its push, or where a pop's
+    record is used other than by `record[k]`, nor in a program whose stacks hold
+    sensitivities (`_stacks_followed`); nor a field whose computation has an effect
+    (`effect_free`) that nothing else evaluates (`_evaluated_elsewhere`: the value an
+    inner loop returns, which the outer iteration reads too, is dropped from the record)."""
     provenance = _pushes_of(root, types)
-    if provenance is None:
+    groups = _record_groups(provenance, users(root)) \
+        if provenance is not None and not provenance.summed else None
+    if groups is None:
         return False
     uses = users(root)
     effect_free_nodes: set = set()
+    changed, whole = False, {}
+    for pushed, records in groups:
+        n = _record_length(pushed, records, uses)
+        if not n:
+            continue
+        read = [_indexed_by(u, i) for r in records for u, i in uses.get(r, ())]
+        made = {p.args[1] for p in pushed}
+        kept = sorted({k % n for k in read} | {
+            k for p in pushed for k, x in enumerate(p.args[1].args)
+            if not effect_free(x, effect_free_nodes) and not _evaluated_elsewhere(x, made, uses)})
+        if len(kept) == n:
+            continue
+        whole.update(_drop_fields(types, kept, pushed, records, uses))
+        changed = True
+    if changed:
+        substitute(root, whole)
+        _retype_stacks(root, types)
+    return changed
+
+
+def _record_length(pushed: list, records: list, uses: dict) -> int | None:
+    """The length of the records of a group of pushes, where each is a tuple made for its
+    push alone, of one length, and each record popped is only read as `record[k]`: then
+    changing the records at the pushes and their reads at the pops changes every reader.
+    (A gradient of a gradient keeps a record in its own records too, whose sensitivity
+    must keep the record's shape.)  None otherwise."""
+    if any(primitive_name(p.args[1]) != "make_tuple" or uses.get(p.args[1]) != [(p, 2)]
+           for p in pushed) \
+            or any(_indexed_by(u, i) is None for r in records for u, i in uses.get(r, ())):
+        return None
+    n = len(pushed[0].args[1].args)
+    return n if all(len(p.args[1].args) == n for p in pushed) else None
+
+
+def _evaluated_elsewhere(x: Node, made: set, uses: dict) -> bool:
+    """Whether x, used by the nodes `made`, is evaluated by another user too, or is an item
+    of a tuple that is (`loop(...)[k]`, which cannot raise once the loop has returned)."""
+    while True:
+        if any(u not in made for u, _ in uses.get(x, ())):
+            return True
+        if _indexed_by(x, 1) is None:
+            return False
+        made, x = {x}, x.args[0]
+
+
+def lift_record_closures(root: Graph, types: dict | None = None) -> bool:
+    """A field of a loop gradient's residual records that holds, at every push, a closure of
+    one graph G becomes G's free variables, and each pop's `record[k]` a copy of G reading
+    the popped values in their place: what a nested loop's iteration pushes is the inner
+    loop's backpropagator, a closure of the inner stacks and what the inner adjoints read,
+    and the outer backward loop calls it.  So lifted, no closure is made per outer
+    iteration, and the copy, called once, is inlined into the outer backward loop, which
+    runs the inner one in place.  Inference makes a copy of G for each signature of the
+    graphs around it (an outer loop's first iteration, whose inner counter is still
+    unbound); a field holding copies of G at its pushes is lifted where each copy computes
+    what G does from free variables of the same types (`_alike`).  A graph G whose copies
+    differ, or that reads a closure made outside it, stays a closure (a tag per push,
+    choosing among several graphs at the pop, is not made).  One field of a group of
+    pushes is lifted per call (the optimizer calls again while anything changes), and a
+    free variable that is itself such a closure (the inner loop's exit adjoint) is lifted
+    in a later call in turn."""
+    typed = types is not None
+    types = types if typed else {}
+    if not any(primitive_name(n) == "stack_push" and primitive_name(n.args[1]) == "make_tuple"
+               and any(map(is_graph_constant, n.args[1].args))
+               for g in reachable_graphs(root) for n in toposort(g)):
+        return False    # (no record holds a closure: the provenance is not needed)
+    provenance = _pushes_of(root, types if typed else None)
+    groups = _record_groups(provenance, users(root)) \
+        if provenance is not None and not provenance.summed else None
+    if groups is None:
+        return False
+    uses = users(root)
+    changed, whole, edited = False, {}, set()
+    for pushed, records in groups:
+        n = _record_length(pushed, records, uses)
+        for k in range(n or 0):
+            lifted = _one_closure([p.args[1].args[k] for p in pushed], types)
+            if lifted is not None and _untouched(edited, lifted[0],
+                                                 [n.graph for n in pushed + records]):
+                whole.update(_lift_field(k, *lifted, pushed, records, uses, types))
+                changed = True
+                break
+    if changed:
+        substitute(root, whole)
+        if typed:
+            _retype_stacks(root, types)
+    return changed
+
+
+def _one_closure(values: list[Node], types: dict) -> tuple | None:
+    """(G, G's free variables, for each value the nodes its copy of G reads in their place)
+    where each of `values` is a closure of G or of a copy alike (`_alike`), G reads no
+    closure made outside its scope (which a copy made elsewhere could not see), and G's
+    free variables are typed as the join of the copies' (so that G's types, which
+    inference found for those, hold for every copy's values: of the copies for an outer
+    loop's first iteration, whose inner counter may be unbound, and for the others, the
+    first)."""
+    if not all(is_graph_constant(v) for v in values):
+        return None
+    for candidate in {v.value: None for v in values}:
+        inner = scope(candidate)
+        if any(h.defaults for h in inner) or any(
+                is_graph_constant(x) and x.value.parent is not None
+                and not is_nested_in(x.value, candidate)
+                for h in inner for n in toposort(h) if isinstance(n, Apply) and n.graph is h
+                for x in n.inputs):
+            return None
+        fvs = free_variables(candidate)
+        reads = []
+        for v in values:
+            pairs = _alike(candidate, v.value)
+            if pairs is None:
+                return None
+            if not all(_covers(types.get(x, ANY), types.get(pairs[x], ANY)) for x in fvs):
+                break
+            reads.append([pairs[x] for x in fvs])
+        else:
+            return candidate, fvs, reads
+    return None
+
+
+def _covers(wide, narrow) -> bool:
+    """Whether type `wide` describes every value `narrow` does, taking functions for one
+    kind (no pass reads which closures a function value may be, and the closures in a
+    record, lifted or not, are copies per signature)."""
+    def plain(t):
+        if isinstance(t, AFunction):
+            return ANY
+        if containers(t):
+            return with_items(t, tuple(map(plain, t.items)))
+        if isinstance(t, AStack):
+            return AStack(plain(t.item))
+        if type(t) is AUnion:
+            return AUnion(tuple(map(plain, t.options)), t.origin)
+        return t
+    wide = plain(wide)
+    return join(wide, plain(narrow)) == wide
+
+
+def _rebuilt_closure(graph: Graph, fvs: list, held: Node, at: int, like: Node,
+                     types: dict) -> Constant:
+    """A constant of a copy of `graph` (a closure of `fvs`) nested in held's graph, reading
+    `held[at + i]` in place of fvs[i], typed as `like` (what it replaces)."""
+    items = []
+    for i, fv in enumerate(fvs):
+        items.append(held.graph.apply(P["getitem"], held, at + i, name=fv.debug.name,
+                                      location=like.location))
+        types[items[-1]] = types.get(fv, ANY)
+    return _closure_copy(graph, fvs, items, held.graph, like, types)
+
+
+def _closure_copy(graph: Graph, fvs: list, values: list, parent: Graph, like: Node,
+                  types: dict) -> Constant:
+    """A constant of a copy of `graph` nested in `parent`, reading values[i] in place of
+    its free variable fvs[i], typed as `like` (what it replaces); `graph` itself where it
+    reads nothing and is defined at the top."""
+    if not fvs and graph.parent is None:
+        copy = graph
+    else:
+        cloner = Cloner(dict(zip(fvs, values)))
+        copy = cloner.graph(graph)
+        copy.parent = parent if fvs else None
+        for old, new in list(cloner.mapping.items()):
+            if old in types and new is not old:
+                types[new] = types[old]
+    const = Constant(copy, like.debug)
+    types[const] = types.get(like, ANY)
+    return const
+
+
+def _alike(a: Graph, b: Graph) -> dict | None:
+    """{node of a's scope, or free variable of a: its counterpart in b} where b computes
+    what a does: the same operations on the same constants, b's own graphs in place of a's,
+    one free variable of b for each of a's; None otherwise.  (Inference's copies of a graph
+    for the signatures of the graphs around it are alike where types changed nothing.)"""
+    if a is b:
+        return {x: x for x in free_variables(a)}
+    pairs: dict = {}
+    graphs = {a: b}
+    stack = [(a.output, b.output)]
+    while stack:
+        x, y = stack.pop()
+        if x in pairs:
+            if pairs[x] is not y:
+                return None
+            continue
+        pairs[x] = y
+        if is_graph_constant(x):
+            g = x.value
+            if not is_graph_constant(y):
+                return None
+            if not is_nested_in(g, a):
+                if y.value is not g:
+                    return None
+                continue
+            h = y.value
+            if graphs.setdefault(g, h) is not h or not is_nested_in(h, b) \
+                    or len(g.parameters) != len(h.parameters):
+                return None
+            stack += [(g.output, h.output), *zip(g.parameters, h.parameters)]
+        elif isinstance(x, Constant):
+            if not (isinstance(y, Constant) and (x.value is y.value or _same_constant(x, y))):
+                return None
+        elif x.graph is not None and is_nested_in(x.graph, a):   # a node of a's scope
+            if type(x) is not type(y) or y.graph is not graphs.get(x.graph):
+                return None
+            if isinstance(x, Apply):
+                if len(x.inputs) != len(y.inputs):
+                    return None
+                stack += zip(x.inputs, y.inputs)
+            elif x.graph.parameters.index(x) != y.graph.parameters.index(y):
+                return None
+        elif y.graph is None or is_nested_in(y.graph, b):   # a free variable: b's own
+            return None
+    fvs = [pairs[x] for x in free_variables(a)]
+    return pairs if len(set(fvs)) == len(fvs) else None
+
+
+def _lift_field(k: int, graph: Graph, fvs: list, reads: list, pushed: list, records: list,
+                uses: dict, types: dict) -> dict:
+    """Push, in field k's place, the values each push's copy of `graph` reads; at each pop,
+    read field k as a copy of `graph` nested in the pop's graph, reading the popped values
+    (or as `graph` itself, where it reads none and is defined at the top).  Returns
+    {read of field k: the copy}, to substitute."""
+    n, m = len(pushed[0].args[1].args), len(fvs)
+    for push, values in zip(pushed, reads):
+        record = push.args[1]
+        fields = [*record.args[:k], *values, *record.args[k + 1:]]
+        made = push.graph.apply(P["make_tuple"], *fields, location=record.location)
+        types[made] = ATuple(tuple(types.get(v, ANY) for v in fields))
+        push.set_inputs([push.fn, push.args[0], made])
+    whole = {}
+    for record in records:
+        reads_k = []
+        for field, _ in uses.get(record, ()):
+            j = field.args[1].value % n
+            if j == k:
+                reads_k.append(field)
+            else:
+                field.set_inputs([*field.inputs[:2], Constant(j if j < k else j + m - 1)])
+        for field in reads_k:   # one copy per pop
+            whole[field] = _rebuilt_closure(graph, fvs, record, k, field, types) \
+                if field is reads_k[0] else whole[reads_k[0]]
+    return whole
+
+
+def _record_groups(provenance: "_Provenance", uses: dict) -> list | None:
+    """The pushes whose records one pop may see, in groups (a pop sees records of one group
+    only), each with the records its pops give (`pop[0]`), for the groups whose every pop
+    is used only as `pop[0]` and `pop[1]`, and whose records are not summed or zeroed as
+    sensitivities: a gradient of a gradient reads some pops whole, and builds the
+    sensitivities of a gradient's records by their positions, which must not change; None
+    where the pushes of a pop's stack are not known."""
     group = {p: p for p in provenance.pushes}
 
     def find(p):
         while group[p] is not p:
             p = group[p]
         return p
-    reads: dict = {}     # push -> the fields its pops read (None: the whole record)
-    pops = []            # (the pushes a pop's records come from, the pop's record)
+    popped = []
     for pop in provenance.pops:
         source = provenance.of(pop.args[0]) or frozenset()
         if not isinstance(source, frozenset):
-            return False
+            return None
         pushed = sorted(source, key=lambda p: p.debug.id)
         for p in pushed[1:]:
             group[find(p)] = find(pushed[0])
-        fields = []
-        for user, i in uses.get(pop, ()):
-            if _indexed_by(user, i) == 0:
-                fields.extend(_indexed_by(u, k) for u, k in uses.get(user, ()))
-                pops.append((pushed, user))
-            elif _indexed_by(user, i) != 1:
-                fields.append(None)
-        for p in pushed:
-            reads.setdefault(p, []).extend(fields)
+        records = [u for u, i in uses.get(pop, ()) if _indexed_by(u, i) == 0]
+        whole = any(_indexed_by(u, i) not in (0, 1) for u, i in uses.get(pop, ()))
+        if pushed:
+            popped.append((pushed[0], records, whole))
     members: dict = {}
     for p in provenance.pushes:
-        members.setdefault(find(p), []).append(p)
-    changed, whole, items = False, {}, {}
-    for rep, pushed in members.items():
-        read = [k for p in pushed for k in reads.get(p, [])]
-        if None in read or any(primitive_name(p.args[1]) != "make_tuple" for p in pushed):
-            continue
-        n = len(pushed[0].args[1].args)
-        if n == 0 or any(len(p.args[1].args) != n for p in pushed):
-            continue
-        kept = sorted({k % n for k in read})
-        if len(kept) == n or not all(effect_free(p.args[1].args[k], effect_free_nodes)
-                                     for p in pushed
-                                     for k in range(n) if k not in kept):
-            continue
-        records = [record for where, record in pops if where and find(where[0]) is rep]
-        whole.update(_drop_fields(types, kept, pushed, records, uses, items))
-        changed = True
-    if changed:
-        _retype_stacks(types, provenance, items)
-        substitute(root, whole)
-    return changed
+        members.setdefault(find(p), ([], []))[0].append(p)
+    read_whole = {find(p) for p in provenance.summed}
+    for first, records, whole in popped:
+        members[find(first)][1].extend(records)
+        if whole:
+            read_whole.add(find(first))
+    return [m for rep, m in members.items() if rep not in read_whole]
 
 
 class _Provenance:
     """For each node holding residual stacks, the pushes that may have made their cells: a
-    frozenset for a stack, a tuple of these for a tuple, None for a value holding none."""
+    frozenset for a stack, a tuple of these for a tuple (a record holding an inner loop's
+    stacks too), None for a value holding none."""
 
     def __init__(self):
         self.values: dict = {}
         self.pushes: list = []
         self.pops: list = []
+        self.summed: set = set()    # pushes whose records are summed or zeroed as
+        #                             sensitivities (a gradient of a gradient)
 
     def of(self, node):
         if isinstance(node, Constant):
@@ -1985,10 +2413,12 @@ class _Provenance:
 
 
 def _merged(a, b):
-    """The provenance of a value that is a or b; raises ValueError where their shapes
-    differ."""
-    if a == b:
+    """The provenance of a value that is a or b (None: it holds no stack, or its provenance
+    is not known yet); raises ValueError where their shapes differ."""
+    if a == b or b is None:
         return a
+    if a is None:
+        return b
     if isinstance(a, frozenset) and isinstance(b, frozenset):
         return a | b
     if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
@@ -1998,15 +2428,22 @@ def _merged(a, b):
 
 def _pushes_of(root: Graph, types: dict) -> _Provenance | None:
     """The provenance of every node (`_Provenance`), found to a fixed point over the
-    program; None where a stack goes where it cannot be followed."""
+    program; None where a stack goes where it cannot be followed.  A call of a function
+    value holds no stack where `types` say so; without types, where no graph used as a
+    value takes or returns one (the backpropagators and exit adjoints a gradient calls
+    return sensitivities); it may be passed empty stacks (a zero sensitivity).  The sum of
+    two stacks of sensitivities (`gadd`, in a gradient of a gradient) holds sums of
+    records of either."""
     prov = _Provenance()
     order = [(n, primitive_name(n)) for g in reachable_graphs(root) for n in toposort(g)
              if isinstance(n, Apply) and n.graph is g]
     prov.pushes = [n for n, name in order if name == "stack_push"]
     prov.pops = [n for n, name in order if name == "stack_pop"]
-    if not prov.pushes:
-        return None
+    if not prov.pushes or any(_const(a, Primitive) and a.value.name in ("stack_push", "stack_pop")
+                              for n, _ in order for a in n.args):
+        return None     # no stack, or a stack operation as a value
     uses = graph_uses(root)
+    kept = ("switch",) if types is None else ("switch", "make_tuple")
     changed = True
 
     def set_(node, value):
@@ -2018,39 +2455,56 @@ def _pushes_of(root: Graph, types: dict) -> _Provenance | None:
             changed = True
     try:
         while changed:
-            changed = False
-            for node, name in order:     # each pass of the fixed point
+            changed = lost = False      # lost: a stack went where it cannot be followed,
+            for node, name in order:     # in this pass of the fixed point (in the last
+                #                          one, where nothing changes, for good)
                 args = [prov.of(a) for a in node.args]
                 if name == "stack_push":
-                    if args[1] is not None:
-                        return None
                     set_(node, frozenset({node}) | (args[0] or frozenset()))
-                elif name == "stack_pop":
-                    set_(node, (None, args[0] or frozenset()))
+                elif name == "stack_pop":   # (what the pushes pushed, the stack)
+                    item = None
+                    for push in args[0] or ():
+                        item = _merged(item, prov.of(push.args[1]))
+                    set_(node, (item, args[0] or frozenset()))
                 elif name == "make_tuple":
                     if any(a is not None for a in args):
                         set_(node, tuple(args))
                 elif name == "getitem" and isinstance(args[0], tuple):
                     if _indexed_by(node, 1) is None:
-                        return None
+                        lost = True
+                        continue
                     set_(node, args[0][node.args[1].value])
                 elif name == "depend":  # its effect operand is evaluated, not read
                     if args[0] is not None:
                         set_(node, args[0])
+                elif name in ("gadd", "grad_zeros", "getitem_grad"):
+                    prov.summed.update(p for a in args for p in _pushes_in(a))
+                    if name == "gadd":  # stacks of sensitivities: pops see records of
+                        if args[0] is not None or args[1] is not None:  # either, or sums
+                            set_(node, _merged(args[0], args[1]))
+                    elif name == "grad_zeros":  # a stack's zero is the empty stack
+                        if args[0] is not None:
+                            set_(node, _emptied(args[0]))
+                    elif isinstance(args[0], tuple):
+                        if not (_const(node.args[1], int) and type(node.args[1].value) is int):
+                            lost = True     # (x's zeros, with d at k)
+                            continue
+                        set_(node, _put(_emptied(args[0]), node.args[1].value, args[2]))
+                    elif args[0] is not None or args[2] is not None:
+                        lost = True
                 elif name == "stack_empty" or (name is not None and all(
                         a is None for a in args)):
                     continue
                 elif name is not None:
-                    return None     # a stack where it cannot be followed
+                    lost = True     # a stack where it cannot be followed
                 else:
                     sc = switch_call(node)
                     callees = [sc.then, sc.else_] if sc is not None else \
                         [node.fn.value] if is_graph_constant(node.fn) else None
-                    if callees is None:
-                        if any(a is not None for a in args) or types.get(node, ANY) is ANY \
-                                or holds_stack(types[node]):
-                            return None
-                        continue
+                    if callees is None:     # a function value: without types, one of
+                        lost |= any(map(_pushed, args)) or types is not None and (
+                            types.get(node, ANY) is ANY or holds_stack(types[node]))
+                        continue    # (the graphs used as values: checked below)
                     for g in callees:
                         if len(g.parameters) != len(args):
                             return None
@@ -2060,14 +2514,37 @@ def _pushes_of(root: Graph, types: dict) -> _Provenance | None:
                         out = prov.of(g.output)
                         if out is not None:
                             set_(node, out)
-            for g, calls in uses.items():   # a graph used as a value: its stacks are lost
+            for g, calls in uses.items():   # a graph used as a value: its stacks are lost,
                 holds = any(prov.of(p) is not None for p in g.parameters) \
-                    or prov.of(g.output) is not None
-                if holds and any(i != 0 and primitive_name(c) != "switch" for c, i in calls):
-                    return None
+                    or prov.of(g.output) is not None    # where typed, unless in a tuple
+                if holds and any(i != 0 and primitive_name(c) not in kept for c, i in calls):
+                    lost = True     # (called as a function value, as checked above)
+        if lost:
+            return None
     except (ValueError, IndexError):    # shapes that differ; a tuple indexed out of range
         return None
     return prov
+
+
+def _pushes_in(v) -> set:
+    """The pushes whose records a value of provenance v may hold, at any depth."""
+    if isinstance(v, frozenset):
+        return set(v)
+    return set().union(*map(_pushes_in, v)) if isinstance(v, tuple) else set()
+
+
+def _pushed(v) -> bool:
+    """Whether a value of provenance v may hold a pushed record (not only empty stacks)."""
+    if isinstance(v, frozenset):
+        return bool(v)
+    return isinstance(v, tuple) and any(map(_pushed, v))
+
+
+def _emptied(v):
+    """The provenance of the zero of a value of provenance v: empty stacks for its stacks."""
+    if isinstance(v, frozenset):
+        return frozenset()
+    return tuple(map(_emptied, v)) if isinstance(v, tuple) else v
 
 
 def _indexed_by(user, i: int) -> int | None:
@@ -2078,13 +2555,11 @@ def _indexed_by(user, i: int) -> int | None:
     return None
 
 
-def _drop_fields(types: dict, kept: list, pushed: list, records: list, uses,
-                 items: dict) -> dict:
+def _drop_fields(types: dict, kept: list, pushed: list, records: list, uses) -> dict:
     """Push only the fields `kept` of the records of `pushed`, and read them so from
-    `records` (the records their pops give); `items[push]` becomes the type of the records
-    the stacks of `pushed` hold now.  Returns {read of the one field kept: the record}, to substitute."""
+    `records` (the records their pops give).  Returns {read of the one field kept: the
+    record}, to substitute."""
     n = len(pushed[0].args[1].args)
-    item = BOTTOM
     for push in pushed:
         record = push.args[1]
         values = [record.args[k] for k in kept]
@@ -2093,13 +2568,9 @@ def _drop_fields(types: dict, kept: list, pushed: list, records: list, uses,
         else:
             made = push.graph.apply(P["make_tuple"], *values, location=record.location)
             types[made] = ATuple(tuple(types.get(v, ANY) for v in values))
-        item = join(item, types.get(made, ANY))
         push.set_inputs([push.fn, push.args[0], made])
-    for push in pushed:     # a pop may give any push's record: the stack holds their join
-        items[push] = item
     whole = {}
     for record in records:
-        types[record] = item
         for field, _ in uses.get(record, ()):
             k = kept.index(field.args[1].value % n)
             if len(kept) == 1:
@@ -2109,33 +2580,55 @@ def _drop_fields(types: dict, kept: list, pushed: list, records: list, uses,
     return whole
 
 
-def _retype_stacks(types: dict, provenance: _Provenance, items: dict) -> None:
-    """Give the stacks that hold the shortened records (every node whose provenance names a
-    changed push, and the pops of those stacks) the records' new type, so that the types
-    still tell the truth about the values (tests/test_infer.py checks it at run time)."""
-    def item_of(pushes):
-        return next((items[p] for p in pushes if p in items), None)
+def _retype_stacks(root: Graph, types: dict) -> None:
+    """Give the stacks whose records changed, and what holds them, their records' new
+    types, so that the types still tell the truth about the values (tests/test_infer.py
+    checks it at run time): a stack's item is the join of what its pushes push, and a
+    record holding an inner loop's stacks changes with them.  Provenance is found again on
+    the program as it is now."""
+    provenance = _pushes_of(root, types)
+    if provenance is None:
+        return
+    items: dict = {}
+
+    def item(pushes: frozenset):
+        if pushes not in items:
+            items[pushes] = BOTTOM     # (a stack holding itself: not made)
+            t = BOTTOM
+            for p in pushes:
+                t = join(t, retyped(types.get(p.args[1], ANY), provenance.of(p.args[1])))
+            items[pushes] = t
+        return items[pushes]
 
     def retyped(t, v):
         if isinstance(v, frozenset):
-            item = item_of(v)
-            return AStack(item) if item is not None and isinstance(t, AStack) else t
+            return AStack(item(v)) if isinstance(t, AStack) and v else t
         if isinstance(v, tuple) and isinstance(t, ATuple) and len(t.items) == len(v):
             return ATuple(tuple(ti if vi is None else retyped(ti, vi)
                                 for ti, vi in zip(t.items, v)))
         return t
 
+    new = {}
     for node, v in provenance.values.items():
         if node not in types:
             continue
         if primitive_name(node) == "stack_pop":
-            item = item_of(v[1])
-            if item is not None:
-                types[node] = ATuple((item, AStack(item)))
-        else:
-            types[node] = retyped(types[node], v)
+            popped = item(v[1])
+            new[node] = ATuple((popped, AStack(popped)))
+        elif v is not None:
+            new[node] = retyped(types[node], v)
+    uses = users(root)
+    for pop in provenance.pops:     # the records popped
+        for user, i in uses.get(pop, ()):
+            if _indexed_by(user, i) == 0 and provenance.of(pop.args[0]):
+                new[user] = item(provenance.of(pop.args[0]))
+    types.update(new)
 
 
+# drop_unused_outputs leaves work to drop_unused_parameters; lifting a result's closure comes
+# before the tuple holding it is dropped for an unread element (a bare closure stays).
+PRUNES = [lift_result_closures, drop_unused_outputs, drop_unused_parameters,
+          lift_parameter_closures, lift_record_closures]
 TYPED_PRUNES = [drop_unread_residuals]
 
 

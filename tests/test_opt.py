@@ -589,6 +589,84 @@ def hand_unused_outputs_kept():
     return caller
 
 
+def _doubling_loop(g: Graph, done_output) -> Graph:
+    """A loop nested in g doubling r while i < n (g's second parameter), whose exit returns
+    `done_output(done, r)`."""
+    loop = Graph("loop", g)
+    r, i = loop.add_parameter("r"), loop.add_parameter("i")
+    body, done = Graph("body", loop), Graph("done", loop)
+    body.output = body.apply(Constant(loop), body.apply(PR["mul"], r, 2.0),
+                             body.apply(PR["add"], i, 1))
+    done.output = done_output(done, r)
+    test = loop.apply(PR["switch"], loop.apply(PR["lt"], i, g.parameters[1]), Constant(body),
+                      Constant(done))
+    loop.output = loop.apply(test)
+    return loop
+
+
+def hand_result_closure():
+    """A loop whose exit returns (r, lambda y: y * r), of which the caller calls the
+    closure: the loop returns r, and the caller computes 3.0 * r."""
+    def closure(done, r):
+        f = Graph("f", done)
+        f.output = f.apply(PR["mul"], f.add_parameter("y"), r)
+        return done.apply(PR["make_tuple"], r, Constant(f))
+
+    before, _ = _graph(2, "before")
+    call = before.apply(Constant(_doubling_loop(before, closure)), before.parameters[0], 0)
+    before.output = before.apply(before.apply(PR["getitem"], call, 1), 3.0)
+    after, (x, _) = _graph(2, "after")
+    call = after.apply(Constant(_doubling_loop(after, lambda done, r: r)), x, 0)
+    after.output = after.apply(PR["mul"], 3.0, call)
+    return before, after
+
+
+def hand_parameter_closure():
+    """An iteration that makes `lambda y: y * i` and passes it to the graph that goes round
+    again (which, on the loop's cycle, is not inlined), which adds f(2.0): that graph takes
+    the closure's i instead, and adds 2.0 * i."""
+    def build(name: str, lifted: bool):
+        g, (x, n) = _graph(2, name)
+        loop = Graph("loop", g)
+        i, acc = loop.add_parameter("i"), loop.add_parameter("acc")
+        body, done, step = Graph("body", loop), Graph("done", loop), Graph("step", g)
+        fi, si, sa = step.add_parameter("f"), step.add_parameter("i"), step.add_parameter("acc")
+        term = step.apply(PR["mul"], 2.0, fi) if lifted else step.apply(fi, 2.0)
+        step.output = step.apply(Constant(loop), step.apply(PR["add"], si, 1),
+                                 step.apply(PR["add"], sa, term))
+        if lifted:
+            body.output = body.apply(Constant(step), i, i, acc)
+        else:
+            f = Graph("f", body)
+            f.output = f.apply(PR["mul"], f.add_parameter("y"), i)
+            body.output = body.apply(Constant(step), Constant(f), i, acc)
+        done.output = acc
+        loop.output = loop.apply(loop.apply(PR["switch"], loop.apply(PR["lt"], i, n),
+                                            Constant(body), Constant(done)))
+        g.output = g.apply(Constant(loop), 0, x)
+        return g
+    return build("before", False), build("after", True)
+
+
+def hand_record_closure():
+    """A record holding `lambda d: d * x`, pushed and popped and called: the record holds
+    x, and the pop's caller computes 3.0 * x."""
+    def build(name: str, lifted: bool):
+        g, (x,) = _graph(1, name)
+        if lifted:
+            field = x
+        else:
+            f = Graph("f", g)
+            f.output = f.apply(PR["mul"], f.add_parameter("d"), x)
+            field = Constant(f)
+        pushed = g.apply(PR["stack_push"], EMPTY_STACK, g.apply(PR["make_tuple"], field))
+        record = g.apply(PR["getitem"], g.apply(PR["stack_pop"], pushed), 0)
+        item = g.apply(PR["getitem"], record, 0)
+        g.output = g.apply(PR["mul"], 3.0, item) if lifted else g.apply(item, 3.0)
+        return g
+    return build("before", False), build("after", True)
+
+
 # (prune that does the work, case name, () -> (before graph, after graph))
 PRUNE_PAIRS = [
     ("drop_unused_parameters", "passed_on_to_itself",
@@ -600,6 +678,9 @@ PRUNE_PAIRS = [
      _parsed_pair(P.loop_carried_before, P.loop_carried_after)),
     ("drop_unused_outputs", "constant_of_a_loop", hand_loop_constant),
     ("drop_unused_outputs", "nested_in_a_loop", lambda: hand_loop_constant(nested=True)),
+    ("lift_result_closures", "exit_adjoint", hand_result_closure),
+    ("lift_parameter_closures", "passed_round_a_loop", hand_parameter_closure),
+    ("lift_record_closures", "popped_and_called", hand_record_closure),
 ]
 
 

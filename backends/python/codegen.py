@@ -1076,6 +1076,8 @@ class InPlace:
         self.users = users
         self.graph_uses = graph_uses(root)
         self.layout = layout
+        self.pushes: list[Apply] = []
+        self._records_own: bool | None = None
 
     def writable(self, s: Apply) -> bool:
         return s.args[0] not in s.args[1:] and self._owned(s.args[0], s, set())
@@ -1109,8 +1111,21 @@ class InPlace:
                     if n.abstract is None and n not in seen:
                         seen.add(n)
                         holding.append(n)
+        self.pushes = [n for n in ops if primitive_name(n) == "stack_push"]
         return all(self._owned(n.args[0], n, set()) and (
             primitive_name(n) == "stack_push" or _taken_apart(n, self.users)) for n in ops)
+
+    def _records_own_their_stacks(self) -> bool:
+        """Whether every record pushed that holds stacks (a nested loop's iteration pushes
+        the inner loop's stacks) is a tuple made for its push alone, each stack in it owned
+        by the tuple: a stack popped out of a record is then seen by nothing else."""
+        if self._records_own is None:
+            self._records_own = all(
+                not holds_stack(r.abstract) or (
+                    primitive_name(r) == "make_tuple" and self.users.get(r) == [(push, 2)]
+                    and all(self._owned(f, r, set()) for f in r.args if holds_stack(f.abstract)))
+                for push in self.pushes for r in [push.args[1]])
+        return self._records_own
 
     def _owned(self, node: Node, keeper, assumed: set) -> bool:
         """Whether node's object is new or handed down, and nothing but `keeper` (an apply,
@@ -1147,6 +1162,11 @@ class InPlace:
                 and isinstance(node.args[1], Constant) and node.args[1].value == 1:
             pop = node.args[0]                      # the rest: s itself, popped
             return self._owned(pop.args[0], pop, assumed)
+        if _field_of_popped_record(node):     # the pop's record[k]: pushed, owned, alone
+            record = node.args[0]
+            pop = record.args[0]
+            return self._unpacked_only(record) and self._records_own_their_stacks() \
+                and self._owned(pop.args[0], pop, assumed)
         if primitive_name(node) == "getitem" and isinstance(node.args[1], Constant) \
                 and type(node.args[1].value) is int:
             k, result = node.args[1].value, node.args[0]
@@ -1276,7 +1296,7 @@ MADE_NEW = FRESH | {"stack_empty"}
 
 # Where a stack, or a tuple holding one, may go when stacks are lists (`stacks_in_place`):
 # primitive -> the input positions (1: the first operand) that may take it.
-_STACK_USES = {"stack_push": {1}, "stack_pop": {1}, "stack_empty": {1}, "getitem": {1},
+_STACK_USES = {"stack_push": {1, 2}, "stack_pop": {1}, "stack_empty": {1}, "getitem": {1},
                "make_tuple": None}
 
 
@@ -1306,6 +1326,17 @@ def _own_jumps(lines: list) -> dict[int, str]:
         if stripped.startswith(("while ", "for ", "def ")) and stripped.endswith(":"):
             nested.append(level)
     return jumps
+
+
+def _field_of_popped_record(node: Node) -> bool:
+    """Whether node is `stack_pop(s)[0][k]`, a field of a popped record."""
+    return primitive_name(node) == "getitem" and _int_constant(node.args[1]) \
+        and primitive_name(node.args[0]) == "getitem" and _int_constant(node.args[0].args[1]) \
+        and node.args[0].args[1].value == 0 and primitive_name(node.args[0].args[0]) == "stack_pop"
+
+
+def _int_constant(node: Node) -> bool:
+    return isinstance(node, Constant) and type(node.value) is int
 
 
 def _taken_apart(pop: Apply, users: dict) -> bool:
