@@ -113,11 +113,17 @@ def raising(types: dict | None):
     that can raise although its value is unused (`depend`), but not one whose value is
     passed to a loop's next iteration or returned in a tuple: dropping such a value where
     nothing reads it must not drop the ZeroDivisionError that computing it raises."""
+    def kind(a: Node):
+        t = types.get(a)
+        if t is None and isinstance(a, Constant) and type(a.value) in (bool, int, float):
+            t = abstract_of(a.value)    # a number a rewrite made (an index renumbered)
+        return t
+
     def test(n: Apply) -> bool:
         name = primitive_name(n)
         if types is None or name == "vectorize_call":
             return may_raise(name) or name == "vectorize_call"
-        return may_raise(name, [types.get(a) for a in n.args], types.get(n))
+        return may_raise(name, [kind(a) for a in n.args], types.get(n))
     return test
 
 

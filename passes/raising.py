@@ -126,8 +126,10 @@ def _truth(args, out) -> bool:
 
 
 def _positional(x) -> bool:
-    """A tuple, record or list whose items inference knows one by one."""
-    return isinstance(x, (ATuple, ARecord)) or (isinstance(x, AList) and x.items is not None)
+    """Tuples, records or lists whose items inference knows one by one (a union of them: an
+    `if` whose branches return tuples of different kinds)."""
+    return all(isinstance(o, (ATuple, ARecord)) or (isinstance(o, AList) and o.items is not None)
+               for o in options(x))
 
 
 def _getitem(args, out) -> bool:
@@ -137,10 +139,8 @@ def _getitem(args, out) -> bool:
     if isinstance(x, ADict):    # a constant key is checked at compile time
         return not (isinstance(index, (AScalar, AObject)) and index.value is not ANY)
     if _positional(x):
-        x = ATuple(x.items)
-    if isinstance(x, ATuple):
         return not (isinstance(index, AScalar) and index.known and index.pytype is int
-                    and -len(x.items) <= index.value < len(x.items))
+                    and all(-len(o.items) <= index.value < len(o.items) for o in options(x)))
     if isinstance(x, AArray):
         slices = index.items if isinstance(index, ATuple) else (index,)
         return not (all(isinstance(s, ASlice) for s in slices) and len(slices) <= x.ndim)

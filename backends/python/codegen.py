@@ -45,7 +45,7 @@ from myir.ir.analysis import OUTPUT, SwitchCall, computed_before, free_variables
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, is_graph_constant
 from myir.ir.primitives import FRESH, Primitive
 from myir.ir.values import EMPTY_STACK, STACK_CELL
-from passes.abstract import AArray, AScalar, holds_stack
+from passes.abstract import AArray, AScalar, AStack, holds_stack
 from passes.opt import RULE_FILES
 from passes.raising import may_raise
 
@@ -1118,12 +1118,14 @@ class InPlace:
     def _records_own_their_stacks(self) -> bool:
         """Whether every record pushed that holds stacks (a nested loop's iteration pushes
         the inner loop's stacks) is a tuple made for its push alone, each stack in it owned
-        by the tuple: a stack popped out of a record is then seen by nothing else."""
+        by the tuple, or is a stack (a record of one field is pushed bare) owned by the push:
+        a stack popped out of a record is then seen by nothing else."""
         if self._records_own is None:
             self._records_own = all(
                 not holds_stack(r.abstract) or (
                     primitive_name(r) == "make_tuple" and self.users.get(r) == [(push, 2)]
-                    and all(self._owned(f, r, set()) for f in r.args if holds_stack(f.abstract)))
+                    and all(self._owned(f, r, set()) for f in r.args if holds_stack(f.abstract))
+                ) or (isinstance(r.abstract, AStack) and self._owned(r, push, set()))
                 for push in self.pushes for r in [push.args[1]])
         return self._records_own
 
@@ -1167,6 +1169,9 @@ class InPlace:
             pop = record.args[0]
             return self._unpacked_only(record) and self._records_own_their_stacks() \
                 and self._owned(pop.args[0], pop, assumed)
+        if _top_of_popped(node) and isinstance(node.abstract, AStack):  # a record that is a
+            pop = node.args[0]                                          # stack, pushed bare
+            return self._records_own_their_stacks() and self._owned(pop.args[0], pop, assumed)
         if primitive_name(node) == "getitem" and isinstance(node.args[1], Constant) \
                 and type(node.args[1].value) is int:
             k, result = node.args[1].value, node.args[0]
@@ -1328,11 +1333,16 @@ def _own_jumps(lines: list) -> dict[int, str]:
     return jumps
 
 
+def _top_of_popped(node: Node) -> bool:
+    """Whether node is `stack_pop(s)[0]`, a popped record."""
+    return primitive_name(node) == "getitem" and _int_constant(node.args[1]) \
+        and node.args[1].value == 0 and primitive_name(node.args[0]) == "stack_pop"
+
+
 def _field_of_popped_record(node: Node) -> bool:
     """Whether node is `stack_pop(s)[0][k]`, a field of a popped record."""
     return primitive_name(node) == "getitem" and _int_constant(node.args[1]) \
-        and primitive_name(node.args[0]) == "getitem" and _int_constant(node.args[0].args[1]) \
-        and node.args[0].args[1].value == 0 and primitive_name(node.args[0].args[0]) == "stack_pop"
+        and _top_of_popped(node.args[0])
 
 
 def _int_constant(node: Node) -> bool:
