@@ -138,6 +138,17 @@ def divides_in_while(x, n):
     return x
 
 
+def loops_over_a_float(x):
+    r = 0.0
+    for a in x:
+        r = r + a
+    return r
+
+
+def comprehension_over_a_float(x):
+    return sum([a * a for a in x])
+
+
 # Deep loops (10^5 iterations) that ran as recursion.  A `while True` loop ending in
 # `if ...: break` whose counter nothing reads: the counter's update, kept for the check it
 # makes, took the loop's next iteration out of tail position, and its gradient recursed.

@@ -177,6 +177,21 @@ def test_error_in_a_loop_points_at_its_line(compiled, f, args, error, text, tran
         traceback.format_list(frames)
 
 
+@pytest.mark.parametrize("f, text", [(L.loops_over_a_float, "for a in x"),
+                                     (L.comprehension_over_a_float, "for a in x]")])
+@pytest.mark.parametrize("transform", ["compile", "grad"])
+def test_iterating_over_a_number_is_cpythons_type_error(compiled, f, text, transform):
+    """`for a in x` with a float x: CPython's message, located at the loop's line when
+    compiling, rather than the failure of the `len()` the loop takes of x."""
+    with pytest.raises(TypeError, match="^'float' object is not iterable$"):
+        f(0.5)
+    with pytest.raises(myir.MyirTypeError) as info:
+        compiled(myir.grad(f) if transform == "grad" else f)(0.5)
+    assert info.value.message == "'float' object is not iterable" and info.value.hint
+    assert info.value.location.line == _line_of(f, text)
+    assert info.value.location.filename == L.__file__
+
+
 def _function_codes(code):
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
