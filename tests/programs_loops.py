@@ -138,6 +138,20 @@ def divides_in_while(x, n):
     return x
 
 
+def assigned_in_the_loop_only(x, n):
+    for i in range(n):
+        y = x * i
+    return y
+
+
+def unpacks_a_list_of_the_loops_length(x, n):
+    xs = []
+    for i in range(n):
+        xs.append(x * i)
+    a, b = xs
+    return a * b
+
+
 def loops_over_a_float(x):
     r = 0.0
     for a in x:

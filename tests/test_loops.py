@@ -160,6 +160,8 @@ def test_closures_with_defaults_made_in_a_loop(compiled, f):
 @pytest.mark.parametrize("f, args, error, text", [
     (L.sqrt_in_loop, (1.5, 4), ValueError, "math.sqrt(x - i)"),
     (L.divides_in_while, (1.5, 3), ZeroDivisionError, "1.0 / (n - i)"),
+    (L.assigned_in_the_loop_only, (1.5, 0), UnboundLocalError, "return y"),
+    (L.unpacks_a_list_of_the_loops_length, (1.5, 3), ValueError, "a, b = xs"),
 ])
 @pytest.mark.parametrize("transform", ["compile", "grad"])
 def test_error_in_a_loop_points_at_its_line(compiled, f, args, error, text, transform):
