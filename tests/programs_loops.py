@@ -152,13 +152,6 @@ def unpacks_a_list_of_the_loops_length(x, n):
     return a * b
 
 
-def loops_over_a_float(x):
-    r = 0.0
-    for a in x:
-        r = r + a
-    return r
-
-
 def comprehension_over_a_float(x):
     return sum([a * a for a in x])
 
