@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from myir import tree
-from myir.errors import MyirError
+from myir.errors import MyirError, end_at_the_callers_line
 from myir.ir.graph import Graph
 from myir.ir.values import GradMacro, JacobianMacro, JvpMacro, VectorizeMacro
 
@@ -137,7 +137,12 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         if kwargs or len(args) != self._nparams:
             args = self._bind(args, kwargs)
-        return self._lookup(args, stages=False).entry(*args)
+        entry = self._lookup(args, stages=False).entry
+        try:
+            return entry(*args)
+        except Exception as e:
+            end_at_the_callers_line(e)
+            raise
 
     def _bind(self, args, kwargs) -> tuple:
         try:

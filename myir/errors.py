@@ -77,3 +77,28 @@ class MyirSyntaxError(MyirError):
 
 class MyirTypeError(MyirError):
     """A value of the wrong kind where the program needs another (found before or while running)."""
+
+
+# The code of the functions that raise, for generated code, the exception CPython raises at
+# the user's line (`raises_for_the_caller`).
+_FOR_THE_CALLER: set = set()
+
+
+def raises_for_the_caller(f):
+    """Mark f as raising for its caller, a line of generated code that stands for a line of
+    the user's file (unpacking the wrong number of values, reading a variable no path
+    assigned, `raise` inside an expression of a gradient): `end_at_the_callers_line` cuts
+    f's frame from the traceback, which then ends at the user's line, as CPython's does."""
+    _FOR_THE_CALLER.add(f.__code__)
+    return f
+
+
+def end_at_the_callers_line(error: BaseException) -> None:
+    """Cut from `error`'s traceback its innermost frame where it is a function marked by
+    `raises_for_the_caller`."""
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        if tb.tb_next.tb_next is None and tb.tb_next.tb_frame.f_code in _FOR_THE_CALLER:
+            tb.tb_next = None
+            return
+        tb = tb.tb_next

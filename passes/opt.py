@@ -159,9 +159,10 @@ def depend_satisfied(node: Apply, ctx) -> Node | None:
     parameter of an enclosing graph (evaluating them does nothing; a parameter of x's own
     graph stands for an argument that inlining puts in its place, as in the gradient
     rule of `depend` itself); depend(x, depend(a, b)) waits for a and b
-    one by one.  An e kept because it can raise must be
-    evaluated surely (`passes.raising.evaluates`): not only carried in a tuple or passed to
-    a graph, which later rewrites may drop."""
+    one by one.  Otherwise x must surely evaluate e (`passes.raising.evaluates`), whether
+    e is an effect (a check, a print) or an operation that can raise: e only carried in a
+    tuple or passed to a graph may be dropped by later rewrites (grad's seed, which
+    checks the output's type, passed to a backpropagator that ignores it for a string)."""
     if primitive_name(node) != "depend":
         return None
     x, effect = node.args
@@ -172,19 +173,7 @@ def depend_satisfied(node: Apply, ctx) -> Node | None:
         inner = node.graph.apply(P["depend"], x, effect.args[0], location=node.location)
         ctx.replaced(node, inner)
         return node.graph.apply(P["depend"], inner, effect.args[1], location=node.location)
-    if primitive_name(effect) not in EFFECTS or primitive_name(effect) == "print_":
-        # kept for an operation that can raise, or a print: x must surely evaluate it
-        return x if evaluates(x, effect) else None
-    stack, seen = [x], set()
-    while stack:
-        n = stack.pop()
-        if n is effect:
-            return x
-        if id(n) in seen or not isinstance(n, Apply):
-            continue
-        seen.add(id(n))
-        stack.extend(n.inputs)
-    return None
+    return x if evaluates(x, effect) else None
 
 
 def env_get_after_set(node: Apply, ctx) -> Node | None:

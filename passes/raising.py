@@ -447,13 +447,17 @@ def raising_node(node: Node) -> bool:
     return isinstance(node, Apply) and may_raise(primitive_name(node))
 
 
-# Primitives that read only their operands' types or shapes, or carry them without reading
-# (a tuple element, a branch, an argument of a graph): the optimizer may drop such an operand
-# while keeping the node, so reaching a computation through one does not evaluate it.
-NOT_STRICT = frozenset({"make_tuple", "env_setitem", "switch", "grad_seed", "shape", "ndim", "size",
-                        "dtype", "len", "grad_zeros", "zeros_like", "ones_like", "sum_to_like",
-                        "broadcast_to_like", "reduce_grad", "getitem_grad", "sum_to_side",
-                        "broadcast_to_side"})
+# Primitives that read the values of only some of their operands (by position) and read
+# the others' types or shapes only, or carry them without reading (a tuple element, a
+# branch, an argument of a graph): the optimizer may drop such an operand while keeping the
+# node, so reaching a computation through one does not evaluate it.  A gradient's
+# reshaping of its sensitivity `d` reads d (the seed, where the output is a scalar), not the
+# value it takes its shape from.
+READS_ONLY = {"make_tuple": (), "env_setitem": (), "switch": (0,), "grad_seed": (),
+              "shape": (), "ndim": (), "size": (), "dtype": (), "len": (), "grad_zeros": (),
+              "zeros_like": (), "ones_like": (), "sum_to_like": (0,), "broadcast_to_like": (0,),
+              "reduce_grad": (0,), "getitem_grad": (2,), "sum_to_side": (0,),
+              "broadcast_to_side": (0,)}
 
 
 def evaluates(x: Node, e: Node) -> bool:
@@ -471,8 +475,8 @@ def evaluates(x: Node, e: Node) -> bool:
         name = primitive_name(n)
         if name is None:
             stack.append(n.fn)
-        elif name == "switch":
-            stack.append(n.args[0])
-        elif name not in NOT_STRICT:
+        elif name in READS_ONLY:
+            stack.extend(n.args[i] for i in READS_ONLY[name])
+        else:
             stack.extend(n.args)
     return False

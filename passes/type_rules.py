@@ -2496,6 +2496,17 @@ def contains_rule(item, x):
 
 
 def iter_keys_rule(x):
+    """What `for v in x` walks (a dict's keys, else x): a TypeError as CPython's where x is
+    no iterable, rather than the `len()` the loop takes of it failing at run time."""
+    if isinstance(x, (AScalar, ANone, AFunction)) or (
+            isinstance(x, ARecord) and not tree.is_namedtuple(x.cls)):
+        kind = "function" if isinstance(x, AFunction) else type_name(x)
+        raise RuleError(f"'{kind}' object is not iterable",
+                        "`for` walks a tuple, a list, a string, an array, a dict or a range "
+                        "(a loop or a comprehension)")
+    if isinstance(x, AArray) and not x.shape:
+        raise RuleError("iteration over a 0-d array", "a 0-d array holds one value: read it "
+                        "with `x[()]` or `float(x)`")
     if isinstance(x, ADict):
         return ATuple(tuple(abstract_of(k) for k in x.keys))
     if isinstance(x, AObject) and x.pytype is dict:

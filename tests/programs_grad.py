@@ -1392,3 +1392,27 @@ def squares_or_their_sum(x, reduce=True):
 def loss_with_flags(x, w, mean=False, scale=2.0, mode="tanh"):
     y = (np.tanh(x * w) if mode == "tanh" else np.sin(x * w)) * scale
     return np.mean(y) if mean else np.sum(y)
+
+
+# Outputs that are no float on every path, where the check of the output's type reaches
+# only a backpropagator that ignores its argument (the gradient of a string is no value).
+def recursion_to_a_string(x, n):
+    if n == 0:
+        return "done"
+    return recursion_to_a_string(x, n - 1)
+
+
+def while_loop_to_a_string(x, n):
+    r = "a"
+    while n > 0:
+        r = r + "b"
+        n = n - 1
+    return r
+
+
+def recursion_to_none_on_one_path(x, n):
+    if n == 0:
+        return None
+    if n < 0:
+        return x
+    return recursion_to_none_on_one_path(x * 2.0, n - 1)

@@ -138,6 +138,24 @@ def divides_in_while(x, n):
     return x
 
 
+def assigned_in_the_loop_only(x, n):
+    for i in range(n):
+        y = x * i
+    return y
+
+
+def unpacks_a_list_of_the_loops_length(x, n):
+    xs = []
+    for i in range(n):
+        xs.append(x * i)
+    a, b = xs
+    return a * b
+
+
+def comprehension_over_a_float(x):
+    return sum([a * a for a in x])
+
+
 # Deep loops (10^5 iterations) that ran as recursion.  A `while True` loop ending in
 # `if ...: break` whose counter nothing reads: the counter's update, kept for the check it
 # makes, took the loop's next iteration out of tail position, and its gradient recursed.

@@ -659,6 +659,23 @@ def test_grad_of_an_output_of_one_element_that_is_no_scalar():
     assert type(value) is np.ndarray and value.shape == () and value == 14.0
 
 
+@pytest.mark.parametrize("backend", ["python", "tvm"])
+@pytest.mark.parametrize("f, kind", [(G.recursion_to_a_string, "returned str"),
+                                     (G.while_loop_to_a_string, "returned str"),
+                                     (G.recursion_to_none_on_one_path, "returned NoneType")],
+                         ids=lambda v: getattr(v, "__name__", ""))
+def test_grad_of_an_output_that_is_no_float_raises_through_loops_and_recursion(backend, f, kind):
+    """The check of the output's type (grad's seed) is kept although the backpropagator
+    it is passed to ignores it: first and second order raise, never a gradient of 0.0."""
+    for make in (myir.grad(f, "x", backend=backend),
+                 myir.grad(myir.grad(f, "x"), "x", backend=backend)):
+        with pytest.raises(myir.MyirTypeError) as info:
+            make(1.0, 3)
+        assert "grad() needs a function returning a float" in info.value.message
+        assert kind in info.value.message and info.value.hint
+        assert _location_line(info.value) in _line_range(f)
+
+
 # A gradient has its parameter's type: Python float -> float, a numpy scalar -> that scalar
 # type, an array -> an array of its dtype and shape (as JAX keeps a parameter's dtype), also
 # where the parameter meets a wider operand.

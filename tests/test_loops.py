@@ -4,6 +4,7 @@
 loops.  Reference derivatives are derived by hand or are central finite differences
 (`numerical_grad`) in float64."""
 
+import inspect
 import linecache
 import math
 import signal
@@ -14,6 +15,7 @@ import types
 import pytest
 
 import myir
+from tests import programs_constructs as C
 from tests import programs_loops as L
 from tests.programs_check import check, compiled  # noqa: F401
 from tests.test_constructs import _line_of
@@ -160,6 +162,8 @@ def test_closures_with_defaults_made_in_a_loop(compiled, f):
 @pytest.mark.parametrize("f, args, error, text", [
     (L.sqrt_in_loop, (1.5, 4), ValueError, "math.sqrt(x - i)"),
     (L.divides_in_while, (1.5, 3), ZeroDivisionError, "1.0 / (n - i)"),
+    (L.assigned_in_the_loop_only, (1.5, 0), UnboundLocalError, "return y"),
+    (L.unpacks_a_list_of_the_loops_length, (1.5, 3), ValueError, "a, b = xs"),
 ])
 @pytest.mark.parametrize("transform", ["compile", "grad"])
 def test_error_in_a_loop_points_at_its_line(compiled, f, args, error, text, transform):
@@ -175,6 +179,21 @@ def test_error_in_a_loop_points_at_its_line(compiled, f, args, error, text, tran
     length = len(linecache.getlines(L.__file__))
     assert all(1 <= fr.lineno <= length for fr in frames if fr.filename == L.__file__), \
         traceback.format_list(frames)
+
+
+@pytest.mark.parametrize("f, text", [(C.for_tuple, "for v in t"),
+                                     (L.comprehension_over_a_float, "for a in x]")])
+@pytest.mark.parametrize("transform", ["compile", "grad"])
+def test_iterating_over_a_number_is_cpythons_type_error(compiled, f, text, transform):
+    """`for a in x` with a float x: CPython's message, located at the loop's line when
+    compiling, rather than the failure of the `len()` the loop takes of x."""
+    with pytest.raises(TypeError, match="^'float' object is not iterable$"):
+        f(0.5)
+    with pytest.raises(myir.MyirTypeError) as info:
+        compiled(myir.grad(f) if transform == "grad" else f)(0.5)
+    assert info.value.message == "'float' object is not iterable" and info.value.hint
+    assert info.value.location.line == _line_of(f, text)
+    assert info.value.location.filename == inspect.getsourcefile(f)
 
 
 def _function_codes(code):

@@ -16,7 +16,7 @@ import sys
 import numpy as np
 
 from myir import tree
-from myir.errors import Location, MyirTypeError
+from myir.errors import Location, MyirTypeError, raises_for_the_caller
 from myir.ir import einsum, tangents
 from myir.ir.ieee import ieee_pow, ieee_truediv
 from myir.ir.primitives import CONVERSION_TYPES, IN_PLACE, MATH_MORE, UNBOUND
@@ -75,6 +75,7 @@ def pow_guard(exponent) -> str | None:
     return "{0} * {0} < " + repr(1e308 if exponent <= 2 else 1e308 ** (2 / exponent))
 
 
+@raises_for_the_caller
 def _unpack(x, n):
     """Tuple unpacking `a, b = x`: x must have exactly n elements, as Python checks."""
     if len(x) != n:
@@ -84,6 +85,7 @@ def _unpack(x, n):
     return x
 
 
+@raises_for_the_caller
 def _check_bound(x, name):
     if x is UNBOUND:
         raise UnboundLocalError(
@@ -744,5 +746,6 @@ def callable_of(name: str):
     return eval(f"lambda {', '.join(params)}: {body}")
 
 
+@raises_for_the_caller
 def _raise(exception):
     raise exception
