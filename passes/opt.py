@@ -44,7 +44,7 @@ from passes.abstract import (ANY, BOTTOM, AArray, ADict, AEnv, AFunction, AList,
                              ARecord, AScalar, AStack, ATuple, AUnion, abstract_of, containers,
                              holds_stack, join, options, with_items)
 from passes import grad_rules
-from passes.raising import NOT_STRICT, evaluates, may_raise
+from passes.raising import READS_ONLY, evaluates, may_raise
 from passes.vectorize import vectorized_may_raise
 from passes.type_rules import TYPE_RULES, RuleError
 
@@ -1700,9 +1700,9 @@ def _computed_anyway(root: Graph, runs: dict, prunable: set, live: set) -> set[N
                 stack.append(n.fn)
                 stack.extend(x for k, x in enumerate(n.args)
                              if not passing or runs[n][0].parameters[k] in live)
-            elif name == "switch":
-                stack.append(n.args[0])
-            elif name not in NOT_STRICT:
+            elif name in READS_ONLY:
+                stack.extend(n.args[i] for i in READS_ONLY[name])
+            else:
                 stack.extend(n.args)
     return out
 
