@@ -305,6 +305,7 @@ CANNOT_RAISE = _table([
      "ceil square negative reciprocal maximum minimum arctan2 where clip cbrt log2 exp2 log10 "
      "arcsinh arccosh arctanh rint trunc hypot logaddexp logaddexp2", "numpy: inf or nan "
      "outside the domain, with a warning"),
+    ("strong_zero", "a comparison and a choice of two values (myir/ir/ieee.py)"),
     ("sum mean prod argsort", "numpy reductions with an identity, and sorting, accept empty "
      "arrays"),
     ("reshape transpose swapaxes broadcast_to expand_dims squeeze concatenate stack astype",

@@ -987,6 +987,12 @@ TYPED_CASES = [
      lambda: _expect_op("truediv", 2)),
     ("ieee_on_numpy", "numpy_scalar", lambda: _one_op("ieee_pow", [F64, F32], result=F32),
      lambda: _expect_op("pow", 2)),
+    ("strong_zero_of_nonzero", "seed", lambda: _one_op(
+        "strong_zero", [F64], 1.0, first_const=True, result=F64), lambda: _returning(1, 0)),
+    ("strong_zero_of_nonzero", "array", lambda: _one_op(
+        "strong_zero", [A34], -2.0, first_const=True, result=A34), lambda: _returning(1, 0)),
+    ("strong_zero_of_nonzero", "zero_kept", lambda: _one_op(
+        "strong_zero", [F64], 0.0, first_const=True, result=F64), None),
     ("ieee_on_numpy", "floats_kept", lambda: _one_op("ieee_truediv", [F64, F64], result=F64),
      None),
     ("shape_facts", "ndim", lambda: _one_op("ndim", [A34], result=I64),
