@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from myir.ir.analysis import primitive_name
+from myir.ir.analysis import compilation_cache, primitive_name
 from myir.ir.graph import Apply, Node
 from myir.ir.primitives import IN_PLACE
 from passes.abstract import ANY, BOTTOM, AArray, ADict, AEnv, AFunction, AList, ANone, AObject, ARecord, AScalar, \
@@ -372,7 +372,9 @@ def _unknown(t) -> bool:
     return result
 
 
-_UNKNOWN: dict[int, tuple] = {}     # id(value) -> (value, _unknown(value))
+# id(value) -> (value, _unknown(value)), for one compilation: a value may be a function whose
+# closure holds the frames of the inference that made it, and the whole program with them
+_UNKNOWN: dict[int, tuple] = compilation_cache()
 
 
 def _unknown_kind(t) -> bool:
