@@ -128,13 +128,21 @@ def bprop_pow(x, y, out, dout):
 
 
 def _pow_base_grad(x, y, dout):
-    return sum_to(strong_zero(dout, dout * y * ieee_pow(x, y - (y != 0))), x)
+    return sum_to(strong_zero(dout, _pow_base_term(x, y, dout)), x)
+
+
+def _pow_base_term(x, y, dout):
+    return dout * y * ieee_pow(x, y - (y != 0))
 
 
 def pow_of_constant_exponent(x, y, out, dout):
-    """`x ** c` for a constant c (passes.ad puts c in y's place and folds `y - (y != 0)`):
-    no gradient for the exponent, whose computation (log x) a higher derivative would
-    differentiate, turning its zero sensitivity into nan near x = 0 (0 * inf)."""
+    """`x ** c` for a constant c (passes.ad puts c in y's place and folds `y - (y != 0)`,
+    and the test of c): no gradient for the exponent, whose computation (log x) a higher
+    derivative would differentiate, turning its zero sensitivity into nan near x = 0
+    (0 * inf).  For c >= 1 and c = 0 the slope c * x ** (c - 1) is finite wherever x is:
+    no strong zero."""
+    if y >= 1 or y == 0:
+        return (sum_to(_pow_base_term(x, y, dout), x), zeros(y))
     return (_pow_base_grad(x, y, dout), zeros(y))
 
 
