@@ -287,26 +287,28 @@ class Update:
             raise Shared(e.what, e.argument, items=True) from None
         yield from self._items_of(source, seen)
 
-    def _maybe_sequence(self, operands, untraced: bool = True) -> bool:
+    def _maybe_sequence(self, operands, untraced: bool = True, seen: set | None = None) -> bool:
         """Whether an operand of `+` or `*` (arithmetic, or a concatenation or repetition
         of lists, which hold the operands' elements) may be a list or tuple: made as one,
-        or (`untraced`) of an origin the analysis cannot trace (an argument may be a list)."""
+        or (`untraced`) of an origin the analysis cannot trace (an argument may be a list).
+        `seen`: the origins a caller is already following (`width += ...` round a loop is
+        an `add` whose operand comes from that `add`)."""
         for n in operands:
             if isinstance(n, Constant):
                 if isinstance(n.value, tuple):
                     return True
                 continue
             try:
-                if self._container(n):
+                if self._container(n, seen):
                     return True
             except Shared:
                 if untraced:
                     return True
         return False
 
-    def _container(self, n: Node) -> bool:
+    def _container(self, n: Node, seen: set | None = None) -> bool:
         """Whether n, what `setitem` updates, may be a list or dict rather than an array."""
-        return any(self._lists_or_dicts(n, set()))
+        return any(self._lists_or_dicts(n, set() if seen is None else seen))
 
     def _lists_or_dicts(self, n: Node, seen: set):
         """For each value n may have been made as (through `setitem` and `copy`, round a
@@ -319,7 +321,7 @@ class Update:
             if prim in ("setitem", "copy"):
                 yield from self._lists_or_dicts(origin.args[0], seen)
             elif prim in ("add", "mul"):    # `xs + ys`, `xs * n` of lists made here
-                yield self._maybe_sequence(origin.args, untraced=False)
+                yield self._maybe_sequence(origin.args, untraced=False, seen=seen)
             else:
                 yield prim in _CONTAINER_MAKERS or prim == "getitem"
 

@@ -29,6 +29,7 @@ import functools
 import inspect
 import threading
 import types
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -97,7 +98,7 @@ class Source:
 
 
 _lock = threading.RLock()
-_parsed: dict = {}   # function -> (its fingerprint when parsed, its graph)
+_parsed = weakref.WeakKeyDictionary()  # function -> (its fingerprint when parsed, its graph)
 
 
 def parse(fn) -> Graph:

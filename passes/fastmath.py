@@ -61,6 +61,7 @@ def optimize_fastmath(root: Graph, types: dict) -> tuple[Graph, dict]:
     may open new trees to it), until `simplify` finds nothing.  Returns the graph and its
     types, as `optimize_typed` does."""
     drop_arithmetic_checks(root)
+    drop_strong_zeros(root, types)
     for _ in range(MAX_ROUNDS):
         if not simplify(root, types):
             break
@@ -78,6 +79,17 @@ def drop_arithmetic_checks(root: Graph) -> None:
             if primitive_name(node) == "depend" and node.graph is g \
                     and primitive_name(node.args[1]) in ARITHMETIC_ERRORS:
                 replace(root, node, node.args[0])
+
+
+def drop_strong_zeros(root: Graph, types: dict) -> None:
+    """Assuming no value is infinite or NaN, a gradient rule's `strong_zero(d, d * slope)`
+    (passes/grad_rules.py) is `d * slope`, 0 where d is 0 anyway; and the product is then
+    a term of the trees simplified below."""
+    for g in reachable_graphs(root):
+        for node in toposort(g):
+            if primitive_name(node) == "strong_zero" and node.graph is g \
+                    and same_type(types.get(node), types.get(node.args[1])):
+                replace(root, node, node.args[1])
 
 
 def simplify(root: Graph, types: dict) -> bool:

@@ -66,7 +66,7 @@ LINEAR: dict[str, tuple[int, ...]] = {
     "where": (1, 2), "switch": (1, 2), "env_getitem": (0, 2), "env_setitem": (0, 2),
     "getitem_grad": (2,), "concat_grad": (2,), "select_grad": (2,), "take_grad": (3,),
     "take_along_axis_grad": (3,), "jvp_check_tangent": (1,), "setitem": (0, 2),
-    "tree_ravel": (0,), "tree_unravel": (1,), "jacobian_blocks": (2,),
+    "tree_ravel": (0,), "tree_unravel": (1,), "jacobian_blocks": (2,), "strong_zero": (1,),
     "jacobian_unblocks": (2,),
 }
 

@@ -15,6 +15,15 @@ Conventions at kinks (subgradients), chosen as JAX does:
 * `x ** y` at x = 0: y * 0 ** (y - 1), so 0 for y > 1, 1 for y = 1, inf for 0 < y < 1; and
   0 for y = 0, as JAX has it for an integer exponent 0 (x ** 0 is the constant 1; the same
   for 0.0, where JAX's 0 * inf gives nan).
+* Strong zero: a sensitivity that is exactly 0 contributes exactly 0, also through a slope
+  that is inf or nan (`strong_zero(dout, dout * slope)`, the primitive of myir/ir/ieee.py).
+  A zero sensitivity is that of a value no output depends on: `abs(x) ** 0.5` read only by
+  a loop that runs no iteration, or multiplied by 0.0, must not make the gradient at x = 0
+  nan (0 * inf) where the function's derivative is finite.  A nonzero sensitivity still
+  gives inf or nan there.  The rules whose slope can be inf or nan at a finite operand use
+  it: powers and roots, logarithms, division (of arrays by 0), reciprocal, arcsin, arccos,
+  arccosh, arctanh, arctan2 and hypot (at the origin); those with slopes finite wherever
+  the operand is (mul, sin, exp, ...) multiply plainly and cost nothing more.
 Broadcasting: each operand's gradient is summed back to its shape (`sum_to_like`).
 `+` also concatenates tuples and lists: each operand's gradient is its side of the result's
 (`sum_to_side`, which for numbers and arrays is `sum_to_like`).
@@ -46,6 +55,7 @@ stack_empty = _P["stack_empty"]
 grad_cast = _P["grad_cast"]
 ieee_truediv = _P["ieee_truediv"]
 ieee_pow = _P["ieee_pow"]
+strong_zero = _P["strong_zero"]
 tensordot_grad = _P["tensordot_grad"]
 # numpy's scans, sorting and gathers as primitives (np.NAME is numpy's full signature, a
 # composition that checks keywords the rules do not pass)
@@ -96,7 +106,8 @@ def bprop_truediv(x, y, out, dout):
     # overflows for |y| > 1e154 (a gradient of 0).  x / y is written again rather than read
     # from `out`: in straight-line code the optimizer merges the two, and a loop's backward
     # pass then needs only x and y, not the quotient too, on its residual stack.
-    return (sum_to(dout / y, x), sum_to(-(x / y / y) * dout, y))
+    return (sum_to(strong_zero(dout, dout / y), x),
+            sum_to(strong_zero(dout, -(x / y / y) * dout), y))
 
 
 # numpy's arithmetic (np.add, ...) has the operators' derivatives; np.divide divides by 0
@@ -107,8 +118,8 @@ bprop_np_multiply = bprop_mul
 
 
 def bprop_np_divide(x, y, out, dout):
-    return (sum_to(ieee_truediv(dout, y), x),
-            sum_to(-ieee_truediv(ieee_truediv(x, y), y) * dout, y))
+    return (sum_to(strong_zero(dout, ieee_truediv(dout, y)), x),
+            sum_to(strong_zero(dout, -ieee_truediv(ieee_truediv(x, y), y) * dout), y))
 
 
 def bprop_pow(x, y, out, dout):
@@ -117,13 +128,21 @@ def bprop_pow(x, y, out, dout):
 
 
 def _pow_base_grad(x, y, dout):
-    return sum_to(dout * y * ieee_pow(x, y - (y != 0)), x)
+    return sum_to(strong_zero(dout, _pow_base_term(x, y, dout)), x)
+
+
+def _pow_base_term(x, y, dout):
+    return dout * y * ieee_pow(x, y - (y != 0))
 
 
 def pow_of_constant_exponent(x, y, out, dout):
-    """`x ** c` for a constant c (passes.ad puts c in y's place and folds `y - (y != 0)`):
-    no gradient for the exponent, whose computation (log x) a higher derivative would
-    differentiate, turning its zero sensitivity into nan near x = 0 (0 * inf)."""
+    """`x ** c` for a constant c (passes.ad puts c in y's place and folds `y - (y != 0)`,
+    and the test of c): no gradient for the exponent, whose computation (log x) a higher
+    derivative would differentiate, turning its zero sensitivity into nan near x = 0
+    (0 * inf).  For c >= 1 and c = 0 the slope c * x ** (c - 1) is finite wherever x is:
+    no strong zero."""
+    if y >= 1 or y == 0:
+        return (sum_to(_pow_base_term(x, y, dout), x), zeros(y))
     return (_pow_base_grad(x, y, dout), zeros(y))
 
 
@@ -163,15 +182,15 @@ def bprop_expm1(x, out, dout):
 
 
 def bprop_log(x, out, dout):
-    return (dout / x,)
+    return (strong_zero(dout, dout / x),)
 
 
 def bprop_log1p(x, out, dout):
-    return (dout / (1.0 + x),)
+    return (strong_zero(dout, dout / (1.0 + x)),)
 
 
 def bprop_sqrt(x, out, dout):
-    return (ieee_truediv(dout, 2.0 * out),)
+    return (strong_zero(dout, ieee_truediv(dout, 2.0 * out)),)
 
 
 def bprop_sin(x, out, dout):
@@ -199,11 +218,11 @@ def bprop_cosh(x, out, dout):
 
 
 def bprop_arcsin(x, out, dout):
-    return (dout / np.sqrt(1.0 - x * x),)
+    return (strong_zero(dout, dout / np.sqrt(1.0 - x * x)),)
 
 
 def bprop_arccos(x, out, dout):
-    return (-dout / np.sqrt(1.0 - x * x),)
+    return (strong_zero(dout, -dout / np.sqrt(1.0 - x * x)),)
 
 
 def bprop_arctan(x, out, dout):
@@ -225,7 +244,7 @@ bprop_negative = bprop_neg
 
 
 def bprop_reciprocal(x, out, dout):
-    return (-dout * out * out,)
+    return (strong_zero(dout, -dout * out * out),)
 
 
 bprop_power = bprop_pow
@@ -246,19 +265,20 @@ def bprop_minimum(x, y, out, dout):
 
 def bprop_arctan2(x, y, out, dout):
     d = x * x + y * y
-    return (sum_to(ieee_truediv(dout * y, d), x), sum_to(ieee_truediv(-dout * x, d), y))
+    return (sum_to(strong_zero(dout, ieee_truediv(dout * y, d)), x),
+            sum_to(strong_zero(dout, ieee_truediv(-dout * x, d)), y))
 
 
 def bprop_cbrt(x, out, dout):
-    return (ieee_truediv(dout, 3.0 * out * out),)
+    return (strong_zero(dout, ieee_truediv(dout, 3.0 * out * out)),)
 
 
 def bprop_log2(x, out, dout):
-    return (dout / (x * math.log(2.0)),)
+    return (strong_zero(dout, dout / (x * math.log(2.0))),)
 
 
 def bprop_log10(x, out, dout):
-    return (dout / (x * math.log(10.0)),)
+    return (strong_zero(dout, dout / (x * math.log(10.0))),)
 
 
 def bprop_exp2(x, out, dout):
@@ -270,15 +290,16 @@ def bprop_arcsinh(x, out, dout):
 
 
 def bprop_arccosh(x, out, dout):
-    return (dout / np.sqrt(x * x - 1.0),)
+    return (strong_zero(dout, dout / np.sqrt(x * x - 1.0)),)
 
 
 def bprop_arctanh(x, out, dout):
-    return (dout / (1.0 - x * x),)
+    return (strong_zero(dout, dout / (1.0 - x * x)),)
 
 
 def bprop_hypot(x, y, out, dout):
-    return (sum_to(ieee_truediv(dout * x, out), x), sum_to(ieee_truediv(dout * y, out), y))
+    return (sum_to(strong_zero(dout, ieee_truediv(dout * x, out)), x),
+            sum_to(strong_zero(dout, ieee_truediv(dout * y, out)), y))
 
 
 def bprop_logaddexp(x, y, out, dout):
@@ -389,15 +410,16 @@ def bprop_math_cosh(x, out, dout):
 
 
 def bprop_math_asin(x, out, dout):
-    return (ieee_truediv(dout, math.sqrt(1.0 - x * x)),)
+    return (strong_zero(dout, ieee_truediv(dout, math.sqrt(1.0 - x * x))),)
 
 
 def bprop_math_acos(x, out, dout):
-    return (ieee_truediv(-dout, math.sqrt(1.0 - x * x)),)
+    return (strong_zero(dout, ieee_truediv(-dout, math.sqrt(1.0 - x * x))),)
 
 
 def bprop_math_hypot(x, y, out, dout):
-    return (ieee_truediv(dout * x, out), ieee_truediv(dout * y, out))
+    return (strong_zero(dout, ieee_truediv(dout * x, out)),
+            strong_zero(dout, ieee_truediv(dout * y, out)))
 
 
 # ------------------------------------------------------------------ reductions
@@ -717,12 +739,12 @@ def bprop_jvp_check_tangent(x, t, index, out, dout):
     return (zeros(x), dout, zeros(index))
 
 
-def bprop_ieee_truediv(x, y, out, dout):
-    return (sum_to(ieee_truediv(dout, y), x),
-            sum_to(-ieee_truediv(ieee_truediv(x, y), y) * dout, y))
-
-
+bprop_ieee_truediv = bprop_np_divide
 bprop_ieee_pow = bprop_pow
+
+
+def bprop_strong_zero(d, x, out, dout):
+    return (zeros(d), strong_zero(d, dout))
 
 
 def bprop_grad_cast(d, x, out, dout):

@@ -6,7 +6,9 @@ tangents...)` into a graph returning the tangent of the output.  The rules are g
 primitives, so forward mode can be applied again to them, and reverse mode over them
 (a Hessian is forward mode over a gradient; the gradient's rules use these primitives).
 Conventions at kinks are those of passes/grad_rules.py, so that J·v here equals the
-gradient there: ties of maximum/minimum share half, max/min reductions share equally.
+gradient there: ties of maximum/minimum share half, max/min reductions share equally; and
+its strong zero: a tangent that is exactly 0 contributes exactly 0 through a slope that is
+inf or nan (`strong_zero`, applied to what multiplies that slope).
 """
 
 import numpy as np
@@ -21,6 +23,7 @@ argsort = _P["argsort"]      # the primitives, as in passes/grad_rules.py
 cumsum = _P["cumsum"]
 ieee_truediv = _P["ieee_truediv"]
 ieee_pow = _P["ieee_pow"]
+strong_zero = _P["strong_zero"]
 stack_pop = _P["stack_pop"]
 stack_empty = _P["stack_empty"]
 
@@ -30,15 +33,24 @@ stack_empty = _P["stack_empty"]
 def jvp_truediv(x, y, out, dx, dy):
     # dx / y - dy * x / y**2 divided by y once, where x / y divided: it cannot raise where
     # the forward ran (y * y underflows to 0 for |y| < 1e-162)
-    return (dx - dy * out) / y
+    t = _quotient_tangent(out, dx, dy)
+    return strong_zero(t, t / y)
 
 
 def jvp_ieee_truediv(x, y, out, dx, dy):
-    return ieee_truediv(dx - dy * out, y)
+    t = _quotient_tangent(out, dx, dy)
+    return strong_zero(t, ieee_truediv(t, y))
+
+
+def _quotient_tangent(out, dx, dy):
+    """What the slope 1 / y of x / y multiplies: dx - dy * out (out inf where an array was
+    divided by 0)."""
+    return dx - strong_zero(dy, dy * out)
 
 
 def jvp_pow(x, y, out, dx, dy):
-    return dx * y * ieee_pow(x, y - (y != 0)) + dy * out * np.log(np.where(x > 0, x, 1.0))
+    return strong_zero(dx, dx * y * ieee_pow(x, y - (y != 0))) \
+        + dy * out * np.log(np.where(x > 0, x, 1.0))
 
 
 jvp_np_divide = jvp_ieee_truediv      # numpy divides by 0 as IEEE does (inf)
@@ -80,14 +92,15 @@ def jvp_minimum(x, y, out, dx, dy):
 
 
 def jvp_arctan2(x, y, out, dx, dy):
-    return ieee_truediv(dx * y - dy * x, x * x + y * y)
+    d = x * x + y * y
+    return strong_zero(dx, ieee_truediv(dx * y, d)) - strong_zero(dy, ieee_truediv(dy * x, d))
 
 
 jvp_math_atan2 = jvp_arctan2
 
 
 def jvp_hypot(x, y, out, dx, dy):
-    return ieee_truediv(dx * x + dy * y, out)
+    return strong_zero(dx, ieee_truediv(dx * x, out)) + strong_zero(dy, ieee_truediv(dy * y, out))
 
 
 jvp_math_hypot = jvp_hypot

@@ -1035,6 +1035,20 @@ def mul_one(node: Apply, ctx) -> Node | None:
     return None
 
 
+def strong_zero_of_nonzero(node: Apply, ctx) -> Node | None:
+    """strong_zero(d, x) -> x for a constant d that is not 0 (a gradient's seed 1.0, also
+    spread over an array), when the result has x's type: there is no zero to keep."""
+    if primitive_name(node) != "strong_zero":
+        return None
+    d, x = node.args
+    while primitive_name(d) in ("reduce_grad", "broadcast_to_like"):
+        d = d.args[0]
+    if _const(d, (int, float, np.integer, np.floating)) and d.value != 0 \
+            and same_type(ctx.type_of(node), ctx.type_of(x)):
+        return x
+    return None
+
+
 def _is_number(node: Node, value: int) -> bool:
     """The number `value` (1 is not True), or that number spread by reduce_grad /
     broadcast_to_like."""
@@ -1511,7 +1525,7 @@ TYPED_REWRITES = [checks_proved, grad_check_passes, grad_cast_by_type, seq_grad_
                   array_like_of_array, setitem_slot_of_no_list_slice,
                   ieee_on_numpy,
                   depend_on_what_raises, grad_seed_of_float, zeros_of_number, shape_facts,
-                  known_integer, mul_one, add_zero, negation_absorbed, gadd_of_numbers,
+                  known_integer, mul_one, strong_zero_of_nonzero, add_zero, negation_absorbed, gadd_of_numbers,
                   add_at_index,
                   side_of_number, container_grads_by_type, sum_to_like_same_shape, tuple_rebuilt,
                   shape_from_input, implicit_broadcast, spread_late,
@@ -1534,6 +1548,7 @@ MATCHES = {
     grad_check_passes: {"grad_check_input"}, grad_seed_of_float: {"grad_seed"},
     zeros_of_number: {"grad_zeros"},
     shape_facts: {"ndim", "size", "shape"}, known_integer: ANY_PRIMITIVE, mul_one: {"mul"},
+    strong_zero_of_nonzero: {"strong_zero"},
     add_zero: {"add", "sub"}, negation_absorbed: {"mul", "add", "sub"}, add_at_index: {"add"},
     gadd_of_numbers: {"gadd"}, side_of_number: set(SIDES),
     container_grads_by_type: {"getitem_grad", "gadd"} | set(SIDES),

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from myir.ir.analysis import primitive_name
+from myir.ir.analysis import compilation_cache, primitive_name
 from myir.ir.graph import Apply, Node
 from myir.ir.primitives import IN_PLACE
 from passes.abstract import ANY, BOTTOM, AArray, ADict, AEnv, AFunction, AList, ANone, AObject, ARecord, AScalar, \
@@ -310,6 +310,7 @@ CANNOT_RAISE = _table([
      "ceil square negative reciprocal maximum minimum arctan2 where clip cbrt log2 exp2 log10 "
      "arcsinh arccosh arctanh rint trunc hypot logaddexp logaddexp2", "numpy: inf or nan "
      "outside the domain, with a warning"),
+    ("strong_zero", "a comparison and a choice of two values (myir/ir/ieee.py)"),
     ("sum mean prod argsort", "numpy reductions with an identity, and sorting, accept empty "
      "arrays"),
     ("reshape transpose swapaxes broadcast_to expand_dims squeeze concatenate stack astype",
@@ -376,7 +377,9 @@ def _unknown(t) -> bool:
     return result
 
 
-_UNKNOWN: dict[int, tuple] = {}     # id(value) -> (value, _unknown(value))
+# id(value) -> (value, _unknown(value)), for one compilation: a value may be a function whose
+# closure holds the frames of the inference that made it, and the whole program with them
+_UNKNOWN: dict[int, tuple] = compilation_cache()
 
 
 def _unknown_kind(t) -> bool:

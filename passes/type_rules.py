@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 
 from myir.ir import einsum, tangents
-from myir.ir.ieee import ieee_pow, ieee_truediv
+from myir.ir.ieee import ieee_pow, ieee_truediv, strong_zero
 from myir.ir.primitives import CONVERSION_TYPES, IN_PLACE, MATH_MORE, UNBOUND
 from myir import tree
 from passes.abstract import (ANY, BOTTOM, AArray, ADict, AEnv, AFunction, ANone, AObject,
@@ -2676,6 +2676,7 @@ TYPE_RULES = {
     "jacobian_unblocks": jacobian_unblocks_rule,
     "ieee_truediv": elementwise(ieee_truediv),
     "ieee_pow": elementwise(ieee_pow),
+    "strong_zero": elementwise(strong_zero),
     "select_grad": select_grad_rule,
     "concat_grad": concat_grad_rule,
     "unstack": unstack_rule,

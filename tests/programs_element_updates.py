@@ -247,6 +247,29 @@ def element_aug(x):
     return np.sum(y * y)
 
 
+def _scaler(x):
+    return lambda t, u: 3 ** (u % 4) + (9 + 2)
+
+
+def _applied(fn, n, scale=1.0):
+    return fn(n, scale)
+
+
+def total_of_products_round_a_loop(k):
+    """Found by the random-program tests: whether `width += ...` updates a list (which the
+    sum of a product of calls, round the loop, might be) once followed the `+` back into
+    itself without end (RecursionError)."""
+    width = (k == 0.5) * -k
+    tries = 0
+    while True:
+        if tries >= 3 or width:
+            break
+        width += tries - _applied(lambda s, r: _scaler(r)(r, 10), 10, 0.5)
+        width += _applied(lambda t, u: k, 6, 0.1) * _scaler(3.0)(3.5, tries)
+        tries += 1
+    return width
+
+
 def running_total_loss(v, n):
     return np.sum(running_total(v, n) ** 2)
 

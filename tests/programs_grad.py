@@ -1185,6 +1185,28 @@ def sum_pow_half(x):
     return np.sum(x ** 0.5)
 
 
+def zero_times_pow_half(x):
+    return 0.0 * x ** 0.5 + x
+
+
+def unused_infinite_slopes(x, w):
+    """Every operation with an infinite or nan slope at x = 0, each finite there, scaled by
+    w: with w = 0 the sensitivity reaching each is a computed 0."""
+    s = np.sqrt(x) + np.cbrt(x) + x ** 0.5 + np.arcsin(1.0 - x) + np.arccos(1.0 - x) \
+        + np.arccosh(1.0 + x) + np.arctan2(x, x) + np.hypot(x, x)
+    return np.sum(w * s + x)
+
+
+def unused_math_slopes(x, w):
+    s = math.sqrt(x) + math.asin(1.0 - x) + math.acos(1.0 - x) + math.acosh(1.0 + x) \
+        + math.atan2(x, x) + math.hypot(x, x) + x ** 0.5 + math.pow(x, 0.5)
+    return w * s + x
+
+
+def pow_half_of_product(x, y):
+    return (x * y) ** 0.5 + x
+
+
 def divides_by_zero(x):
     y = x * 2.0
     z = 1.0 / (x - x)

@@ -380,3 +380,45 @@ def test_traceback_points_at_dividing_line(fn, args, text):
     assert ours[-1].lineno == line_of(fn, text)
     assert frames[-1].filename == __file__       # the innermost frame is the user's line
     assert frames[-1].lineno == line_of(fn, text)
+
+
+# --------------------------------------------------------------------------------------------
+# Memory: a process compiling many programs (the random-program tests compile thousands)
+
+
+_FORGOTTEN = """
+def main(x, n):
+    scale = lambda t: t * 2.0
+    pair = (scale, x)
+    for i in range(n):
+        x = pair[0](x) ** 0.5
+    return x
+"""
+
+
+def test_a_compiled_function_and_its_compilation_are_not_kept(tmp_path):
+    """Once a compiled function and the Python function it compiled are dropped, nothing of
+    their compilation stays alive: not the function (the parse cache holds functions
+    weakly), nor inference's frames (which closures' values hold, and so a cache of values
+    of the compilation must not outlive it).  Else each program compiled leaves its
+    graphs behind, and every full collection of the garbage collector scans more."""
+    import gc
+    import importlib.util
+    import weakref
+
+    from passes.infer import Frame
+
+    path = tmp_path / "forgotten.py"
+    path.write_text(_FORGOTTEN)
+    spec = importlib.util.spec_from_file_location("forgotten", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert myir.compile(module.main)(0.7, 3) == module.main(0.7, 3)
+    assert myir.grad(module.main, backend="python")(0.7, 3) > 0
+    kept = weakref.ref(module.main)
+    del module, spec
+    gc.collect()
+    assert kept() is None
+    frames = [o for o in gc.get_objects() if type(o) is Frame
+              and o.graph.location is not None and o.graph.location.filename == str(path)]
+    assert not frames

@@ -32,6 +32,8 @@ x4 = np.array([0.5, -1.25, 2.0, 3.5])
     (U.recurrence, (x4,)),
     (U.running_total, (x4, 5)),
     (U.running_total, (2.5, 3)),
+    (U.total_of_products_round_a_loop, (2.0,)),
+    (U.total_of_products_round_a_loop, (0.0,)),
     (U.owned_name_ops, (x4,)),
     (U.in_branches, (x4, 2.0)),
     (U.in_branches, (x4, -2.0)),

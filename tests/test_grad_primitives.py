@@ -624,6 +624,44 @@ def test_infinite_slopes_are_inf_as_in_numpy_and_jax():
         myir.compile(G.pow_neg_half, backend=BACKEND)(0.0)
 
 
+def test_a_zero_sensitivity_contributes_zero_through_an_infinite_slope():
+    """The strong zero (passes/grad_rules.py): a value whose sensitivity is a computed 0
+    contributes exactly 0, where its slope is inf or nan (0 * inf would make the whole
+    gradient nan); a nonzero sensitivity through the same slope still gives inf or nan."""
+    assert gradient(G.zero_times_pow_half)(0.0) == 1.0
+    assert gradient(G.unused_math_slopes)(0.0, 0.0) == 1.0
+    assert not math.isfinite(gradient(G.unused_math_slopes)(0.0, 1.0))   # inf - inf: nan
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for dtype in (np.float64, np.float32):
+            x = np.zeros(3, dtype)
+            d = gradient(G.unused_infinite_slopes)(x, 0.0)
+            np.testing.assert_array_equal(d, np.ones(3))
+            assert d.dtype == dtype
+            assert not np.any(np.isfinite(gradient(G.unused_infinite_slopes)(x, 1.0)))
+    # away from the singular points the rules are the usual ones (w = 0 or not)
+    for w in (0.0, 0.5):
+        x = np.array([0.3, 0.5])
+        np.testing.assert_allclose(gradient(G.unused_infinite_slopes)(x, w),
+                                   numerical_grad(G.unused_infinite_slopes, (x, w), 0),
+                                   rtol=RTOL, atol=ATOL)
+        assert gradient(G.unused_math_slopes)(0.3, w) == pytest.approx(
+            numerical_grad(G.unused_math_slopes, (0.3, w), 0), rel=RTOL, abs=ATOL)
+
+
+def test_a_zero_tangent_contributes_zero_through_an_infinite_slope():
+    """Forward mode's strong zero: at (0, 0) along (1, 0) the tangent of x * y is a computed
+    0, and (x * y) ** 0.5 + x changes as x does (the derivative along (0, 1) too is 0 + 0)."""
+    f = G.pow_half_of_product
+    assert myir.jvp(f, (0.0, 0.0), (1.0, 0.0), backend=BACKEND) == (0.0, 1.0)
+    assert myir.jvp(f, (0.0, 0.0), (0.0, 1.0), backend=BACKEND) == (0.0, 0.0)
+    value, tangent = myir.jvp(f, (0.0, 1.0), (1.0, 0.0), backend=BACKEND)
+    assert tangent == math.inf     # sqrt(x) + x at 0: the slope itself is infinite
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = np.zeros(3)
+        _, tangent = myir.jvp(f, (x, x), (np.ones(3), x), backend=BACKEND)
+        np.testing.assert_array_equal(tangent, np.ones(3))
+
+
 @pytest.mark.parametrize("x, y", [(0.0, 5.7e-249), (0.0, 5e-324), (1e-200, 1e-180),
                                   (1e300, 1e200)])
 def test_quotient_derivatives_where_the_divisor_squared_leaves_the_floats(x, y):

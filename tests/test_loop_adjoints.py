@@ -654,6 +654,25 @@ def test_a_backward_loop_that_changes_nothing(backend):
     assert re.search(r"in reversed\(\w+\):\n\s+pass$", source, re.M), source
 
 
+def root_read_by_a_loop(x, n):
+    rest = abs(x) ** 0.5
+    for _ in range(n):
+        x = x + rest
+    return x
+
+
+def test_a_loop_that_never_runs_reads_a_value_with_an_infinite_slope(backend):
+    """Found by the random-program tests: `abs(x) ** 0.5` at x = 0 has an infinite slope,
+    and when the loop reading it runs no iteration, its sensitivity is a computed 0: the
+    gradient is 1.0 (the strong zero of passes/grad_rules.py), not 0 * inf = nan.  Where
+    the loop runs, x + n * sqrt(|x|) has no derivative at 0, and elsewhere its own."""
+    assert myir.grad(root_read_by_a_loop, backend=backend)(0.0, 0) == 1.0
+    check(root_read_by_a_loop, (0.0, 0), (0,), backend)
+    assert math.isnan(myir.grad(root_read_by_a_loop, backend=backend)(0.0, 3))
+    check(root_read_by_a_loop, (2.5, 0), (0,), backend)
+    check(root_read_by_a_loop, (-2.5, 3), (0,), backend)
+
+
 def counts_only(x, n):
     i = 0
     while i < n:

@@ -1068,6 +1068,12 @@ TYPED_CASES = [
      lambda: _expect_op("truediv", 2)),
     ("ieee_on_numpy", "numpy_scalar", lambda: _one_op("ieee_pow", [F64, F32], result=F32),
      lambda: _expect_op("pow", 2)),
+    ("strong_zero_of_nonzero", "seed", lambda: _one_op(
+        "strong_zero", [F64], 1.0, first_const=True, result=F64), lambda: _returning(1, 0)),
+    ("strong_zero_of_nonzero", "array", lambda: _one_op(
+        "strong_zero", [A34], -2.0, first_const=True, result=A34), lambda: _returning(1, 0)),
+    ("strong_zero_of_nonzero", "zero_kept", lambda: _one_op(
+        "strong_zero", [F64], 0.0, first_const=True, result=F64), None),
     ("ieee_on_numpy", "floats_kept", lambda: _one_op("ieee_truediv", [F64, F64], result=F64),
      None),
     ("shape_facts", "ndim", lambda: _one_op("ndim", [A34], result=I64),
@@ -1759,12 +1765,17 @@ _MAX = ("max's tie-splitting gradient (eq/where/sum/reduce_grad), for a sensitiv
         "0 only mathematically (1 - sum(softmax)), stays: dropping it changes results")
 _ALGEBRA = "the hand-written gradient uses algebra that changes rounding: "
 
+_STRONG_ZERO = ("each sigmoid's division 1 / (1 + exp(-x)) passes its sensitivity through "
+                "strong_zero (passes/grad_rules.py: 0, not 0 * inf, where an array is divided "
+                "by 0), which the hand-written gradient, knowing 1 + exp(-x) > 0, does without")
+
 _RATIONAL = ("sigmoid(z) - t needs rational-function algebra (1 - 1/(1+e) = e/(1+e)), "
              "which fastmath does not do: it collects terms of products, not fractions")
 
 # name: (subject, wrt, reason the untyped pipeline's gradient is not collapsed or None,
 #        reason the typed gradient is not within ALLOWED_SIZE or None,
-#        applies of the untyped pipeline's gradient (a regression guard; mean's gradient
+#        applies of the untyped pipeline's gradient (a regression guard, counting the
+#        strong_zero of each division, log and root; mean's gradient
 #        counts 2 more since `np.size(x)` is `np.zeros_like(x, dtype=np.bool_).size`, which
 #        works on Python scalars too: frontend/numpy_functions.py; each gradient counts its
 #        grad_cast to its parameter's type, which only types prove needless, and one of
@@ -1775,21 +1786,21 @@ _RATIONAL = ("sigmoid(z) - t needs rational-function algebra (1 - 1/(1+e) = e/(1
 GOLDEN = {
     "poly_xy": (P.poly_xy, (0,), None, None, 13, None),
     "sincos": (W.sincos, (0,), None, None, 11, None),
-    "logsumexp": (W.logsumexp, (0,), _TYPES, _MAX, 30, None),
-    "logreg": (W.logreg, (2, 3), _MATMUL, None, 111, None),
-    "mlp": (W.mlp, (1, 2, 3, 4), _MATMUL + "; " + _TYPES, _MAX, 151, None),
-    "mlp_dict": (P.mlp_dict, (0,), _MATMUL + "; " + _TYPES, _MAX, 154, None),
+    "logsumexp": (W.logsumexp, (0,), _TYPES, _MAX, 31, None),
+    "logreg": (W.logreg, (2, 3), _MATMUL, None, 112, None),
+    "mlp": (W.mlp, (1, 2, 3, 4), _MATMUL + "; " + _TYPES, _MAX, 152, None),
+    "mlp_dict": (P.mlp_dict, (0,), _MATMUL + "; " + _TYPES, _MAX, 155, None),
     "blackscholes": (W.blackscholes, (0, 4), _TYPES,
                      _ALGEBRA + "norm_cdf's derivative in closed form (the pdf) and shared "
                      "factors; the AD differentiates x*x*x and tanh's polynomial by the "
-                     "product rule", 129, None),
+                     "product rule", 133, None),
     "compose_sincos": (P.compose_sincos, (0,), None, None, 11, None),
     "sigmoid_xent": (P.sigmoid_xent, (0,), _TYPES,
-                     _ALGEBRA + "d/dz xent(sigmoid(z), t) = sigmoid(z) - t", 44, _RATIONAL),
+                     _ALGEBRA + "d/dz xent(sigmoid(z), t) = sigmoid(z) - t", 46, _RATIONAL),
     "nested_poly": (P.nested_poly, (0,), _TYPES,
                     _ALGEBRA + "9x^2 + 4x + 1 collects like terms (reassociation)", 31, None),
     "tanh_layer": (P.tanh_layer, (0, 1), None, None, 20, None),
-    "hmlstm": (W.hmlstm, (0, 1, 2, 3), _TYPES, None, 70, None),
+    "hmlstm": (W.hmlstm, (0, 1, 2, 3), _TYPES, _STRONG_ZERO, 71, None),
     "tuple_pair": (P.tuple_pair, (0, 1), _TYPES, None, 23, None),
 }
 

@@ -83,6 +83,10 @@ CASES = {
     # the gradient rules' division and power: on arrays, numpy's (inf where x / 0)
     "ieee_truediv": [(F, F + 1), (F32, np.where(F32 > 0.5, F32, 0))],
     "ieee_pow": [(F, -0.5), (np.where(F32 > 0.5, F32, 0), -0.5)],
+    # the rules' strong zero: 0 where the sensitivity is, even over inf and nan
+    "strong_zero": [(np.where(F > 0.5, F, 0), np.where(F > 0.3, np.nan, np.inf)),
+                    (np.where(F32 > 0.5, F32, 0), np.full_like(F32, np.inf)),
+                    (np.where(V > 0.5, V, 0), F)],
     **{p: [(F,), (F32,)] for p in ("exp log sqrt sin cos tan arcsin arccos arctan "
                                    "tanh floor ceil log1p reciprocal sign").split()},
     # numpy's ufuncs beyond the basics: float32, ints and broadcasting here; float64 in

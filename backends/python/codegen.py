@@ -493,6 +493,11 @@ class Emitter:
         if prim == "grad_zeros" and _python_number(node.args[0]):
             # impls.grad_zeros' answer for a Python number, without its checks of the type
             return Expr("0.0" if node.args[0].abstract.pytype is float else "0", ATOM)
+        if prim == "strong_zero" and _python_number(node.args[0]) \
+                and _python_number(node.args[1]) and node.args[1].abstract.pytype is float:
+            # impls.strong_zero's answer for Python numbers, as a conditional expression
+            d, x = (self.operand(a, pending) for a in node.args)
+            return Expr(f"({x.wrap(5)} if {d.wrap(5)} else 0.0)", ATOM)
         if prim in _CONTAINER_SYNTAX:
             return _CONTAINER_SYNTAX[prim](self, [self.operand(a, pending) for a in node.args])
         if prim is None or prim not in SYNTAX and prim not in VARIADIC_SYNTAX:

@@ -18,7 +18,7 @@ import numpy as np
 from myir import tree
 from myir.errors import Location, MyirTypeError, raises_for_the_caller
 from myir.ir import einsum, tangents
-from myir.ir.ieee import ieee_pow, ieee_truediv
+from myir.ir.ieee import ieee_pow, ieee_truediv, strong_zero
 from myir.ir.primitives import CONVERSION_TYPES, IN_PLACE, MATH_MORE, UNBOUND
 from myir.ir.values import EMPTY_STACK, NEWENV, Env, is_stack, stack_push
 
@@ -699,6 +699,7 @@ IMPLS = {
     "jacobian_unblocks": jacobian_unblocks,
     "ieee_truediv": ieee_truediv,
     "ieee_pow": ieee_pow,
+    "strong_zero": strong_zero,
     "select_grad": select_grad,
     "concat_grad": concat_grad,
     "unstack": lambda x, axis: tuple(np.moveaxis(x, axis, 0)),

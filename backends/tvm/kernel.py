@@ -543,6 +543,9 @@ def _expression(prim: str, args: list, dtype: str):
               "bitor": lambda x, y: tirx.Or(x, y) if str(x.ty) == "bool" else x | y}
     if prim == "where":
         return tirx.Select(args[0], args[1], args[2])
+    if prim == "strong_zero":
+        return tirx.Select(tirx.EQ(args[0], tirx.const(0, str(args[0].ty))),
+                           tirx.const(0, dtype), args[1])
     if prim == "clip":
         return tirx.min(tirx.max(args[0], args[1]), args[2])
     if prim in unary:

@@ -265,6 +265,12 @@ def _where(c: Context, op: Op):
     return c.R.where(cond_t, c.tensor(x, op.out.dtype), c.tensor(y, op.out.dtype))
 
 
+def _strong_zero(c: Context, op: Op):
+    d, x = (c.tensor(a, op.out.dtype) for a in op.args)
+    zero = c.const(0, op.out.dtype)
+    return c.R.where(c.R.equal(d, zero), zero, x)
+
+
 def _clip(c: Context, op: Op):
     x, lo, hi = (c.tensor(a, op.out.dtype) for a in op.args)
     R = c.R
@@ -485,6 +491,7 @@ LOWERINGS: dict[str, Rule] = {
     "logaddexp2": _pointwise("logaddexp2", _logaddexp(_log2_1p, _tir("exp2"), 1.0)),
     "maximum": _nan_aware("greater_equal"), "minimum": _nan_aware("less_equal"),
     "where": Rule(_where, accepts=_all_numeric),
+    "strong_zero": Rule(_strong_zero, accepts=_float_out),
     "clip": Rule(_clip, accepts=_all_numeric),
     **{p: _reduction(p) for p in ("sum", "mean", "prod", "max", "min")},
     "reshape": Rule(_reshape_to_out, static=(1,)),
@@ -513,7 +520,7 @@ LOWERINGS: dict[str, Rule] = {
 # operand among them may be read as its 0-d value (Context.emit).
 BROADCASTING = {*_ARITH, *_MATH, *_COMPARE, "pow", "power", "ieee_pow", "arctan2", "neg", "negative",
                 "abs", "builtin_abs", "sign", "square", "reciprocal", "log1p", "maximum",
-                "minimum", "where", "clip"}
+                "minimum", "where", "clip", "strong_zero"}
 
 # Lowered only for GPU targets.  On the CPU, OpenBLAS's matmul (which numpy calls) is 2–4x
 # faster than TVM's scheduled matmul on these machines (tvm-0.27.md: MLP forward+backward

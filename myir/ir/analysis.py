@@ -79,6 +79,15 @@ def bump_version() -> None:
 _CACHES: list[dict] = []
 
 
+def compilation_cache() -> dict:
+    """A new dict that `clear_caches` empties when a compilation is done: for a cache whose
+    entries hold a compilation's values (and through them its graphs and inference's
+    frames), which must not outlive it."""
+    cache: dict = {}
+    _CACHES.append(cache)
+    return cache
+
+
 def clear_caches() -> None:
     """Forget every cached analysis: called when a compilation is done, so that the graphs
     of finished compilations are not kept alive (and scanned by the garbage collector)."""

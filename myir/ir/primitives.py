@@ -271,6 +271,7 @@ primitive("grad_check_input", "x, name")    # x, if it can be differentiated wit
 primitive("jvp_check_tangent", "x, t, index")  # t, if it can be x's tangent (passes.forward)
 primitive("ieee_truediv", "x, y")          # x / y, inf or nan where Python raises (myir.ir.ieee)
 primitive("ieee_pow", "x, y")              # x ** y, inf where Python raises (myir.ir.ieee)
+primitive("strong_zero", "d, x")            # x, but 0 where the sensitivity d is 0 (myir.ir.ieee)
 primitive("grad_cast", "d, x")              # d, x's gradient, in x's type, dtype and shape
 primitive("select_grad", "out, x, dout, count")       # min()/max(): dout/count where x == out
 primitive("concat_grad", "arrays, axis, dout")        # dout split like the concatenated arrays
