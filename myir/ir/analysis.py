@@ -123,28 +123,34 @@ def _read(graph: Graph) -> None:
         _reading[-1][graph] = graph.stamp
 
 
+_stamp = operator.attrgetter("stamp")
+
+
 def cached_by_stamps(fn):
     """Cache `fn(graph)` while every graph it read (with `_read`, or through the analyses
-    it called) keeps its stamp."""
+    it called) keeps its stamp.  (The graphs read and their stamps are kept as two tuples,
+    compared and passed on without a Python loop: the optimizer asks for these analyses
+    tens of thousands of times per compile, nearly always hitting.)"""
     cache: dict = {}
     _CACHES.append(cache)
 
     @functools.wraps(fn)
     def wrapper(graph):
         hit = cache.get(id(graph))
-        if hit is not None and hit[0] is graph and all(g.stamp == s for g, s in hit[2]):
-            result, reads = hit[1], hit[2]
+        if hit is not None and hit[0] is graph and tuple(map(_stamp, hit[2])) == hit[3]:
+            result, graphs, stamps = hit[1], hit[2], hit[3]
         else:
             _reading.append({})
             try:
                 result = fn(graph)
             finally:
-                reads = tuple(_reading.pop().items())
+                reads = _reading.pop()
+            graphs, stamps = tuple(reads), tuple(reads.values())
             if len(cache) > _MAX_ENTRIES:
                 cache.clear()
-            cache[id(graph)] = (graph, result, reads)
+            cache[id(graph)] = (graph, result, graphs, stamps)
         if _reading:  # the analysis calling this one depends on what it read
-            _reading[-1].update(reads)
+            _reading[-1].update(zip(graphs, stamps))
         return result
 
     return wrapper
@@ -160,24 +166,29 @@ def reachable_graphs(root: Graph) -> list[Graph]:
     of the graphs it walks: inlining a graph asks for the graphs nested in it, which edits
     elsewhere in the program leave unchanged.)"""
     result = [root]
-    found = {id(root)}
-    enclosing = set(map(id, ancestors(root)))
-    seen: set[int] = set()
+    found = {root}      # (nodes and graphs hash by identity)
+    enclosing = set(ancestors(root))
+    walked = set()      # the graphs whose nodes were walked, read at the end
+    seen: set[Node] = set()
     stack = [root.output, *root.defaults.values()]
-    _read(root)
     while stack:
         node = stack.pop()
-        if id(node) in seen:
+        if node in seen:
             continue
-        seen.add(id(node))
-        if isinstance(node, Apply) and id(node.graph) not in enclosing:
-            _read(node.graph)
-            stack.extend(reversed(node.inputs))
-        elif is_graph_constant(node) and id(node.value) not in found:
-            found.add(id(node.value))
+        seen.add(node)
+        kind = type(node)
+        if kind is Apply:
+            if node.graph not in enclosing:
+                walked.add(node.graph)
+                stack.extend(reversed(node.inputs))
+        elif kind is Constant and type(node.value) is Graph and node.value not in found:
+            found.add(node.value)
             result.append(node.value)
-            _read(node.value)
             stack.extend([node.value.output, *node.value.defaults.values()])
+    for g in found:
+        _read(g)
+    for g in walked:
+        _read(g)
     return result
 
 
@@ -345,13 +356,26 @@ def toposort(graph: Graph) -> list[Node]:
     constants.sort(key=_debug_id)
     computing.sort(key=_debug_id)
     order = constants + _after_captured(computing, closures, deps_of)
-    position = {id(n): i for i, n in enumerate(order)}
-    if all(position[id(d)] < position[key] for key, deps in deps_of.items() for d in deps):
+    if _inputs_first(order, deps_of):
         return order
-    return _kahn(nodes, deps_of, position)
+    return _kahn(nodes, deps_of, {id(n): i for i, n in enumerate(order)})
 
 
 _debug_id = operator.attrgetter("debug.id")
+
+
+def _inputs_first(order: list[Node], deps_of: dict[int, list[Node]]) -> bool:
+    """Whether every node of `order` comes after the nodes `deps_of` gives it (all of them
+    in `order`): each node's inputs checked against those placed before it, as a set and
+    without a Python loop over the inputs."""
+    placed: set[int] = set()
+    for n in order:
+        key = id(n)
+        deps = deps_of.get(key)
+        if deps is not None and not placed.issuperset(map(id, deps)):
+            return False
+        placed.add(key)
+    return True
 
 
 def _after_captured(computing: list[Node], closures: list[Node], deps_of: dict) -> list[Node]:
@@ -359,17 +383,19 @@ def _after_captured(computing: list[Node], closures: list[Node], deps_of: dict) 
     (first where it captures none), closures at one place in the order they were found."""
     if not closures:
         return computing
-    ids = [n.debug.id for n in computing]
     at: dict[int, list[Node]] = {}
     for c in closures:
-        last = max((d.debug.id for d in deps_of.get(id(c), ())), default=None)
-        at.setdefault(0 if last is None else bisect.bisect_right(ids, last), []).append(c)
+        deps = deps_of.get(id(c))
+        place = bisect.bisect_right(computing, max(map(_debug_id, deps)), key=_debug_id) \
+            if deps else 0
+        at.setdefault(place, []).append(c)
     order: list[Node] = []
-    for i, node in enumerate(computing):
-        order += at.pop(i, ())
-        order.append(node)
-    for i in sorted(at):
-        order += at[i]
+    start = 0
+    for place in sorted(at):    # the closures placed before computing[place]
+        order += computing[start:place]
+        order += at[place]
+        start = place
+    order += computing[start:]
     return order
 
 
