@@ -270,7 +270,11 @@ def ancestors(graph: Graph) -> list[Graph]:
 def free_variables(graph: Graph) -> list[Node]:
     """Nodes of enclosing graphs that `graph` needs: those used in its scope, and those that
     closures it refers to capture.  In order of discovery.  (Written for speed: every graph
-    that inlining copies is walked once, and the graphs walked are noted at the end.)"""
+    that inlining copies is walked once, and the graphs walked are noted at the end.)
+    A top-level graph has none, whatever its body: it reads no graph, and the order of a
+    graph calling it (`toposort`) does not depend on its body."""
+    if graph.parent is None:
+        return []
     enclosing = set(ancestors(graph))   # (nodes and graphs hash by identity)
     result: list[Node] = []
     seen: set[Node] = set()
@@ -508,7 +512,8 @@ def callees(graph: Graph) -> set[Graph]:
     for node in toposort(graph):
         if type(node) is Apply:
             owners.add(node.graph)
-            result.update(inp.value for inp in node.inputs if is_graph_constant(inp))
+            result.update([inp.value for inp in node.inputs
+                           if type(inp) is Constant and type(inp.value) is Graph])
     for g in owners:
         _read(g)
     return result
