@@ -342,7 +342,7 @@ def toposort(graph: Graph) -> list[Node]:
             constants.append(node)
         elif kind is Constant:
             closures.append(node)
-            if node.value is not graph:
+            if node.value is not graph and node.value.parent is not None:  # (else: none)
                 deps = [fv for fv in free_variables(node.value) if fv.graph is graph]
                 if deps:
                     deps_of[key] = deps
