@@ -484,10 +484,14 @@ def graph_uses(root: Graph) -> dict[Graph, list[tuple[Apply, int]]]:
     program cost several times as much)."""
     by_constant: dict[Constant, list[tuple[Apply, int]]] = {}    # in `users`'s order
     for g in reachable_graphs(root):
-        for node in toposort(g):
-            if type(node) is Apply and node.graph is g:
+        order = toposort(g)
+        # the graph constants g's applies use are among its nodes: the applies using none
+        # (most, once a program is inlined) are passed over without a loop on their inputs
+        held = {n for n in order if type(n) is Constant and type(n.value) is Graph}
+        for node in order if held else ():
+            if type(node) is Apply and node.graph is g and not held.isdisjoint(node.inputs):
                 for i, inp in enumerate(node.inputs):
-                    if type(inp) is Constant and type(inp.value) is Graph:
+                    if inp in held:
                         by_constant.setdefault(inp, []).append((node, i))
         if is_graph_constant(g.output):
             by_constant.setdefault(g.output, []).append((g, OUTPUT))
