@@ -221,9 +221,10 @@ def find_definition(fn, filename: str) -> ast.AST:
             hint="myir compiles functions defined in files (or notebook cells); define the "
                  "function with `def` in a file") from None
     positions = text_positions(code)
+    span = _span(positions)
     found = [n for n in _definitions(filename, lines).get(
                  (code.co_name, code.co_firstlineno), ())
-             if all(_holds(n, p) for p in positions)
+             if (span is None or _holds(n, span))
              and not any(_holds(body, p) for body in _nested_bodies(n) for p in positions)]
     # A function whose code is all one nested lambda (`lambda x: lambda y: y`) is held by
     # that lambda too: the outermost definition left is the one.
@@ -299,6 +300,14 @@ def _holds(node: ast.AST, position: tuple) -> bool:
         and (end_line, end_col) <= (node.end_lineno, node.end_col_offset)
 
 
+def _span(positions: tuple) -> tuple | None:
+    """The smallest position holding every one of `positions` (a text holds them all if
+    and only if it holds it), or None if there are none."""
+    if not positions:
+        return None
+    return (*min(p[:2] for p in positions), *max(p[2:] for p in positions))
+
+
 def _within(inner: ast.AST, outer: ast.AST) -> bool:
     return _holds(outer, (inner.lineno, inner.col_offset, inner.end_lineno, inner.end_col_offset))
 
@@ -318,8 +327,8 @@ def _child_nodes(node: ast.AST) -> list[ast.AST]:
     children = []
     for field in node._fields:
         value = getattr(node, field, None)
-        if isinstance(value, list):
-            children.extend(v for v in value if isinstance(v, ast.AST))
+        if type(value) is list:
+            children += [v for v in value if isinstance(v, ast.AST)]
         elif isinstance(value, ast.AST):
             children.append(value)
     return children

@@ -34,8 +34,8 @@ MACROS = (GradMacro, JvpMacro, JacobianMacro, VectorizeMacro)
 
 def _macro_nodes(root: Graph) -> list[Apply]:
     return [node for g in reachable_graphs(root) for node in toposort(g)
-            if isinstance(node, Apply) and node.graph is g
-            and isinstance(node.fn, Constant) and isinstance(node.fn.value, MACROS)]
+            if type(node) is Apply and node.graph is g
+            and type(node.inputs[0]) is Constant and isinstance(node.inputs[0].value, MACROS)]
 
 
 def _holds_a_transform(target: Graph, made: set) -> bool:

@@ -2660,10 +2660,14 @@ class Context:
         self.specialised = {} if specialised is None else specialised
         self._sizes: dict[Graph, int] = {}
         self._ids: dict[Graph, SortedIds] = {}
-        self.present = {n for g in reachable_graphs(root) for n in toposort(g)}
-        self.graphs = set(reachable_graphs(root))   # those a sweep may move (`move_inline`)
-        self._graphs = {id(g.debug): g for g in reachable_graphs(root)}
+        graphs = reachable_graphs(root)
+        self.present: set[Node] = set()
+        for g in graphs:
+            self.present.update(toposort(g))
+        self.graphs = set(graphs)   # those a sweep may move (`move_inline`)
+        self._graphs = {id(g.debug): g for g in graphs}
         self._typed_debug: dict | None = None
+        self.constant_parts: dict[Constant, tuple] = {}     # (for `_cse_key`)
         # calls copied from the only call of a graph by inlining it there: they are the only
         # calls of their callees, as the calls they were copied from were (those are gone)
         self.sole: set[Node] = set()
@@ -2755,11 +2759,13 @@ class Context:
         before = ids.below(node.debug.id) if ids is not None else None
         return before if before is not None else node.debug.id - 1
 
-    def visited(self, node: Apply) -> None:
-        ids = self._ids.get(node.graph)
+    def visited(self, g: Graph) -> "SortedIds":
+        """The ids of g's nodes visited in this sweep, to which g's sweep adds each node's
+        as it visits it."""
+        ids = self._ids.get(g)
         if ids is None:
-            ids = self._ids[node.graph] = SortedIds()
-        ids.add(node.debug.id)
+            ids = self._ids[g] = SortedIds()
+        return ids
 
 
 class SortedIds:
@@ -2779,10 +2785,15 @@ class SortedIds:
             self.runs.append([x])
             self.firsts.append(x)
             return
-        i = max(bisect.bisect_right(self.firsts, x) - 1, 0)
+        i = len(self.runs) - 1
         run = self.runs[i]
-        bisect.insort(run, x)
-        self.firsts[i] = run[0]
+        if x >= run[-1]:    # the usual case: a sweep visits a graph's nodes in id order
+            run.append(x)
+        else:
+            i = max(bisect.bisect_right(self.firsts, x) - 1, 0)
+            run = self.runs[i]
+            bisect.insort(run, x)
+            self.firsts[i] = run[0]
         if len(run) > 2 * self.RUN:
             self.runs[i:i + 1] = [run[:self.RUN], run[self.RUN:]]
             self.firsts[i:i + 1] = [run[0], run[self.RUN]]
@@ -2803,30 +2814,42 @@ def _resolve(node: Node, subst: dict) -> Node:
 
 
 COMMUTATIVE = frozenset({"mul"})
+_NOT_SHARED = frozenset({"raise_", "make_exception", "print_"})   # each call does its own
+_SCALARS = (int, float, bool, str, type(None))
 
 
-def _cse_key(node: Apply, name: str | None):
+def _cse_key(node: Apply, name: str | None, constant_parts: dict):
     """What identifies node's value: its function and inputs (constants by type and repr,
-    so 0.0 and -0.0 differ).  `mul` commutes exactly in IEEE arithmetic (x * y == y * x bit
-    for bit, and for sequences n * s == s * n), so its operands are keyed as a set; `add`
-    does not commute for strings and tuples, and nothing is reassociated."""
-    if name in ("raise_", "make_exception", "print_"):
+    so 0.0 and -0.0 differ; other inputs by identity).  `mul` commutes exactly in IEEE
+    arithmetic (x * y == y * x bit for bit, and for sequences n * s == s * n), so its
+    operands are keyed as a set; `add` does not commute for strings and tuples, and nothing
+    is reassociated.  `constant_parts` keeps the part of each constant node met (a sweep
+    meets the shared constants of primitives at every call)."""
+    if name in _NOT_SHARED:
         return None
     parts = []
     for inp in node.inputs:
-        if isinstance(inp, Constant):
-            v = inp.value
-            if type(v) in (int, float, bool, str, type(None)):
-                parts.append(("c", type(v), repr(v)))  # repr: 0.0 and -0.0 differ
-            elif isinstance(v, (Graph, Primitive, Env)) or v is None:
-                parts.append(("o", id(v)))
-            else:
+        if type(inp) is Constant:
+            part = constant_parts.get(inp)
+            if part is None:
+                part = constant_parts[inp] = _constant_part(inp.value)
+            if not part:
                 return None
+            parts.append(part)
         else:
-            parts.append(("n", id(inp)))
+            parts.append(inp)   # (nodes hash and compare by identity)
     if name in COMMUTATIVE:
         return (parts[0], frozenset(parts[1:]))
     return tuple(parts)
+
+
+def _constant_part(v) -> tuple:
+    """A constant's part of a key, or () if calls of it are not shared."""
+    if type(v) in _SCALARS:
+        return ("c", type(v), repr(v))  # repr: 0.0 and -0.0 differ
+    if isinstance(v, (Graph, Primitive, Env)):
+        return ("o", id(v))
+    return ()
 
 
 def sweep(root: Graph, rewrites=None, ctx: Context | None = None) -> bool:
@@ -2895,7 +2918,11 @@ def _sweep_graph(g: Graph, dispatch: Dispatch, ctx: Context, subst: dict) -> boo
     captured: list[Node] = []
     order = toposort(g)
     initial = set(order)
+    visited = ctx.visited(g).add
     for start in [*order, None]:
+        if start is not None and (type(start) is not Apply or start.graph is not g
+                                  or start in done):
+            continue    # (as the loop below would: not one of g's nodes to simplify)
         stack = [start] if start is not None else captured
         while stack:
             node = stack[-1]
@@ -2910,7 +2937,7 @@ def _sweep_graph(g: Graph, dispatch: Dispatch, ctx: Context, subst: dict) -> boo
                 continue
             stack.pop()
             done.add(node)
-            ctx.visited(node)
+            visited(node.debug.id)
             captured.extend(_captured(node, g, initial))
             new = _simplify(node, dispatch, ctx, seen)
             if new is not None:
@@ -2958,7 +2985,7 @@ def _simplify(node: Apply, dispatch: Dispatch, ctx: Context, seen: dict) -> Node
     """The node that replaces `node`: an equal one seen before (CSE), or the first
     rewrite's result; None if none applies."""
     name = primitive_name(node)
-    key = _cse_key(node, name)
+    key = _cse_key(node, name, ctx.constant_parts)
     if key is not None and key in seen:
         return seen[key]
     for rewrite in dispatch[name]:

@@ -132,28 +132,34 @@ def _read(graph: Graph) -> None:
         _reading[-1][graph] = graph.stamp
 
 
+_stamp = operator.attrgetter("stamp")
+
+
 def cached_by_stamps(fn):
     """Cache `fn(graph)` while every graph it read (with `_read`, or through the analyses
-    it called) keeps its stamp."""
+    it called) keeps its stamp.  (The graphs read and their stamps are kept as two tuples,
+    compared and passed on without a Python loop: the optimizer asks for these analyses
+    tens of thousands of times per compile, nearly always hitting.)"""
     cache: dict = {}
     _CACHES.append(cache)
 
     @functools.wraps(fn)
     def wrapper(graph):
         hit = cache.get(id(graph))
-        if hit is not None and hit[0] is graph and all(g.stamp == s for g, s in hit[2]):
-            result, reads = hit[1], hit[2]
+        if hit is not None and hit[0] is graph and tuple(map(_stamp, hit[2])) == hit[3]:
+            result, graphs, stamps = hit[1], hit[2], hit[3]
         else:
             _reading.append({})
             try:
                 result = fn(graph)
             finally:
-                reads = tuple(_reading.pop().items())
+                reads = _reading.pop()
+            graphs, stamps = tuple(reads), tuple(reads.values())
             if len(cache) > _MAX_ENTRIES:
                 cache.clear()
-            cache[id(graph)] = (graph, result, reads)
+            cache[id(graph)] = (graph, result, graphs, stamps)
         if _reading:  # the analysis calling this one depends on what it read
-            _reading[-1].update(reads)
+            _reading[-1].update(zip(graphs, stamps))
         return result
 
     return wrapper
@@ -169,24 +175,29 @@ def reachable_graphs(root: Graph) -> list[Graph]:
     of the graphs it walks: inlining a graph asks for the graphs nested in it, which edits
     elsewhere in the program leave unchanged.)"""
     result = [root]
-    found = {id(root)}
-    enclosing = set(map(id, ancestors(root)))
-    seen: set[int] = set()
+    found = {root}      # (nodes and graphs hash by identity)
+    enclosing = set(ancestors(root))
+    walked = set()      # the graphs whose nodes were walked, read at the end
+    seen: set[Node] = set()
     stack = [root.output, *root.defaults.values()]
-    _read(root)
     while stack:
         node = stack.pop()
-        if id(node) in seen:
+        if node in seen:
             continue
-        seen.add(id(node))
-        if isinstance(node, Apply) and id(node.graph) not in enclosing:
-            _read(node.graph)
-            stack.extend(reversed(node.inputs))
-        elif is_graph_constant(node) and id(node.value) not in found:
-            found.add(id(node.value))
+        seen.add(node)
+        kind = type(node)
+        if kind is Apply:
+            if node.graph not in enclosing:
+                walked.add(node.graph)
+                stack.extend(reversed(node.inputs))
+        elif kind is Constant and type(node.value) is Graph and node.value not in found:
+            found.add(node.value)
             result.append(node.value)
-            _read(node.value)
             stack.extend([node.value.output, *node.value.defaults.values()])
+    for g in found:
+        _read(g)
+    for g in walked:
+        _read(g)
     return result
 
 
@@ -268,7 +279,11 @@ def ancestors(graph: Graph) -> list[Graph]:
 def free_variables(graph: Graph) -> list[Node]:
     """Nodes of enclosing graphs that `graph` needs: those used in its scope, and those that
     closures it refers to capture.  In order of discovery.  (Written for speed: every graph
-    that inlining copies is walked once, and the graphs walked are noted at the end.)"""
+    that inlining copies is walked once, and the graphs walked are noted at the end.)
+    A top-level graph has none, whatever its body: it reads no graph, and the order of a
+    graph calling it (`toposort`) does not depend on its body."""
+    if graph.parent is None:
+        return []
     enclosing = set(ancestors(graph))   # (nodes and graphs hash by identity)
     result: list[Node] = []
     seen: set[Node] = set()
@@ -336,7 +351,7 @@ def toposort(graph: Graph) -> list[Node]:
             constants.append(node)
         elif kind is Constant:
             closures.append(node)
-            if node.value is not graph:
+            if node.value is not graph and node.value.parent is not None:  # (else: none)
                 deps = [fv for fv in free_variables(node.value) if fv.graph is graph]
                 if deps:
                     deps_of[key] = deps
@@ -354,13 +369,26 @@ def toposort(graph: Graph) -> list[Node]:
     constants.sort(key=_debug_id)
     computing.sort(key=_debug_id)
     order = constants + _after_captured(computing, closures, deps_of)
-    position = {id(n): i for i, n in enumerate(order)}
-    if all(position[id(d)] < position[key] for key, deps in deps_of.items() for d in deps):
+    if _inputs_first(order, deps_of):
         return order
-    return _kahn(nodes, deps_of, position)
+    return _kahn(nodes, deps_of, {id(n): i for i, n in enumerate(order)})
 
 
 _debug_id = operator.attrgetter("debug.id")
+
+
+def _inputs_first(order: list[Node], deps_of: dict[int, list[Node]]) -> bool:
+    """Whether every node of `order` comes after the nodes `deps_of` gives it (all of them
+    in `order`): each node's inputs checked against those placed before it, as a set and
+    without a Python loop over the inputs."""
+    placed: set[int] = set()
+    for n in order:
+        key = id(n)
+        deps = deps_of.get(key)
+        if deps is not None and not placed.issuperset(map(id, deps)):
+            return False
+        placed.add(key)
+    return True
 
 
 def _after_captured(computing: list[Node], closures: list[Node], deps_of: dict) -> list[Node]:
@@ -368,17 +396,19 @@ def _after_captured(computing: list[Node], closures: list[Node], deps_of: dict) 
     (first where it captures none), closures at one place in the order they were found."""
     if not closures:
         return computing
-    ids = [n.debug.id for n in computing]
     at: dict[int, list[Node]] = {}
     for c in closures:
-        last = max((d.debug.id for d in deps_of.get(id(c), ())), default=None)
-        at.setdefault(0 if last is None else bisect.bisect_right(ids, last), []).append(c)
+        deps = deps_of.get(id(c))
+        place = bisect.bisect_right(computing, max(map(_debug_id, deps)), key=_debug_id) \
+            if deps else 0
+        at.setdefault(place, []).append(c)
     order: list[Node] = []
-    for i, node in enumerate(computing):
-        order += at.pop(i, ())
-        order.append(node)
-    for i in sorted(at):
-        order += at[i]
+    start = 0
+    for place in sorted(at):    # the closures placed before computing[place]
+        order += computing[start:place]
+        order += at[place]
+        start = place
+    order += computing[start:]
     return order
 
 
@@ -463,10 +493,14 @@ def graph_uses(root: Graph) -> dict[Graph, list[tuple[Apply, int]]]:
     program cost several times as much)."""
     by_constant: dict[Constant, list[tuple[Apply, int]]] = {}    # in `users`'s order
     for g in reachable_graphs(root):
-        for node in toposort(g):
-            if type(node) is Apply and node.graph is g:
+        order = toposort(g)
+        # the graph constants g's applies use are among its nodes: the applies using none
+        # (most, once a program is inlined) are passed over without a loop on their inputs
+        held = {n for n in order if type(n) is Constant and type(n.value) is Graph}
+        for node in order if held else ():
+            if type(node) is Apply and node.graph is g and not held.isdisjoint(node.inputs):
                 for i, inp in enumerate(node.inputs):
-                    if type(inp) is Constant and type(inp.value) is Graph:
+                    if inp in held:
                         by_constant.setdefault(inp, []).append((node, i))
         if is_graph_constant(g.output):
             by_constant.setdefault(g.output, []).append((g, OUTPUT))
@@ -491,7 +525,8 @@ def callees(graph: Graph) -> set[Graph]:
     for node in toposort(graph):
         if type(node) is Apply:
             owners.add(node.graph)
-            result.update(inp.value for inp in node.inputs if is_graph_constant(inp))
+            result.update([inp.value for inp in node.inputs
+                           if type(inp) is Constant and type(inp.value) is Graph])
     for g in owners:
         _read(g)
     return result

@@ -96,8 +96,12 @@ class Cloner:
         if kind is Apply:
             graph = mapping.get(node.graph)
             if graph is not None:
-                new = Apply([mapping.get(i) or self.node(i) for i in node.inputs], graph,
-                            node.debug.derive(self.relation))
+                # (a constant other than a graph is shared: met as the function of nearly
+                # every apply, it is taken as it is without a call)
+                new = Apply([mapping.get(i) or (i if type(i) is Constant
+                                                and type(i.value) is not Graph
+                                                else self.node(i))
+                             for i in node.inputs], graph, node.debug.derive(self.relation))
                 mapping[node] = new
                 return new
         elif kind is Constant and type(node.value) is Graph:

@@ -40,7 +40,7 @@ class Debug:
     location: Location | None = None
     origin: Any = None
     relation: str | None = None
-    id: float = field(default_factory=lambda: next(_ids))  # orders nodes (see toposort)
+    id: float = field(default_factory=_ids.__next__)  # orders nodes (see toposort)
 
     def derive(self, relation: str) -> "Debug":
         return Debug(self.name, self.location, self, relation)
