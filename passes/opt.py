@@ -184,14 +184,20 @@ def env_get_after_set(node: Apply, ctx) -> Node | None:
     env, key, default = node.args
     if _const(env, Env) and not env.value.items:
         return default
-    if primitive_name(env) == "env_setitem":
-        inner, set_key, value = env.args
-        if _const(key) and _const(set_key):
-            if key.value is set_key.value:
-                return value
-            return node.graph.apply(P["env_getitem"], inner, key, default,
-                                    location=node.location)
-    return None
+    if not _const(key):
+        return None
+    # down the chain of sets of other keys at once: a step at a time, an env of m keys
+    # read m times made m * m nodes (a loop's gradient, whose env holds its captures)
+    inner = env
+    while primitive_name(inner) == "env_setitem" and _const(inner.args[1]):
+        if inner.args[1].value is key.value:
+            return inner.args[2]
+        inner = inner.args[0]
+    if inner is env:
+        return None
+    if _const(inner, Env) and not inner.value.items:
+        return default
+    return node.graph.apply(P["env_getitem"], inner, key, default, location=node.location)
 
 
 def gadd_zero(node: Apply, ctx) -> Node | None:
