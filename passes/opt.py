@@ -1055,6 +1055,56 @@ def strong_zero_of_nonzero(node: Apply, ctx) -> Node | None:
     return None
 
 
+def strong_zero_of_finite_slope(node: Apply, ctx) -> Node | None:
+    """strong_zero(d, d * s) -> d * s (and `s * d`, `-(d * s)`, `d / y`) where the slope s
+    is finite for every value the program may compute: 0 * s is then 0 already.  Finite:
+    a finite constant, a negation, product or quotient of finite values whose divisors are
+    bounded away from 0 (`_away_from_zero`).  The sigmoid's `1 / (1 + exp(-z))` has the
+    slope `-(1 / y) / y` with y >= 1, and needs no zero kept.  (Where d is 0 the product may
+    be -0.0 where strong_zero gives 0.0: a sensitivity's sign of zero means nothing.)"""
+    if primitive_name(node) != "strong_zero":
+        return None
+    d, x = node.args
+    body = x.args[0] if primitive_name(x) == "neg" else x
+    name = primitive_name(body)
+    finite = False
+    if name == "mul":
+        a, b = body.args
+        finite = (a is d and _finite(b)) or (b is d and _finite(a))
+    elif name in ("truediv", "ieee_truediv"):
+        finite = body.args[0] is d and _away_from_zero(body.args[1])
+    if finite and same_type(ctx.type_of(node), ctx.type_of(x)):
+        return x
+    return None
+
+
+def _finite(node: Node) -> bool:
+    """Whether node is finite whatever the program's inputs (see strong_zero_of_finite_slope)."""
+    name = primitive_name(node)
+    if name == "neg":
+        return _finite(node.args[0])
+    if name == "mul":
+        return _finite(node.args[0]) and _finite(node.args[1])
+    if name in ("truediv", "ieee_truediv"):
+        return _finite(node.args[0]) and _away_from_zero(node.args[1])
+    return _const(node, (int, float, np.integer, np.floating)) \
+        and not isinstance(node.value, bool) and bool(np.isfinite(node.value))
+
+
+def _away_from_zero(node: Node) -> bool:
+    """Whether |node| >= some c > 0 for every value the program may compute: a nonzero
+    constant, or a positive constant plus a value that is never negative (an exp, which may
+    be inf: 1 / inf is 0, still finite)."""
+    if _const(node, (int, float, np.integer, np.floating)) and not isinstance(node.value, bool):
+        return node.value != 0 and bool(np.isfinite(node.value))
+    if primitive_name(node) == "add":
+        for c, e in (node.args, node.args[::-1]):
+            if _const(c, (int, float, np.integer, np.floating)) and not isinstance(c.value, bool) \
+                    and c.value > 0 and primitive_name(e) in ("exp", "math_exp"):
+                return True
+    return False
+
+
 def _is_number(node: Node, value: int) -> bool:
     """The number `value` (1 is not True), or that number spread by reduce_grad /
     broadcast_to_like."""
@@ -1531,7 +1581,8 @@ TYPED_REWRITES = [checks_proved, grad_check_passes, grad_cast_by_type, seq_grad_
                   array_like_of_array, setitem_slot_of_no_list_slice,
                   ieee_on_numpy,
                   depend_on_what_raises, grad_seed_of_float, zeros_of_number, shape_facts,
-                  known_integer, mul_one, strong_zero_of_nonzero, add_zero, negation_absorbed, gadd_of_numbers,
+                  known_integer, mul_one, strong_zero_of_nonzero, strong_zero_of_finite_slope,
+                  add_zero, negation_absorbed, gadd_of_numbers,
                   add_at_index,
                   side_of_number, container_grads_by_type, sum_to_like_same_shape, tuple_rebuilt,
                   shape_from_input, implicit_broadcast, spread_late,
@@ -1555,6 +1606,7 @@ MATCHES = {
     zeros_of_number: {"grad_zeros"},
     shape_facts: {"ndim", "size", "shape"}, known_integer: ANY_PRIMITIVE, mul_one: {"mul"},
     strong_zero_of_nonzero: {"strong_zero"},
+    strong_zero_of_finite_slope: {"strong_zero"},
     add_zero: {"add", "sub"}, negation_absorbed: {"mul", "add", "sub"}, add_at_index: {"add"},
     gadd_of_numbers: {"gadd"}, side_of_number: set(SIDES),
     container_grads_by_type: {"getitem_grad", "gadd"} | set(SIDES),
