@@ -73,6 +73,11 @@ def _const(node: Node, cls=object) -> bool:
     return isinstance(node, Constant) and isinstance(node.value, cls)
 
 
+def _real(node: Node) -> bool:
+    """A constant real number (a Python or numpy int or float; True is not 1 here)."""
+    return _const(node, (int, float, np.integer, np.floating)) and not isinstance(node.value, bool)
+
+
 def _same_constant(a: Node, b: Node) -> bool:
     """Two constants that hold the same value: the same object, or scalars of one type with
     one repr (0.0 and -0.0 differ)."""
@@ -1049,8 +1054,7 @@ def strong_zero_of_nonzero(node: Apply, ctx) -> Node | None:
     d, x = node.args
     while primitive_name(d) in ("reduce_grad", "broadcast_to_like"):
         d = d.args[0]
-    if _const(d, (int, float, np.integer, np.floating)) and d.value != 0 \
-            and same_type(ctx.type_of(node), ctx.type_of(x)):
+    if _real(d) and d.value != 0 and same_type(ctx.type_of(node), ctx.type_of(x)):
         return x
     return None
 
@@ -1087,22 +1091,18 @@ def _finite(node: Node) -> bool:
         return _finite(node.args[0]) and _finite(node.args[1])
     if name in ("truediv", "ieee_truediv"):
         return _finite(node.args[0]) and _away_from_zero(node.args[1])
-    return _const(node, (int, float, np.integer, np.floating)) \
-        and not isinstance(node.value, bool) and bool(np.isfinite(node.value))
+    return _real(node) and bool(np.isfinite(node.value))
 
 
 def _away_from_zero(node: Node) -> bool:
     """Whether |node| >= some c > 0 for every value the program may compute: a nonzero
     constant, or a positive constant plus a value that is never negative (an exp, which may
     be inf: 1 / inf is 0, still finite)."""
-    if _const(node, (int, float, np.integer, np.floating)) and not isinstance(node.value, bool):
+    if _real(node):
         return node.value != 0 and bool(np.isfinite(node.value))
-    if primitive_name(node) == "add":
-        for c, e in (node.args, node.args[::-1]):
-            if _const(c, (int, float, np.integer, np.floating)) and not isinstance(c.value, bool) \
-                    and c.value > 0 and primitive_name(e) in ("exp", "math_exp"):
-                return True
-    return False
+    return primitive_name(node) == "add" and any(
+        _real(c) and c.value > 0 and primitive_name(e) in ("exp", "math_exp")
+        for c, e in (node.args, node.args[::-1]))
 
 
 def _is_number(node: Node, value: int) -> bool:
@@ -1110,8 +1110,7 @@ def _is_number(node: Node, value: int) -> bool:
     broadcast_to_like."""
     if primitive_name(node) in ("reduce_grad", "broadcast_to_like"):
         return _is_number(node.args[0], value)
-    return _const(node, (int, float, np.integer, np.floating)) \
-        and not isinstance(node.value, bool) and node.value == value
+    return _real(node) and node.value == value
 
 
 def negation_absorbed(node: Apply, ctx) -> Node | None:
