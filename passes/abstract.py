@@ -330,11 +330,11 @@ class AStack(AbstractValue):
 
 @dataclass(frozen=True)
 class Closure:
-    """A graph with the frame its free variables are read from (None for a top-level
-    graph)."""
+    """A graph with the context its free variables are read from (passes/infer.py; None
+    for a top-level graph)."""
 
     graph: object
-    frame: object
+    context: object
 
     def __repr__(self) -> str:
         return "@" + self.graph.name

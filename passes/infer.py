@@ -4,26 +4,34 @@
     typed.graph                     # the program, specialised: one graph per signature
     typed.types[node]               # the abstract value of every node (see passes.abstract)
 
-**Frames.**  A graph is interpreted in a *frame*: its abstract arguments and the frame of its
-parent graph (where its free variables are read).  A closure is a graph together with the
-frame it was made in, so a closure called far from where it was made still reads the right
-values.  One frame is evaluated by one pass over its graph's nodes (in order), applying the
-primitives' type rules (`passes.type_rules`) and, for calls of graphs, the output of the
-callee's frame.
+**Frames and contexts.**  A graph is interpreted in a *frame*: its abstract arguments and the
+*context* its free variables are read from.  A context is the values of a nested graph's free
+variables (the nodes of enclosing graphs it reads, its nested graphs' included) as the frame
+that made the closure saw them; a top-level graph has none.  A closure is a graph together
+with its context, so a closure called far from where it was made reads the right values.
+Contexts are interned by their values: two frames of the enclosing graph that give a nested
+graph the same values make the same closure, which is then called in the same frames.  (A
+frame per enclosing frame, as a chain of parent frames would give, multiplies at each level
+of nesting: a loop in a branch in a loop in a helper called with many constants made tens of
+thousands of frames.)  One frame is evaluated by one pass over its graph's nodes (in order),
+applying the primitives' type rules (`passes.type_rules`) and, for calls of graphs, the
+output of the callee's frame.
 
 **Fixpoint.**  A worklist holds the frames to (re-)evaluate.  A call whose callee has not
 returned yet gives `BOTTOM`, which `join` ignores, so a recursive function's type is its base
-cases' first, then grows; when a frame's output grows, its callers are queued again, and when
-its nodes change, the frames nested in it (at any depth) whose graphs read one of the changed
-nodes as a free variable.
+cases' first, then grows; when a frame's output grows, its callers are queued again.  When a
+frame's values change, the closures it makes change context, so the frames nested in it are
+new ones; a frame that none of its callers calls any more is not evaluated again (until one
+does).  Past `CONTEXTS_PER_GRAPH` contexts of one graph, further closures of it share one
+context holding the join of their values, whose frames are queued again when it grows.
 Termination comes from widening: a recursive
 graph (a loop) gets one frame per shape of arguments ("skeleton": types without constant
 values or dimension sizes) whose arguments are joined, so a loop counter becomes `int` and a
 carried array that changes shape gets `None` dimensions; its scalar arguments lose their
 constant values at the first call already (the first iteration's `i = 0` is joined away by
 the second).  Other graphs get one frame per argument values (so constants stay known
-across calls) up to a limit, then one joined frame.  A frame whose parent (at any depth) is
-queued waits for it: the parent's evaluation may change the values the frame reads.  Both
+across calls) up to a limit, then one joined frame.  A frame whose context's maker (at any
+depth) is queued waits for it: the maker's evaluation may give it a new context.  Both
 save rounds of evaluations for nothing: a small loop's forward took 12 evaluations, now 7.
 
 **Errors.**  A rule raises `RuleError` only when every runtime value it describes would fail.
@@ -82,7 +90,7 @@ from passes.abstract import (ANY, BOTTOM, AArray, AbstractValue, ADict, AEnv, AF
 from passes.type_rules import (TYPE_RULES, RuleError, TypeFailure, Unsupported, strict_rule,
                                truthiness, type_name)
 
-# A non-recursive graph gets one frame per argument values, up to this many per parent frame;
+# A non-recursive graph gets one frame per argument values, up to this many per context;
 # then one frame with the join of them all.  The join can refuse a program CPython runs: a
 # helper called with a list in one place and a float in another gets their union, and an
 # operation that works on each fails on the union.  So the bound is well above what a
@@ -96,6 +104,9 @@ FRAMES_PER_GRAPH = 32
 UNROLLED_FRAMES = 10_000
 # A recursive graph gets one frame per skeleton of its arguments, up to this many.
 SKELETONS_PER_GRAPH = 4
+# A nested graph gets one context per values of its free variables, up to this many; then
+# one context holding their join.
+CONTEXTS_PER_GRAPH = 64
 # Tuples and envs nested deeper than this are ANY in the values joined across iterations.
 MAX_DEPTH = 6
 # Frame evaluations before inference gives up (a bug: the lattice is finite).
@@ -212,43 +223,59 @@ def union_error(node: Apply, operand: Node, union: AUnion, failing, error: RuleE
 
 def _in_order(functions: frozenset) -> list:
     """A function value's options in an order fixed by the program, not by memory: a
-    closure's graph (by its id, see `Debug`), then the frame it reads (by when that frame
-    was made), then primitives by name.  Calling them in a set's order, by address, made
+    closure's graph (by its id, see `Debug`), then the context it reads (by when that
+    context was made), then primitives by name.  Calling them in a set's order, by address, made
     the order frames were made in, and so which of them a graph's frame limit joins (where
     a loop's first iteration is typed apart), change from one process to the next."""
     return sorted(functions, key=lambda f: (1, f.name, 0) if isinstance(f, Primitive) else
-                  (0, f.graph.debug.id, f.frame.serial if f.frame is not None else -1))
+                  (0, f.graph.debug.id, f.context.serial if f.context is not None else -1))
 
 
-_frame_serials = itertools.count()
+_serials = itertools.count()
+
+
+class Context:
+    """The values a nested graph reads from the graphs enclosing it, as a frame making a
+    closure of it saw them (interned: one object per graph and values).  `made_in`: the
+    frames that made it, in order; `joined`: whether it is the join of the graph's
+    contexts past `CONTEXTS_PER_GRAPH`, whose `env` grows."""
+
+    def __init__(self, graph: Graph, env: dict, joined: bool = False):
+        self.serial = next(_serials)
+        self.graph = graph
+        self.env = env
+        self.joined = joined
+        self.made_in: dict[Frame, None] = {}
+
+    def __repr__(self) -> str:
+        return f"<context of {self.graph.name}: {len(self.env)} values>"
 
 
 class Frame:
-    """One graph evaluated with abstract arguments, under its parent's frame."""
+    """One graph evaluated with abstract arguments, in a context (None: a top-level graph)."""
 
-    def __init__(self, graph: Graph, args: tuple, parent: "Frame | None"):
-        self.serial = next(_frame_serials)
+    def __init__(self, graph: Graph, args: tuple, context: Context | None):
+        self.serial = next(_serials)
         self.graph = graph
         self.args = args
-        self.parent = parent
+        self.context = context
         self.types: dict[Node, object] = {}
         self.output = BOTTOM
         # in the order they came (dicts as ordered sets): frames are hashed by identity, and
         # a set's order, by address, made the order of re-evaluation, and so where a loop's
         # first iteration was typed apart, change from one run to the next
         self.callers: dict[Frame, None] = {}
-        self.children: dict[Frame, None] = {}
         self.calls: dict[Apply, list[Frame]] = {}
+        self.callees: set[Frame] = set()  # those of `calls`
         self.errors: dict[Apply, RuleError] = {}
-        if parent is not None:
-            parent.children[self] = None
+        self.stale = False   # skipped while no caller called it: evaluate when one does
 
-    def owner(self, node: Node) -> "Frame | None":
-        """The frame (this one or an enclosing one) in which `node` was evaluated."""
-        frame = self
-        while frame is not None and frame.graph is not node.graph:
-            frame = frame.parent
-        return frame
+    def read(self, node: Node):
+        """The value of `node`, a node of this frame's graph or one it reads from an
+        enclosing graph."""
+        if node.graph is self.graph:
+            return self.types.get(node, BOTTOM)
+        return ANY if self.context is None else self.context.env[node]
 
     def __repr__(self) -> str:
         return f"<frame {self.graph.name}{self.args}>"
@@ -263,7 +290,7 @@ def _splits(fn) -> bool:
 
 
 class Family:
-    """The frames of one graph under one parent frame."""
+    """The frames of one graph in one context."""
 
     def __init__(self):
         self.frames: dict = {}
@@ -280,6 +307,9 @@ class Interpreter:
         self.queued: set[Frame] = set()
         self.constants: dict[Constant, object] = {}  # of constants other than graphs
         self.closures: dict[tuple, object] = {}
+        self.contexts: dict[tuple, Context] = {}       # (graph, ids of interned values)
+        self.context_counts: dict[Graph, int] = {}
+        self.joined_contexts: dict[Graph, Context] = {}
         self.rule_results: dict[tuple, object] = {}
         self.interned: dict = {}
         self.interned_by_id: dict[int, tuple] = {}
@@ -289,10 +319,10 @@ class Interpreter:
 
     # -- frames
 
-    def frame(self, graph: Graph, args: tuple, parent: Frame | None) -> Frame:
-        family = self.families.get((graph, parent))
+    def frame(self, graph: Graph, args: tuple, context: Context | None) -> Frame:
+        family = self.families.get((graph, context))
         if family is None:
-            family = self.families[graph, parent] = Family()
+            family = self.families[graph, context] = Family()
         if family.joined is not None:
             return self._widen(family.joined, args)
         unrolled = getattr(graph, "unrolled", False)
@@ -310,9 +340,9 @@ class Interpreter:
             for other in family.frames.values():
                 joined = tuple(map(join, joined, other.args))
             joined = tuple(located(truncate(a, MAX_DEPTH), graph.location) for a in joined)
-            family.joined = frame = Frame(graph, joined, parent)
+            family.joined = frame = Frame(graph, joined, context)
         else:
-            family.frames[key] = frame = Frame(graph, args, parent)
+            family.frames[key] = frame = Frame(graph, args, context)
         self.schedule(frame)
         return frame
 
@@ -323,13 +353,56 @@ class Interpreter:
             self.schedule(frame)
         return frame
 
-    def _parent_queued(self, frame: Frame) -> bool:
-        parent = frame.parent
-        while parent is not None:
-            if parent in self.queued:
+    def context(self, graph: Graph, frame: Frame) -> Context:
+        """The context of a closure of `graph`, a nested graph, made in `frame`."""
+        free = self.free_variables(graph)
+        values = [frame.read(node) for node in free]
+        key = (graph, tuple(id(self.intern(v)) for v in values))
+        context = self.contexts.get(key)
+        if context is None:
+            context = self.joined_contexts.get(graph)
+            if context is not None:
+                self._join_context(context, values)
+            elif self.context_counts.get(graph, 0) < CONTEXTS_PER_GRAPH:
+                self.context_counts[graph] = self.context_counts.get(graph, 0) + 1
+                context = Context(graph, dict(zip(free, values)))
+            else:
+                context = self.joined_contexts[graph] = Context(graph, dict(zip(free, values)),
+                                                                joined=True)
+                for other in self.contexts.values():
+                    if other.graph is graph:
+                        self._join_context(context, [other.env[n] for n in free])
+            self.contexts[key] = context
+        context.made_in[frame] = None
+        return context
+
+    def _join_context(self, context: Context, values: list) -> None:
+        """Widen a joined context to hold `values` too; its frames read them."""
+        env = {n: truncate(join(old, new), MAX_DEPTH)
+               for (n, old), new in zip(context.env.items(), values)}
+        if env != context.env:
+            context.env = env
+            for family in [f for (g, c), f in self.families.items() if c is context]:
+                for frame in [*family.frames.values(), family.joined]:
+                    if frame is not None:
+                        self.schedule(frame)
+
+    def _maker_queued(self, frame: Frame) -> bool:
+        """Whether the frame that first made `frame`'s context, or that frame's, and so on,
+        is queued."""
+        context, seen = frame.context, set()
+        while context is not None and context not in seen:
+            seen.add(context)
+            maker = next(iter(context.made_in))
+            if maker in self.queued:
                 return True
-            parent = parent.parent
+            context = maker.context
         return False
+
+    def _called(self, frame: Frame) -> bool:
+        """Whether a caller's last evaluation called `frame` (or it has no caller: the root,
+        or a closure typed because it escapes)."""
+        return not frame.callers or any(frame in c.callees for c in frame.callers)
 
     def schedule(self, frame: Frame) -> None:
         if frame not in self.queued:
@@ -339,10 +412,13 @@ class Interpreter:
     def run(self) -> None:
         while self.queue:
             frame = self.queue.popleft()
-            if self._parent_queued(frame):
-                self.queue.append(frame)   # after the parent: it may change what this reads
+            if self._maker_queued(frame):
+                self.queue.append(frame)   # after the maker: it may change what this reads
                 continue
             self.queued.discard(frame)
+            if not self._called(frame):
+                frame.stale = True         # left behind by a new context, or a callee's
+                continue                   # new arguments
             self.evaluations += 1
             if self.evaluations > MAX_EVALUATIONS:
                 raise RuntimeError(f"type inference does not converge ({frame})")
@@ -354,29 +430,23 @@ class Interpreter:
         if isinstance(node, Constant):
             v = node.value
             if isinstance(v, Graph):
-                owner = frame
-                while owner is not None and owner.graph is not v.parent:
-                    owner = owner.parent
-                if owner is None and v.parent is not None:
-                    return ANY
-                key = (v, owner)
+                key = (v, None if v.parent is None else self.context(v, frame))
                 hit = self.closures.get(key)
                 if hit is None:  # one value per closure: no allocation per use
-                    hit = self.closures[key] = function(Closure(v, owner))
+                    hit = self.closures[key] = function(Closure(*key))
                 return hit
             hit = self.constants.get(node)
             if hit is None:
                 hit = function(v) if isinstance(v, Primitive) else abstract_of(v)
                 self.constants[node] = hit
             return hit
-        owner = frame.owner(node)
-        return ANY if owner is None else owner.types.get(node, BOTTOM)
+        return frame.read(node)
 
     def evaluate(self, frame: Frame) -> None:
         graph = frame.graph
-        old = frame.types
         types = frame.types = dict(zip(graph.parameters, frame.args))
         frame.calls = {}
+        frame.callees = set()
         frame.errors = {}
         for node in self.applies_of(graph):
             types[node] = self.apply(frame, node)
@@ -387,17 +457,6 @@ class Interpreter:
                 frame.output = located(output, graph.location)
                 for caller in frame.callers:
                     self.schedule(caller)
-        if not frame.children:
-            return
-        # most values are the very objects of the last evaluation (rule results are cached)
-        changed = {n for n, t in types.items() if (o := old.get(n, BOTTOM)) is not t and o != t}
-        if changed:  # nested frames read some of these nodes
-            stack = list(frame.children)
-            while stack:
-                nested = stack.pop()
-                if not changed.isdisjoint(self.free_variables(nested.graph)):
-                    self.schedule(nested)
-                stack.extend(nested.children)
 
     def applies_of(self, graph: Graph) -> list[Apply]:
         """The calls `graph` makes, in evaluation order (computed once per graph)."""
@@ -516,9 +575,13 @@ class Interpreter:
             raise RuleError(f"{graph.name}() takes {n} positional argument{'s' * (n != 1)} "
                             f"but {len(args)} {'was' if len(args) == 1 else 'were'} given",
                             f"call {graph.name} with {n} argument{'s' * (n != 1)}")
-        callee = self.frame(graph, args, option.frame)
+        callee = self.frame(graph, args, option.context)
         frame.calls.setdefault(node, []).append(callee)
+        frame.callees.add(callee)
         callee.callers[frame] = None
+        if callee.stale:
+            callee.stale = False
+            self.schedule(callee)
         return callee.output
 
     def vectorize_call(self, frame: Frame, node: Apply, args: tuple):
@@ -613,10 +676,10 @@ class Interpreter:
                         fn = self.value(frame, inp)
                         if isinstance(fn, AFunction):
                             (closure,) = fn.options
-                            key = (closure.graph, closure.frame)
+                            key = (closure.graph, closure.context)
                             if key not in self.families:
                                 args = (ANY,) * len(closure.graph.parameters)
-                                new.append(self.frame(closure.graph, args, closure.frame))
+                                new.append(self.frame(closure.graph, args, closure.context))
         return new
 
     def first_error(self, root: Frame):
@@ -742,6 +805,29 @@ class Specialiser:
         self.users = users(frames[0].graph)
         self.signatures: dict[Frame, int] = {}
         self.signature_ids: dict[tuple, int] = {}
+        self.origins: dict[tuple, set] = {}
+
+    def within(self, frame: Frame, parent: Group | None) -> bool:
+        """Whether `frame`, of a graph nested in `parent`'s, may run in `parent`'s copy: its
+        context was made (at any depth of nesting) in one of `parent`'s frames."""
+        if parent is None:
+            return True
+        key = (frame.context, parent.graph)
+        origins = self.origins.get(key)
+        if origins is None:
+            origins = self.origins[key] = set()
+            stack, seen = [frame.context], set()
+            while stack:
+                context = stack.pop()
+                if context is None or context in seen:
+                    continue
+                seen.add(context)
+                for maker in context.made_in:
+                    if maker.graph is parent.graph:
+                        origins.add(maker)
+                    else:
+                        stack.append(maker.context)
+        return not origins.isdisjoint(parent.frames)
 
     def signature(self, frame: Frame) -> int:
         """The frame's arguments, widened, as a number: equal signatures have equal numbers
@@ -760,9 +846,8 @@ class Specialiser:
         key = (graph, id(parent), sig)
         group = self.groups.get(key)
         if group is None:
-            parents = set(parent.frames) if parent is not None else {None}
             members = [f for f in self.by_graph.get(graph, ())
-                       if f.parent in parents and (sig is MERGED or self.signature(f) == sig)]
+                       if (sig is MERGED or self.signature(f) == sig) and self.within(f, parent)]
             group = self.groups[key] = Group(graph, parent, members)
             self.pending.append(group)
         return group
@@ -805,8 +890,7 @@ class Specialiser:
             parent = group.owner(callee.parent) if callee.parent is not None else None
             frames = self.callee_frames(group, user, index, callee)
             if frames is None:  # a closure used as a value: every frame it may have
-                parents = set(parent.frames) if parent is not None else {None}
-                frames = [f for f in self.by_graph.get(callee, ()) if f.parent in parents]
+                frames = [f for f in self.by_graph.get(callee, ()) if self.within(f, parent)]
             copy = Constant(self.group(callee, parent, frames).copy, node.debug)
             self.types[copy] = join_all(self.interp.value(f, node) for f in group.frames)
             return copy
