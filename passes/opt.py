@@ -2493,6 +2493,10 @@ def _merged(a, b):
     raise ValueError
 
 
+class _Unfollowed(Exception):
+    """A call whose callee takes another number of arguments: `_pushes_of` gives up."""
+
+
 def _pushes_of(root: Graph, types: dict) -> _Provenance | None:
     """The provenance of every node (`_Provenance`), found to a fixed point over the
     program; None where a stack goes where it cannot be followed.  A call of a function
@@ -2511,7 +2515,19 @@ def _pushes_of(root: Graph, types: dict) -> _Provenance | None:
         return None     # no stack, or a stack operation as a value
     uses = graph_uses(root)
     kept = ("switch",) if types is None else ("switch", "make_tuple")
-    changed = True
+    readers: dict = {}  # node -> the nodes of `order` to visit again when its value changes
+    for node, name in order:
+        for a in node.args:
+            readers.setdefault(a, []).append((node, name))
+        sc = switch_call(node) if name is None else None
+        for g in [sc.then, sc.else_] if sc is not None else \
+                [node.fn.value] if name is None and is_graph_constant(node.fn) else ():
+            readers.setdefault(g.output, []).append((node, name))
+    pops = [(n, "stack_pop") for n in prov.pops]
+    for push in prov.pushes:    # a pop gives what the pushes of its stack pushed
+        readers.setdefault(push.args[1], []).extend(pops)
+    queue = deque(order)
+    queued = set(order)
 
     def set_(node, value):
         nonlocal changed
@@ -2520,67 +2536,80 @@ def _pushes_of(root: Graph, types: dict) -> _Provenance | None:
         if node not in prov.values or new != old:
             prov.values[node] = new
             changed = True
+            for reader in readers.get(node, ()):
+                if reader not in queued:
+                    queued.add(reader)
+                    queue.append(reader)
+
+    def visit(node, name) -> bool:
+        """Update `node`'s provenance from its inputs'; whether it loses a stack."""
+        args = [prov.of(a) for a in node.args]
+        if name == "stack_push":
+            set_(node, frozenset({node}) | (args[0] or frozenset()))
+        elif name == "stack_pop":   # (what the pushes pushed, the stack)
+            item = None
+            for push in args[0] or ():
+                item = _merged(item, prov.of(push.args[1]))
+            set_(node, (item, args[0] or frozenset()))
+        elif name == "make_tuple":
+            if any(a is not None for a in args):
+                set_(node, tuple(args))
+        elif name == "getitem" and isinstance(args[0], tuple):
+            if _indexed_by(node, 1) is None:
+                return True
+            set_(node, args[0][node.args[1].value])
+        elif name == "depend":  # its effect operand is evaluated, not read
+            if args[0] is not None:
+                set_(node, args[0])
+        elif name in ("gadd", "grad_zeros", "getitem_grad"):
+            prov.summed.update(p for a in args for p in _pushes_in(a))
+            if name == "gadd":  # stacks of sensitivities: pops see records of
+                if args[0] is not None or args[1] is not None:  # either, or sums
+                    set_(node, _merged(args[0], args[1]))
+            elif name == "grad_zeros":  # a stack's zero is the empty stack
+                if args[0] is not None:
+                    set_(node, _emptied(args[0]))
+            elif isinstance(args[0], tuple):
+                if not (_const(node.args[1], int) and type(node.args[1].value) is int):
+                    return True     # (x's zeros, with d at k)
+                set_(node, _put(_emptied(args[0]), node.args[1].value, args[2]))
+            elif args[0] is not None or args[2] is not None:
+                return True
+        elif name == "stack_empty" or (name is not None and all(a is None for a in args)):
+            return False
+        elif name is not None:
+            return True     # a stack where it cannot be followed
+        else:
+            sc = switch_call(node)
+            callees = [sc.then, sc.else_] if sc is not None else \
+                [node.fn.value] if is_graph_constant(node.fn) else None
+            if callees is None:     # a function value: without types, one of
+                return any(map(_pushed, args)) or types is not None and (
+                    types.get(node, ANY) is ANY or holds_stack(types[node]))
+                #                     (the graphs used as values: checked below)
+            for g in callees:
+                if len(g.parameters) != len(args):
+                    raise _Unfollowed
+                for p, a in zip(g.parameters, args):
+                    if a is not None:
+                        set_(p, a)
+                out = prov.of(g.output)
+                if out is not None:
+                    set_(node, out)
+        return False
+
+    # A worklist to the fixed point, then a pass over every node that changes nothing (or
+    # goes round again) and tells whether a stack is lost where it cannot be followed.
+    changed = True
     try:
         while changed:
-            changed = lost = False      # lost: a stack went where it cannot be followed,
-            for node, name in order:     # in this pass of the fixed point (in the last
-                #                          one, where nothing changes, for good)
-                args = [prov.of(a) for a in node.args]
-                if name == "stack_push":
-                    set_(node, frozenset({node}) | (args[0] or frozenset()))
-                elif name == "stack_pop":   # (what the pushes pushed, the stack)
-                    item = None
-                    for push in args[0] or ():
-                        item = _merged(item, prov.of(push.args[1]))
-                    set_(node, (item, args[0] or frozenset()))
-                elif name == "make_tuple":
-                    if any(a is not None for a in args):
-                        set_(node, tuple(args))
-                elif name == "getitem" and isinstance(args[0], tuple):
-                    if _indexed_by(node, 1) is None:
-                        lost = True
-                        continue
-                    set_(node, args[0][node.args[1].value])
-                elif name == "depend":  # its effect operand is evaluated, not read
-                    if args[0] is not None:
-                        set_(node, args[0])
-                elif name in ("gadd", "grad_zeros", "getitem_grad"):
-                    prov.summed.update(p for a in args for p in _pushes_in(a))
-                    if name == "gadd":  # stacks of sensitivities: pops see records of
-                        if args[0] is not None or args[1] is not None:  # either, or sums
-                            set_(node, _merged(args[0], args[1]))
-                    elif name == "grad_zeros":  # a stack's zero is the empty stack
-                        if args[0] is not None:
-                            set_(node, _emptied(args[0]))
-                    elif isinstance(args[0], tuple):
-                        if not (_const(node.args[1], int) and type(node.args[1].value) is int):
-                            lost = True     # (x's zeros, with d at k)
-                            continue
-                        set_(node, _put(_emptied(args[0]), node.args[1].value, args[2]))
-                    elif args[0] is not None or args[2] is not None:
-                        lost = True
-                elif name == "stack_empty" or (name is not None and all(
-                        a is None for a in args)):
-                    continue
-                elif name is not None:
-                    lost = True     # a stack where it cannot be followed
-                else:
-                    sc = switch_call(node)
-                    callees = [sc.then, sc.else_] if sc is not None else \
-                        [node.fn.value] if is_graph_constant(node.fn) else None
-                    if callees is None:     # a function value: without types, one of
-                        lost |= any(map(_pushed, args)) or types is not None and (
-                            types.get(node, ANY) is ANY or holds_stack(types[node]))
-                        continue    # (the graphs used as values: checked below)
-                    for g in callees:
-                        if len(g.parameters) != len(args):
-                            return None
-                        for p, a in zip(g.parameters, args):
-                            if a is not None:
-                                set_(p, a)
-                        out = prov.of(g.output)
-                        if out is not None:
-                            set_(node, out)
+            while queue:
+                item = queue.popleft()
+                queued.discard(item)
+                visit(*item)
+            changed = lost = False
+            for item in order:
+                lost |= visit(*item)
             for g, calls in uses.items():   # a graph used as a value: its stacks are lost,
                 holds = any(prov.of(p) is not None for p in g.parameters) \
                     or prov.of(g.output) is not None    # where typed, unless in a tuple
@@ -2588,8 +2617,8 @@ def _pushes_of(root: Graph, types: dict) -> _Provenance | None:
                     lost = True     # (called as a function value, as checked above)
         if lost:
             return None
-    except (ValueError, IndexError):    # shapes that differ; a tuple indexed out of range
-        return None
+    except (ValueError, IndexError, _Unfollowed):  # shapes that differ; a tuple indexed
+        return None                                # out of range; a call of another arity
     return prov
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.util
 import inspect
 import itertools
 import signal
@@ -28,6 +29,7 @@ from myir.ir.analysis import toposort
 from myir.ir.graph import Apply, Constant, Graph
 from myir.ir.primitives import Primitive
 from passes.abstract import ANY, BOTTOM, AArray, ANone, AScalar, ATuple, AUnion, conforms, join
+import passes.infer
 from passes.infer import infer
 from tests import programs_constructs, programs_grad, programs_infer as I, programs_lists, \
     programs_numpy, programs_opt
@@ -141,6 +143,24 @@ def _calls(fn):
 def test_types_tell_the_truth(fn):
     """For each call CPython accepts: inference raises no error, and every node of the typed
     program only takes values its type describes; the output's type describes CPython's."""
+    check_truth(fn)
+
+
+def _makes_closures(fn) -> bool:
+    return any(inspect.iscode(c) for c in fn.__code__.co_consts)
+
+
+@pytest.mark.parametrize("fn", [p for p in _subjects() if _makes_closures(p.values[0])])
+def test_types_tell_the_truth_when_closures_share_joined_contexts(fn, monkeypatch):
+    """The same, with every nested graph's closures sharing one joined context and every
+    graph one joined frame per context: the join `CONTEXTS_PER_GRAPH` falls back to in big
+    programs, tried on every subject that makes closures (loops, branches, lambdas)."""
+    monkeypatch.setattr(passes.infer, "CONTEXTS_PER_GRAPH", 0)
+    monkeypatch.setattr(passes.infer, "FRAMES_PER_GRAPH", 1)
+    check_truth(fn)
+
+
+def check_truth(fn):
     for args, expected in _calls(fn):
         try:
             graph = typed_graph(fn, args)
@@ -231,6 +251,46 @@ def f64(*shape):
 
 def output_type(fn, *args):
     return infer(myir.compile(fn).lower(*args).graph("optimized"), args).output
+
+
+def nested_for_loops(depth, directory):
+    """A function of `depth` nested `for` loops, each reading every loop's counter, defined
+    in a file of `directory`."""
+    counters = "abcdefgh"[:depth]
+    lines = ["import math", "def f(x, n):", "    r = x"]
+    for i, c in enumerate(counters):
+        lines.append("    " * (i + 1) + f"for {c} in range(n):")
+    lines.append("    " * (depth + 1) +
+                 f"r = r * 0.999 + 1e-3 * math.sin(x * ({' + '.join(counters)}))")
+    lines.append("    return r")
+    path = directory / f"nested_for_loops_{depth}.py"
+    path.write_text("\n".join(lines) + "\n")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.f
+
+
+def test_inference_of_nested_loops_gradients_grows_slowly_with_depth(monkeypatch, tmp_path):
+    """Frames of nested graphs are shared by the enclosing frames that give them the same
+    values (contexts), so a level of nesting adds evaluations rather than multiplying them
+    (it multiplied them by about 4 when each enclosing frame had its own nested frames)."""
+    evaluations = []
+    run = passes.infer.Interpreter.run
+
+    def counting(self):
+        run(self)
+        evaluations.append(self.evaluations)
+    monkeypatch.setattr(passes.infer.Interpreter, "run", counting)
+    totals = []
+    for depth in (3, 4, 5):
+        f = nested_for_loops(depth, tmp_path)
+        evaluations.clear()
+        got = myir.grad(f, backend="python")(0.7, 3)
+        h = 1e-6
+        assert abs(got - (f(0.7 + h, 3) - f(0.7 - h, 3)) / (2 * h)) < 1e-6
+        totals.append(sum(evaluations))
+    assert totals[2] < 2 * totals[1] and totals[1] < 2 * totals[0], totals
 
 
 def test_scalars_are_not_0d_arrays():
