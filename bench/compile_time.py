@@ -75,7 +75,7 @@ def main(argv=None):
     p.add_argument("--threads", type=int, help="threads for every library (default 2)")
     p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     args = p.parse_args(argv)
-    workloads = args.only.split(",") if args.only else workloads.WORKLOADS
+    names = args.only.split(",") if args.only else workloads.WORKLOADS
     modes = ("forward", "grad") if args.mode == "both" else (args.mode,)
     system = Myir(args.backend)
     try:
@@ -83,7 +83,7 @@ def main(argv=None):
     except Unavailable as e:
         print(f"{system.name}: {e}")
         return 0
-    rows = [compile_times(system, w, m, args.repeats) for w in workloads for m in modes]
+    rows = [compile_times(system, w, m, args.repeats) for w in names for m in modes]
     lines = [f"# myir compile time ({system.name}), ms", "",
              f"cold = first compile in the process; median of {args.repeats} fresh compiles after it.",
              "Steps: medians (ms) of `Lowered.timings`; infer adds = inference's time over the "
