@@ -48,9 +48,21 @@ runs before the call in source order and does not depend on its result stays in 
 descent (so exceptions raise in the order CPython raises them); the rest, with every graph
 it uses, is copied into the ascent.
 
+**Mutual recursion** (`_merged`): top-level functions that call one another in a cycle,
+each with the same number of parameters, become one self-recursion taking a tag first,
+
+    def a_b(tag, x, n):                 # a(x, n) is a_b(0, x, n), b(x, n) is a_b(1, x, n)
+        if tag == 0: <a's body, its calls of a and b as calls of a_b>
+        else: <b's body, likewise>
+
+and each of them a call of it.  Where that self-recursion has the shape above (one call
+per path), it runs as loops like any other; where not, the functions are left as they
+were.  (Their parameters are shared by position: a and b called with values of different
+types at the same position give the merged function their union.)
+
 Not transformed, and differentiated as before, with one backpropagator closure per call:
-recursion with two calls on a path (a tree walk), mutual recursion, a call inside a loop,
-and tail recursion (a loop already).
+recursion with two calls on a path (a tree walk), a call inside a loop, and tail recursion
+(a loop already).
 
 This runs on every compile, forward included (`myir/pipeline.py`): compile(f) and grad(f)
 agree on what they accept, and the loops are no slower than the calls they replace.  A
@@ -96,11 +108,16 @@ class Plan(NamedTuple):
 
 
 def recursion_as_loops(root: Graph) -> Graph:
-    """`root`, or a copy of its program in which every linear self-recursion runs as a
-    descent and an ascent loop (see the top)."""
-    if not any(_plan(g) for g in recursive_graphs(root)):
+    """`root`, or a copy of its program in which every linear self-recursion, and every
+    mutual recursion that merges into one, runs as a descent and an ascent loop (see the
+    top)."""
+    mutual = _mutual_groups(root)
+    if not mutual and not any(_plan(g) for g in recursive_graphs(root)):
         return root
-    root = clone_program(root)
+    copy = clone_program(root)
+    if mutual and not _merge(copy) and not any(_plan(g) for g in recursive_graphs(copy)):
+        return root     # (no group merged into a recursion of the shape recognised)
+    root = copy
     # innermost first: a recursion nested in another is copied into the other's loops
     # once it is loops itself
     recursive = recursive_graphs(root)
@@ -109,6 +126,69 @@ def recursion_as_loops(root: Graph) -> Graph:
         if plan is not None:
             _as_loops(g, plan)
     return root
+
+
+def _mutual_groups(root: Graph) -> list[list[Graph]]:
+    """The sets of top-level graphs reachable from `root` that call one another in a cycle
+    and may be merged into one graph: the same number of parameters, no defaults, and used
+    in each other's scopes only as the callees of calls with every argument."""
+    tops = [g for g in reachable_graphs(root) if g.parent is None]
+    reach = {g: {h for h in reachable_graphs(g) if h.parent is None} for g in tops}
+    groups, grouped = [], set()
+    for g in tops:
+        group = [h for h in tops if h in reach[g] and g in reach[h]]
+        if len(group) < 2 or g in grouped:
+            continue
+        grouped.update(group)
+        n = len(group[0].parameters)
+        if any(len(h.parameters) != n or h.defaults or h.unrolled
+               or getattr(h, "custom_grad", None) is not None for h in group):
+            continue
+        members = set(group)
+        inside = [x for h in group for x in scope(h)]
+        if any(is_graph_constant(x.output) and x.output.value in members for x in inside) \
+                or any(is_graph_constant(i) and i.value in members and (k != 0 or len(a.args) != n)
+                       for x in inside for a in _applies(x) for k, i in enumerate(a.inputs)):
+            continue
+        groups.append(group)
+    return groups
+
+
+def _merge(root: Graph) -> int:
+    """Make each group of `_mutual_groups` that merges into a linear self-recursion
+    (`_plan`) that one graph, called by each member with its tag (see the top); leave the
+    others as they are.  Returns how many were merged."""
+    done = 0
+    for group in _mutual_groups(root):
+        merged = Graph("_".join(g.name for g in group), None, group[0].location)
+        tag = merged.add_parameter("tag")
+        params = [merged.add_parameter(p.debug.name, p.location) for p in group[0].parameters]
+        bodies = []
+        for k, g in enumerate(group):   # g's body, reading the merged graph's parameters
+            body = Graph(g.name, merged, g.location)
+            cloner = Cloner(dict(zip(g.parameters, params)), "merged from")
+            cloner.graph(g, into=body)
+            body.output = cloner.node(g.output)
+            bodies.append(body)
+        tags = {g: k for k, g in enumerate(group)}
+        for x in [x for body in bodies for x in scope(body)]:
+            for call in _applies(x):
+                if is_graph_constant(call.fn) and call.fn.value in tags:
+                    call.set_inputs([Constant(merged), Constant(tags[call.fn.value]), *call.args])
+        dispatch = bodies[-1]   # if tag == 0: body 0, elif tag == 1: body 1, ..., else: last
+        for k in reversed(range(len(group) - 1)):
+            choice = Graph(f"{merged.name}_{k}", merged, merged.location) if k else merged
+            test = choice.apply(P["eq"], tag, k)
+            choice.output = choice.apply(choice.apply(P["switch"], test, Constant(bodies[k]),
+                                                      Constant(dispatch)))
+            dispatch = choice
+        if _plan(merged) is None:
+            continue            # (the members are left calling each other)
+        for k, g in enumerate(group):
+            g.output = g.apply(Constant(merged), k, *g.parameters, location=g.location)
+        done += 1
+    bump_version()
+    return done
 
 
 def _applies(g: Graph) -> list[Apply]:

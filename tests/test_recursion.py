@@ -222,6 +222,28 @@ def odd_part(x, n):
     return even_part(x, n - 1) + x if n > 0 else x
 
 
+def first_of_three(x, n):
+    return x if n <= 0 else second_of_three(x * 1.1, n - 1) - 0.5 * x
+
+
+def second_of_three(x, n):
+    if n <= 0:
+        return math.cos(x)
+    return third_of_three(x, n - 1) * x
+
+
+def third_of_three(y, k):
+    return first_of_three(math.sin(y), k - 1) + y if k > 0 else y * y
+
+
+def two_calls_each(x, n):
+    return x if n <= 0 else two_calls_other(x, n - 1) + two_calls_other(x * 0.5, n - 2)
+
+
+def two_calls_other(x, n):
+    return x * x if n <= 0 else math.sin(two_calls_each(x, n - 1)) * x
+
+
 LINEAR = [
     (tree_recursion, (0.7, 6)),
     (tree_recursion, (0.7, 0)),
@@ -245,8 +267,12 @@ LINEAR = [
     (sin_then_cos, (0.7, 5)),  # the calls swap the two functions they pass
     (wrapping, (0.6, 4)),      # each call passes a closure wrapping the function it got
     (with_default, (0.6, 2)),
+    (even_part, (0.7, 5)),     # mutual recursion, merged into one recursion first
+    (even_part, (0.7, 0)),
+    (first_of_three, (0.6, 10)),
+    (first_of_three, (0.6, 2)),
 ]
-KEPT = [(fib_like, (0.6, 5)), (call_after_call, (0.9, 5)), (even_part, (0.7, 5))]
+KEPT = [(fib_like, (0.6, 5)), (call_after_call, (0.9, 5)), (two_calls_each, (0.7, 5))]
 ids = lambda v: getattr(v, "__name__", None)  # noqa: E731
 
 
@@ -333,7 +359,7 @@ def test_gradients_against_finite_differences(backend, f, args):
 
 @pytest.mark.parametrize("f, args", [(tree_recursion, (0.7, 5)), (base_last, (0.7, 4)),
                                      (halving, (0.6, 4)), (nested_rec, (0.6, 4)),
-                                     (two_sites, (0.4, 5))], ids=ids)
+                                     (two_sites, (0.4, 5)), (even_part, (0.7, 5))], ids=ids)
 def test_second_and_third_order(backend, f, args):
     d1 = myir.grad(f, backend=backend)
     d2 = myir.grad(myir.grad(f), backend=backend)
@@ -393,6 +419,21 @@ def test_deep_recursion_at_the_default_recursion_limit(backend):
         dy, rel=1e-9)
     d2 = myir.grad(myir.grad(tree_recursion), backend=backend)(0.3, 10_000)
     assert math.isfinite(d2)
+
+
+def test_deep_mutual_recursion_at_the_default_recursion_limit(backend):
+    """Mutual recursion 3,000 calls deep, first and second order: merged into one recursion,
+    it runs as loops too.  (CPython needs a higher recursion limit for the reference.)"""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(10_000)
+    try:
+        want = numerical_grad(even_part, (0.4, 3000), 0)
+    finally:
+        sys.setrecursionlimit(old)
+    d1 = myir.grad(even_part, backend=backend)
+    assert_grads_close(d1(0.4, 3000), want)
+    d2 = myir.grad(myir.grad(even_part), backend=backend)
+    assert_grads_close(d2(0.4, 3000), numerical_grad(d1, (0.4, 3000), 0), rtol=1e-6)
 
 
 def never_ends(x, n):
