@@ -40,7 +40,7 @@ from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, id_mark, is_g
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive, plain_operator
 from myir.ir.values import EMPTY_STACK, NEWENV, Env
 from myir.tree import is_namedtuple
-from passes.abstract import (ANY, BOTTOM, AArray, ADict, AEnv, AFunction, AList, AObject,
+from passes.abstract import (ANY, BOTTOM, AArray, ADict, AEnv, AFunction, AList, ANone, AObject,
                              ARecord, AScalar, AStack, ATuple, AUnion, abstract_of, containers,
                              holds_stack, join, options, with_items)
 from passes import grad_rules
@@ -1004,6 +1004,16 @@ def zeros_of_number(node: Apply, ctx) -> Node | None:
     return None
 
 
+def sensitivity_of_nothing(node: Apply, ctx) -> Node | None:
+    """grad_zeros(x), getitem_grad(x, i, d), gadd(x, y) -> None where inference types the
+    result None: the sensitivity of a value with nothing to differentiate (a `range`, whose
+    keys a `for` loop's gradient reads; a `None`).  None is what the primitive computes
+    then, and folded, a loop no longer calls it at every iteration to carry it."""
+    if isinstance(ctx.type_of(node), ANone):
+        return Constant(None, node.debug)
+    return None
+
+
 def shape_facts(node: Apply, ctx) -> Node | None:
     """ndim(x), size(x), shape(x) -> their value, for an array whose rank (ndim) or shape
     (size, shape) is known, or a scalar (0, 1, ()): `x.ndim == 1` dispatches in gradient
@@ -1579,7 +1589,8 @@ def same_type(a, b) -> bool:
 TYPED_REWRITES = [checks_proved, grad_check_passes, grad_cast_by_type, seq_grad_of_same_kind,
                   array_like_of_array, setitem_slot_of_no_list_slice,
                   ieee_on_numpy,
-                  depend_on_what_raises, grad_seed_of_float, zeros_of_number, shape_facts,
+                  depend_on_what_raises, grad_seed_of_float, zeros_of_number,
+                  sensitivity_of_nothing, shape_facts,
                   known_integer, mul_one, strong_zero_of_nonzero, strong_zero_of_finite_slope,
                   add_zero, negation_absorbed, gadd_of_numbers,
                   add_at_index,
@@ -1603,6 +1614,7 @@ MATCHES = {
     checks_proved: {"check_bound", "unpack"} | {n for n in P if plain_operator(n) != n},
     grad_check_passes: {"grad_check_input"}, grad_seed_of_float: {"grad_seed"},
     zeros_of_number: {"grad_zeros"},
+    sensitivity_of_nothing: {"grad_zeros", "getitem_grad", "gadd"},
     shape_facts: {"ndim", "size", "shape"}, known_integer: ANY_PRIMITIVE, mul_one: {"mul"},
     strong_zero_of_nonzero: {"strong_zero"},
     strong_zero_of_finite_slope: {"strong_zero"},

@@ -43,7 +43,7 @@ from myir.ir.graph import Constant, Graph, Parameter
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
 from myir.ir.values import EMPTY_STACK, NEWENV, Env, GradKey
 from passes import opt
-from passes.abstract import ANY, BOTTOM, AArray, ADict, AEnv, AList, ANone, AScalar, ASlice, \
+from passes.abstract import ANY, BOTTOM, AArray, ADict, AEnv, AList, ANone, AObject, AScalar, ASlice, \
     AStack, ATuple, abstract_of, join
 from passes.infer import infer
 from tests import programs_opt as P
@@ -1069,6 +1069,15 @@ TYPED_CASES = [
      lambda: _expect_constant(1, EMPTY_STACK)),
     ("zeros_of_number", "env", lambda: _one_op("grad_zeros", [AEnv()], result=AEnv()),
      lambda: _expect_constant(1, NEWENV)),
+    ("sensitivity_of_nothing", "range_item", lambda: _one_op(
+        "getitem_grad", [AObject(range), I64, I64], result=ANone()),
+     lambda: _expect_constant(3, None)),
+    ("sensitivity_of_nothing", "zeros_of_range", lambda: _one_op(
+        "grad_zeros", [AObject(range)], result=ANone()), lambda: _expect_constant(1, None)),
+    ("sensitivity_of_nothing", "sum_of_nothing", lambda: _one_op(
+        "gadd", [ANone(), ANone()], result=ANone()), lambda: _expect_constant(2, None)),
+    ("sensitivity_of_nothing", "tuple_item_kept", lambda: _one_op(
+        "getitem_grad", [ATuple((F64, F64)), I64, F64], result=ATuple((F64, F64))), None),
     ("grad_cast_by_type", "same_array", lambda: _one_op("grad_cast", [A34, A34], result=A34),
      lambda: _returning(2, 0)),
     ("grad_cast_by_type", "same_float", lambda: _one_op("grad_cast", [F64, F64], result=F64),
