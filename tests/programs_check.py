@@ -26,6 +26,7 @@ from __future__ import annotations
 import atexit
 import copy
 import functools
+import importlib.util
 import math
 import os
 import shutil
@@ -39,6 +40,16 @@ import pytest
 
 
 DEFAULT_BACKENDS = "python,tvm,saved"
+
+
+def module_from_source(path, source: str):
+    """The module of `source`, written to the file `path` (named by its stem), imported: a
+    function the frontend can read the source of, made by a test."""
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def modes() -> list[str]:

@@ -8,7 +8,6 @@ the benchmark workloads' gradients against the exact pipeline's.
 
 from __future__ import annotations
 
-import importlib.util
 import signal
 import tempfile
 from pathlib import Path
@@ -23,6 +22,7 @@ from bench import workloads
 from bench.workloads import programs as W
 from myir import tree
 from myir.errors import MyirError
+from tests.programs_check import module_from_source
 from tests.test_opt import assert_isomorphic
 
 pytestmark = pytest.mark.usefixtures("optimizer_on")
@@ -177,12 +177,8 @@ def test_random_positive_expressions_agree(expr, values):
 def _function(expr: str, _made={}):
     """A function returning `expr`, from a file the frontend can read its source from."""
     if expr not in _made:
-        path = Path(tempfile.mkdtemp()) / "expression.py"
-        path.write_text(f"def f(x, y, z):\n    return {expr}\n")
-        spec = importlib.util.spec_from_file_location(path.stem, path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        _made[expr] = module.f
+        _made[expr] = module_from_source(Path(tempfile.mkdtemp()) / "expression.py",
+                                         f"def f(x, y, z):\n    return {expr}\n").f
     return _made[expr]
 
 

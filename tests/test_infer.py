@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib.util
 import inspect
 import itertools
 import signal
@@ -31,6 +30,7 @@ from myir.ir.primitives import Primitive
 from passes.abstract import ANY, BOTTOM, AArray, ANone, AScalar, ATuple, AUnion, conforms, join
 import passes.infer
 from passes.infer import infer
+from tests.programs_check import module_from_source
 from tests import programs_constructs, programs_grad, programs_infer as I, programs_lists, \
     programs_numpy, programs_opt
 
@@ -263,12 +263,8 @@ def nested_for_loops(depth, directory):
     lines.append("    " * (depth + 1) +
                  f"r = r * 0.999 + 1e-3 * math.sin(x * ({' + '.join(counters)}))")
     lines.append("    return r")
-    path = directory / f"nested_for_loops_{depth}.py"
-    path.write_text("\n".join(lines) + "\n")
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.f
+    return module_from_source(directory / f"nested_for_loops_{depth}.py",
+                              "\n".join(lines) + "\n").f
 
 
 def test_inference_of_nested_loops_gradients_grows_slowly_with_depth(monkeypatch, tmp_path):

@@ -7,7 +7,6 @@ backend are the differential tests run with MYIR_TEST_BACKENDS=tvm (see programs
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -29,6 +28,7 @@ from backends.tvm.regions import LONE_OP_MIN_ELEMENTS  # noqa: E402
 from backends.tvm.target import resolve  # noqa: E402
 from myir.cache import DiskCache  # noqa: E402
 from myir.errors import MyirError  # noqa: E402
+from tests.programs_check import module_from_source  # noqa: E402
 
 CPU = resolve("llvm")
 rng = np.random.default_rng(0)
@@ -788,12 +788,7 @@ def statement_chain(n, directory):
     lines = ["import numpy as np", "", "", "def f(x, y):", "    a0 = x", "    a1 = y"]
     lines += ["    " + CHAIN_STATEMENTS[s % 4].format(i=s + 2, j=s + 1, k=s) for s in range(n)]
     lines.append(f"    return np.sum(a{n + 1})")
-    path = directory / f"chain{n}.py"
-    path.write_text("\n".join(lines) + "\n")
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.f
+    return module_from_source(directory / f"chain{n}.py", "\n".join(lines) + "\n").f
 
 
 def kernel_instructions(source: str) -> int:
