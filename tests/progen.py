@@ -519,8 +519,10 @@ class Gen:
                 inner[v] = Var(v, source.ty.item, cx, assignable=False, capturable=False)
                 iterable = self.use(cx, source)
                 length = source.length
+            cx.loops += 1   # a comprehension is a loop: no recursive call in it
             elt = self.expr(cx, inner, item, 1)
             ifs = [self.condition(cx, inner, 1)] if self.flip(40) else []
+            cx.loops -= 1
             value = ast.ListComp(elt, [ast.comprehension(store(v), iterable, ifs, 0)])
             ty = ListT(item, not ifs and (source is None or source.ty.nonempty))
             length = 0 if ifs else length
