@@ -162,6 +162,19 @@ def cached_by_stamps(fn):
             _reading[-1].update(zip(graphs, stamps))
         return result
 
+    def copied(original, copy, mapping: dict, result) -> None:
+        """Cache `result` for `copy`, a copy of `original` (`mapping`: the graphs of the
+        copied scope to their copies), if original's result is cached: the copy reads the
+        copies of the graphs the original read (the others themselves)."""
+        hit = cache.get(id(original))
+        if hit is None or hit[0] is not original or tuple(map(_stamp, hit[2])) != hit[3]:
+            return
+        graphs = tuple(mapping.get(g, g) for g in hit[2])
+        if len(cache) > _MAX_ENTRIES:
+            cache.clear()
+        cache[id(copy)] = (copy, result(hit[1]), graphs, tuple(map(_stamp, graphs)))
+
+    wrapper.copied = copied
     return wrapper
 
 

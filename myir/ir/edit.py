@@ -85,7 +85,21 @@ class Cloner:
         for g in graphs:
             if self.mapping[g] is not into:
                 self.mapping[g].output = self.node(g.output)
+        if into is None:
+            self._copy_orders(graphs)
         bump_version()
+
+    def _copy_orders(self, graphs: list[Graph]) -> None:
+        """Give each copy its original's node order (`toposort`), mapped, rather than have
+        it sorted again: the copies of the original's nodes are made, and their ids drawn,
+        in that order, which sorting them finds again.  (Only the graph's parameters and
+        the values it captures, which it does not compute, may sit elsewhere in the order
+        sorting finds: their copies are made first.)  Sorting the 1,600 graphs of the
+        optimizer's copy of a gradient of 800 helper functions cost a tenth of its time."""
+        mapping = self.mapping
+        for g in graphs:
+            toposort.copied(g, mapping[g], mapping,
+                            lambda order: [mapping.get(n, n) for n in order])
 
     def node(self, node: Node) -> Node:
         mapping = self.mapping
