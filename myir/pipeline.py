@@ -31,7 +31,7 @@ from passes.opt import optimize, optimize_typed
 
 
 def run_pipeline(fn, args, backend: str, options: dict, transforms=(),
-                 report=None) -> Lowered:
+                 report=None, stages: bool = True) -> Lowered:
     """Compile `fn` for `args` through every stage, naming each to `report` as it starts
     (by default a progress line: `myir/progress.py`).  The garbage collector is paused
     meanwhile: the stages make graphs full of reference cycles, and collections triggered
@@ -43,7 +43,9 @@ def run_pipeline(fn, args, backend: str, options: dict, transforms=(),
     The typed optimization works on the graphs inference made (kept by no stage) rather
     than on a copy, moving the bodies of graphs called once (`passes.opt.call_inline`): if
     one is used again after all (`GraphMoved`), the compile starts over with every
-    inlining a copy."""
+    inlining a copy.  So does the untyped one on the expanded program when `stages` is
+    false (a compile for a call, which shows no stage): the result then has every stage
+    but that one (`Lowered.all_stages`)."""
     paused = gc.isenabled()
     if paused:
         _generations.collect_if_due()
@@ -54,9 +56,11 @@ def run_pipeline(fn, args, backend: str, options: dict, transforms=(),
     try:
         with report:
             try:
-                return _run_pipeline(fn, args, backend, options, transforms, report, True)
+                return _run_pipeline(fn, args, backend, options, transforms, report, True,
+                                     stages)
             except GraphMoved:
-                return _run_pipeline(fn, args, backend, options, transforms, report, False)
+                return _run_pipeline(fn, args, backend, options, transforms, report, False,
+                                     stages)
     finally:
         clear_caches()
         if paused:
@@ -99,7 +103,7 @@ _generations = _Generations()
 
 
 def _run_pipeline(fn, args, backend: str, options: dict, transforms, report,
-                  moves: bool) -> Lowered:
+                  moves: bool, shown: bool) -> Lowered:
     timings: dict[str, float] = {}
     step = _Stopwatch(timings, report)
     parsed = step("parse", parse, fn)
@@ -109,11 +113,11 @@ def _run_pipeline(fn, args, backend: str, options: dict, transforms, report,
     root = step("recursion", recursion_as_loops, root)
     optimizing = options.get("optimize", os.environ.get("MYIR_OPTIMIZE", "1") != "0")
     expanded = step("expand", expand, root, optimizing)
-    if expanded is not parsed:
+    if expanded is not parsed and (shown or not optimizing):
         stages["expanded"] = expanded
     final = expanded
     if optimizing:
-        final = stages["optimized"] = step("optimize", optimize, expanded)
+        final = stages["optimized"] = step("optimize", optimize, expanded, not shown, moves)
     typed = step("infer", infer, final, args)
     graph, types = typed.graph, typed.types
     if optimizing:  # inference made every graph it returns: they may be edited in place
@@ -130,7 +134,8 @@ def _run_pipeline(fn, args, backend: str, options: dict, transforms, report,
     code = step("codegen", module_code, generated, fn.__code__.co_filename)
     entry = step("codegen", entry_function, code, generated.namespace, generated.entry,
                  generated.source)
-    return Lowered(fn, stages, generated.source, entry, regions, timings, generated, code)
+    return Lowered(fn, stages, generated.source, entry, regions, timings, generated, code,
+                   all_stages="expanded" in stages or expanded is parsed or not optimizing)
 
 
 class _Stopwatch:
