@@ -117,7 +117,8 @@ def _run_pipeline(fn, args, backend: str, options: dict, transforms, report,
         stages["expanded"] = expanded
     final = expanded
     if optimizing:
-        final = stages["optimized"] = step("optimize", optimize, expanded, not shown, moves)
+        final = stages["optimized"] = step("optimize", optimize, expanded, not shown, moves,
+                                           False)   # (optimize_typed settles it)
     typed = step("infer", infer, final, args)
     graph, types = typed.graph, typed.types
     if optimizing:  # inference made every graph it returns: they may be edited in place

@@ -3095,7 +3095,10 @@ def substitute(root: Graph, subst: dict) -> None:
     bump_version()
 
 
-def _run(root: Graph, rewrites: list, types: dict | None, moves: bool) -> Graph:
+def _run(root: Graph, rewrites: list, types: dict | None, moves: bool,
+         settle: bool = True) -> Graph:
+    """Sweeps and prunes until a sweep and the prunes after it change nothing (a fixpoint),
+    or, if not `settle`, until the prunes after a sweep find nothing."""
     specialised: dict = {}
     pruned = False
     for _ in range(MAX_SWEEPS):
@@ -3103,20 +3106,21 @@ def _run(root: Graph, rewrites: list, types: dict | None, moves: bool) -> Graph:
         # prunes look at the whole program: once the rewrites are done, and after each
         # sweep that follows prunes that found something (which mostly leaves them more to
         # find: no sweep that changes nothing between)
-        if not changed or pruned:
+        if not changed or pruned or not settle:
             pruned = False
             for prune in PRUNES:
                 pruned |= prune(root, types)
             if types is not None:
                 for prune in TYPED_PRUNES:
                     pruned |= prune(root, types)
-            changed |= pruned
+            changed = changed | pruned if settle else pruned
         if not changed:
             break
     return root
 
 
-def optimize(root: Graph, in_place: bool = False, moves: bool = True) -> Graph:
+def optimize(root: Graph, in_place: bool = False, moves: bool = True,
+             settle: bool = True) -> Graph:
     """An optimized copy of the program rooted at `root`.  (A copy: the program may hold
     graphs that caches share between compiles, the parsed functions and gradient rules, and
     the caller may show it as it is.)  `in_place`: the caller has no more use for root's
@@ -3125,10 +3129,18 @@ def optimize(root: Graph, in_place: bool = False, moves: bool = True) -> Graph:
     (`move_inline`) then happen as `moves` says, and a moved graph used again raises
     `GraphMoved` for the caller to start over without (see `_moving_or_copying`).  Copying
     the 1,600 graphs of the gradient of 800 helper functions was an eighth of its
-    optimization."""
+    optimization.
+
+    Not `settle`: no sweep confirms that the last one left nothing to do (see `_run`), for
+    the program inference is about to read, which the typed optimization, running every
+    rewrite again, takes to a fixpoint.  Of the 4,200 untyped optimizations of a run of
+    tests/test_grad.py, test_loops.py and test_constructs.py, 7 had something left to do;
+    the gradient of 800 helper functions spent a sixth of its optimization confirming it
+    had nothing left."""
     if in_place and not any(g.shared for g in reachable_graphs(root)):
-        return _run(root, REWRITES, None, moves)
-    return _moving_or_copying(lambda moves: _run(clone_program(root), REWRITES, None, moves))
+        return _run(root, REWRITES, None, moves, settle)
+    return _moving_or_copying(
+        lambda moves: _run(clone_program(root), REWRITES, None, moves, settle))
 
 
 def _moving_or_copying(run):
