@@ -2838,14 +2838,17 @@ class SortedIds:
         self.firsts: list[float] = []   # each run's smallest
 
     def add(self, x: float) -> None:
-        if not self.runs:
-            self.runs.append([x])
+        runs = self.runs
+        if not runs:
+            runs.append([x])
             self.firsts.append(x)
             return
-        i = len(self.runs) - 1
-        run = self.runs[i]
+        i = len(runs) - 1
+        run = runs[i]
         if x >= run[-1]:    # the usual case: a sweep visits a graph's nodes in id order
             run.append(x)
+            if len(run) <= 2 * self.RUN:
+                return
         else:
             i = max(bisect.bisect_right(self.firsts, x) - 1, 0)
             run = self.runs[i]
@@ -2976,6 +2979,9 @@ def _sweep_graph(g: Graph, dispatch: Dispatch, ctx: Context, subst: dict) -> boo
     order = toposort(g)
     initial = set(order)
     visited = ctx.visited(g).add
+    replaced = subst.keys()     # (a view: it follows subst)
+    # (The loop's body is written out, rather than in helpers, for speed: it runs for
+    # every node of the program, tens of thousands of times per sweep.)
     for start in [*order, None]:
         if start is not None and (type(start) is not Apply or start.graph is not g
                                   or start in done):
@@ -2983,19 +2989,24 @@ def _sweep_graph(g: Graph, dispatch: Dispatch, ctx: Context, subst: dict) -> boo
         stack = [start] if start is not None else captured
         while stack:
             node = stack[-1]
-            if not (type(node) is Apply and node.graph is g) or node in done:
+            if type(node) is not Apply or node.graph is not g or node in done:
                 stack.pop()
                 continue
-            _resolve_inputs(node, subst)
-            fresh = [i for i in node.inputs
-                     if type(i) is Apply and i.graph is g and i not in done]
+            inputs = node.inputs
+            if not replaced.isdisjoint(inputs):     # (`_resolve_inputs`)
+                node.set_inputs([_resolve(i, subst) for i in inputs])
+                inputs = node.inputs
+            fresh = [i for i in inputs if type(i) is Apply and i.graph is g and i not in done]
             if fresh:
                 stack.extend(fresh)
                 continue
             stack.pop()
             done.add(node)
             visited(node.debug.id)
-            captured.extend(_captured(node, g, initial))
+            for i in inputs:
+                if type(i) is Constant and type(i.value) is Graph:
+                    captured += _captured(node, g, initial)
+                    break
             new = _simplify(node, dispatch, ctx, seen)
             if new is not None:
                 subst[node] = new
