@@ -397,7 +397,7 @@ def constant_fold(node: Apply, ctx) -> Node | None:
     time.  Operations that raise, or that numpy would warn about (division by zero,
     overflow, invalid), are left to do so at run time."""
     fold = _FOLDABLE.get(primitive_name(node))
-    if fold is None or not all(_const(a) and _foldable(a.value) for a in node.args):
+    if fold is None or not all(type(a) is Constant and _foldable(a.value) for a in node.args):
         return None
     try:
         with np.errstate(all="raise"):
@@ -1149,8 +1149,9 @@ def negation_absorbed(node: Apply, ctx) -> Node | None:
                 return apply(P["mul"], y.args[0], minus_c, location=node.location)
         return None
     a, b = args
-    if not (is_kind(ctx.type_of(a), "f") and is_kind(ctx.type_of(b), "f")):
-        return None
+    if not (primitive_name(b) == "neg" or name == "add" and primitive_name(a) == "neg") \
+            or not (is_kind(ctx.type_of(a), "f") and is_kind(ctx.type_of(b), "f")):
+        return None     # (the cheaper test first: most additions negate nothing)
     if _real_negation(b, ctx):
         other = "sub" if name == "add" else "add"
         return apply(P[other], a, b.args[0], location=node.location)
