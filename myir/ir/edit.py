@@ -222,7 +222,7 @@ def move_inline(graph: Graph, args: list[Node], into: Graph, at: Node, after: fl
     # parameters were (`toposort`, had it read only graphs nested in `graph`; those
     # inputs, which it does not compute, may sit elsewhere in the order sorting finds):
     # sorting the backpropagators of a chain of calls again, as each is moved in turn, was
-    # a seventh of the optimization of a gradient of 800 helper functions.
+    # a twelfth of the optimization of a gradient of 800 helper functions.
     for hit in orders:
         toposort.kept(hit, [mapping.get(n, n) for n in hit[1]])
     if relocated and at.location is not None and at.location.filename not in relocated:
