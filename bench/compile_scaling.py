@@ -79,9 +79,9 @@ def cell(family: str, n: int, system: str, mode: str, directory: Path) -> dict:
         fn(*args)
         result["ms"] = (time.perf_counter() - start) * 1e3
         result["cpu_ms"] = (time.process_time() - cpu) * 1e3
-        lowered = getattr(fn, "lower", None)
-        if lowered is not None:     # the pipeline's stages, for the compile just done
-            result["stages_ms"] = lowered(*args).timings
+        prepared = getattr(fn, "prepare", None)
+        if prepared is not None:    # the pipeline's stages, for the compile just done
+            result["stages_ms"] = prepared(*args).timings
     except ImportError as e:
         return result | {"status": "n/a", "reason": f"not installed ({short(e)})"}
     except Exception as e:      # reported, the other cells go on

@@ -39,7 +39,7 @@ from frontend.fingerprint import fingerprints, text_positions
 from myir import tree
 from myir.errors import Location, MyirSyntaxError
 from myir.ir.analysis import is_nested_in, primitive_name, scope, switch_call
-from myir.ir.graph import Apply, Constant, Graph, Node, is_graph_constant
+from myir.ir.graph import Apply, Constant, Graph, Node, is_graph_constant, shared_graphs
 from myir.ir.signature import bind_arguments, shown_parameters
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive
 from myir.ir.values import GradMacro, JacobianMacro, JvpMacro, VectorizeMacro
@@ -112,7 +112,7 @@ def parse(fn) -> Graph:
     a callee's graph is made with its parameters and defaults when a call to it is first
     met (all a call site needs), and its body parsed later, so a chain of calls as deep as
     the program is costs no Python stack."""
-    with _lock:
+    with _lock, shared_graphs():    # (kept for every compile: passes edit copies)
         return _Worklist().run(resolve.unwrap_function(fn))
 
 

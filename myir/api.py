@@ -63,6 +63,9 @@ class Lowered:
     code: object = field(default=None, repr=False)       # and its compiled code
     from_disk: bool = False
     saved: bytes | None = field(default=None, repr=False)  # as saved (`myir/saved.py`)
+    # whether `stages` has every stage: a compile for a call leaves out the expanded graph,
+    # which the optimizer edits in place (`myir/pipeline.py`); `lower` compiles again
+    all_stages: bool = True
 
     def graph(self, stage: str = "optimized") -> Graph:
         if stage == "optimized" and stage not in self.stages:
@@ -166,10 +169,10 @@ class CompiledFunction:
             flags = static_arguments(args)
             key += (("constants",) + flags,) if flags else ()
         lowered = self._by_signature.get(key)
-        if lowered is None or stages and lowered.from_disk:
+        if lowered is None or stages and (lowered.from_disk or not lowered.all_stages):
             with self._lock:
                 lowered = self._by_signature.get(key)
-                if lowered is None or stages and lowered.from_disk:
+                if lowered is None or stages and (lowered.from_disk or not lowered.all_stages):
                     first = not self._by_signature
                     lowered = self._by_signature[key] = self._compile(args, key, stages)
                     if first:
@@ -185,7 +188,7 @@ class CompiledFunction:
                                             self.options, key)
         lowered = saved.load(name, self.fn) if name is not None else None
         if lowered is None:
-            lowered = self._run_pipeline(args)
+            lowered = self._run_pipeline(args, stages)
             if name is not None:
                 saved.save(name, lowered)
         return lowered
@@ -234,12 +237,12 @@ class CompiledFunction:
             args = self._bind(args, kwargs)
         return self._lookup(args, stages=False)
 
-    def _run_pipeline(self, args) -> Lowered:
+    def _run_pipeline(self, args, stages: bool) -> Lowered:
         from myir.pipeline import run_pipeline
 
         try:
             return run_pipeline(self.fn, args, self.backend, self.options,
-                                self.__myir_transforms__)
+                                self.__myir_transforms__, stages=stages)
         except MyirError as e:
             raise e.with_traceback(None) from None
 

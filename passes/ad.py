@@ -118,7 +118,7 @@ from myir.errors import MyirError
 from myir.ir.analysis import bump_version, free_variables, graph_uses, is_nested_in, \
     primitive_name, switch_call, tail_targets, toposort, users
 from myir.ir.edit import Cloner, clone, clone_program, replace
-from myir.ir.graph import Apply, Constant, Graph, Node, id_mark, is_graph_constant
+from myir.ir.graph import Apply, Constant, Graph, Node, id_mark, is_graph_constant, shared_graphs
 from myir.ir.primitives import PRIMITIVES, Primitive, plain_operator
 from myir.ir.values import EMPTY_STACK, NEWENV, GradKey
 from passes import grad_rules
@@ -180,7 +180,8 @@ def _specialised_rule(rule, position: int, kind: type, text: str) -> Graph:
     """The graph of `rule` with the number `kind(text)` (1 and 1.0 differ, and so do 0.0
     and -0.0) in place of its parameter at `position` (which it keeps, unused: calls pass
     every operand), and the computations of constants alone folded."""
-    g = clone_program(parse(rule))
+    with shared_graphs():   # (kept for every compile)
+        g = clone_program(parse(rule))
     replace(g, g.parameters[position], Constant(kind(text)))
     for node in toposort(g):
         if isinstance(node, Apply) and node.graph is g:
@@ -221,10 +222,11 @@ def primitive_j(prim: Primitive, arity: int, location=None) -> Graph:
         return _PRIMITIVE_J[key]
     require_gradient_rule(prim, location)
     names = list(prim.params) if not prim.varargs else [f"x{i}" for i in range(arity)]
-    jg = Graph(f"J_{prim.name}")
+    with shared_graphs():   # (kept for every compile)
+        jg = Graph(f"J_{prim.name}")
+        bp = Graph(f"bprop_{prim.name}", parent=jg)
     xs = [jg.add_parameter(n) for n in names[:arity]]
     out = jg.apply(prim, *xs)  # unnamed: once inlined, it takes the program's name (opt)
-    bp = Graph(f"bprop_{prim.name}", parent=jg)
     dout = bp.add_parameter("dout")
     grads = _rule_gradients(prim, bp, xs, out, dout)
     bp.output = bp.apply(P["make_tuple"], NEWENV, *grads)
@@ -234,7 +236,10 @@ def primitive_j(prim: Primitive, arity: int, location=None) -> Graph:
 
 
 def _rule_gradients(prim: Primitive, bp: Graph, xs: list, out: Node, dout: Node,
-                    constant=None) -> list:
+                    constant=None, own=None) -> list:
+    """The gradients of the operands `xs` of a call of `prim` whose result is `out`, made
+    in `bp` from the sensitivity `dout`; `constant`: as `constant_operand` gives it.  `own`
+    (a rule graph -> the graph to call) gives a transform's private copy of a rule."""
     name = prim.name
     if plain_operator(name) in NON_DIFFERENTIABLE:
         return [bp.apply(P["grad_zeros"], x) for x in xs]
@@ -265,6 +270,8 @@ def _rule_gradients(prim: Primitive, bp: Graph, xs: list, out: Node, dout: Node,
                                  type(value), repr(value))
     else:
         rule = gradient_rule(name)
+    if own is not None:
+        rule = own(rule)
     res = bp.apply(Constant(rule), *xs, out, dout, name="grads", location=rule.location)
     return [bp.apply(P["getitem"], res, i) for i in range(len(xs))]
 
@@ -314,6 +321,7 @@ class JTransform:
         self.nodes: dict[Node, Node] = {}
         self.keys: dict[Node, GradKey] = {}
         self.primitives: dict[tuple[str, int], Graph] = {}
+        self.rules: dict[Graph, Graph] = {}     # gradient rule -> its private copy
         self.pending: list[Graph] = []   # graphs whose J has parameters but no body yet
         self.entries: dict[Graph, Graph] = {}    # loop L -> J(L), which runs its two loops
         self.loop_of: dict[Graph, Graph] = {}    # graph of a loop's region -> the loop
@@ -346,6 +354,14 @@ class JTransform:
             self.primitives[key] = clone_program(
                 primitive_j(prim, arity, location or self.location))
         return self.primitives[key]
+
+    def rule(self, rule: Graph) -> Graph:
+        """A private copy of a gradient rule's graph (the rules are shared by every
+        compile): the program the transform makes is then all its own, which the
+        optimizer edits in place rather than copying it (`passes.opt.optimize`)."""
+        if rule not in self.rules:
+            self.rules[rule] = clone_program(rule)
+        return self.rules[rule]
 
     def key(self, node: Node) -> Constant:
         if node not in self.keys:
@@ -710,7 +726,7 @@ class JTransform:
               for i, a in enumerate(node.args)]
         out = self.nodes[node] if reads is None or len(xs) in reads else Constant(None)
         mark = id_mark()
-        grads = _rule_gradients(bprop, bg, xs, out, dout, constant_operand(node))
+        grads = _rule_gradients(bprop, bg, xs, out, dout, constant_operand(node), self.rule)
         _locate(grads, mark, node.location)
         return grads
 

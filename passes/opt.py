@@ -397,7 +397,7 @@ def constant_fold(node: Apply, ctx) -> Node | None:
     time.  Operations that raise, or that numpy would warn about (division by zero,
     overflow, invalid), are left to do so at run time."""
     fold = _FOLDABLE.get(primitive_name(node))
-    if fold is None or not all(_const(a) and _foldable(a.value) for a in node.args):
+    if fold is None or not all(type(a) is Constant and _foldable(a.value) for a in node.args):
         return None
     try:
         with np.errstate(all="raise"):
@@ -1159,8 +1159,9 @@ def negation_absorbed(node: Apply, ctx) -> Node | None:
                 return apply(P["mul"], y.args[0], minus_c, location=node.location)
         return None
     a, b = args
-    if not (is_kind(ctx.type_of(a), "f") and is_kind(ctx.type_of(b), "f")):
-        return None
+    if not (primitive_name(b) == "neg" or name == "add" and primitive_name(a) == "neg") \
+            or not (is_kind(ctx.type_of(a), "f") and is_kind(ctx.type_of(b), "f")):
+        return None     # (the cheaper test first: most additions negate nothing)
     if _real_negation(b, ctx):
         other = "sub" if name == "add" else "add"
         return apply(P[other], a, b.args[0], location=node.location)
@@ -2879,14 +2880,17 @@ class SortedIds:
         self.firsts: list[float] = []   # each run's smallest
 
     def add(self, x: float) -> None:
-        if not self.runs:
-            self.runs.append([x])
+        runs = self.runs
+        if not runs:
+            runs.append([x])
             self.firsts.append(x)
             return
-        i = len(self.runs) - 1
-        run = self.runs[i]
+        i = len(runs) - 1
+        run = runs[i]
         if x >= run[-1]:    # the usual case: a sweep visits a graph's nodes in id order
             run.append(x)
+            if len(run) <= 2 * self.RUN:
+                return
         else:
             i = max(bisect.bisect_right(self.firsts, x) - 1, 0)
             run = self.runs[i]
@@ -3017,6 +3021,9 @@ def _sweep_graph(g: Graph, dispatch: Dispatch, ctx: Context, subst: dict) -> boo
     order = toposort(g)
     initial = set(order)
     visited = ctx.visited(g).add
+    replaced = subst.keys()     # (a view: it follows subst)
+    # (The loop's body is written out, rather than in helpers, for speed: it runs for
+    # every node of the program, tens of thousands of times per sweep.)
     for start in [*order, None]:
         if start is not None and (type(start) is not Apply or start.graph is not g
                                   or start in done):
@@ -3024,19 +3031,24 @@ def _sweep_graph(g: Graph, dispatch: Dispatch, ctx: Context, subst: dict) -> boo
         stack = [start] if start is not None else captured
         while stack:
             node = stack[-1]
-            if not (type(node) is Apply and node.graph is g) or node in done:
+            if type(node) is not Apply or node.graph is not g or node in done:
                 stack.pop()
                 continue
-            _resolve_inputs(node, subst)
-            fresh = [i for i in node.inputs
-                     if type(i) is Apply and i.graph is g and i not in done]
+            inputs = node.inputs
+            if not replaced.isdisjoint(inputs):     # (`_resolve_inputs`)
+                node.set_inputs([_resolve(i, subst) for i in inputs])
+                inputs = node.inputs
+            fresh = [i for i in inputs if type(i) is Apply and i.graph is g and i not in done]
             if fresh:
                 stack.extend(fresh)
                 continue
             stack.pop()
             done.add(node)
             visited(node.debug.id)
-            captured.extend(_captured(node, g, initial))
+            for i in inputs:
+                if type(i) is Constant and type(i.value) is Graph:
+                    captured += _captured(node, g, initial)
+                    break
             new = _simplify(node, dispatch, ctx, seen)
             if new is not None:
                 subst[node] = new
@@ -3136,7 +3148,10 @@ def substitute(root: Graph, subst: dict) -> None:
     bump_version()
 
 
-def _run(root: Graph, rewrites: list, types: dict | None, moves: bool) -> Graph:
+def _run(root: Graph, rewrites: list, types: dict | None, moves: bool,
+         settle: bool = True) -> Graph:
+    """Sweeps and prunes until a sweep and the prunes after it change nothing (a fixpoint),
+    or, if not `settle`, until the prunes after a sweep find nothing."""
     specialised: dict = {}
     pruned = False
     for _ in range(MAX_SWEEPS):
@@ -3144,23 +3159,41 @@ def _run(root: Graph, rewrites: list, types: dict | None, moves: bool) -> Graph:
         # prunes look at the whole program: once the rewrites are done, and after each
         # sweep that follows prunes that found something (which mostly leaves them more to
         # find: no sweep that changes nothing between)
-        if not changed or pruned:
+        if not changed or pruned or not settle:
             pruned = False
             for prune in PRUNES:
                 pruned |= prune(root, types)
             if types is not None:
                 for prune in TYPED_PRUNES:
                     pruned |= prune(root, types)
-            changed |= pruned
+            changed = changed | pruned if settle else pruned
         if not changed:
             break
     return root
 
 
-def optimize(root: Graph) -> Graph:
-    """An optimized copy of the program rooted at `root`.  (A copy: the program holds graphs
-    that caches share between compiles, the parsed functions and gradient rules.)"""
-    return _moving_or_copying(lambda moves: _run(clone_program(root), REWRITES, None, moves))
+def optimize(root: Graph, in_place: bool = False, moves: bool = True,
+             settle: bool = True) -> Graph:
+    """An optimized copy of the program rooted at `root`.  (A copy: the program may hold
+    graphs that caches share between compiles, the parsed functions and gradient rules, and
+    the caller may show it as it is.)  `in_place`: the caller has no more use for root's
+    program, and root itself is optimized if the program holds no shared graph
+    (`Graph.shared`), as that of a transform (`passes.expand`) does not; moves
+    (`move_inline`) then happen as `moves` says, and a moved graph used again raises
+    `GraphMoved` for the caller to start over without (see `_moving_or_copying`).  Copying
+    the 1,600 graphs of the gradient of 800 helper functions was an eighth of its
+    optimization.
+
+    Not `settle`: no sweep confirms that the last one left nothing to do (see `_run`), for
+    the program inference is about to read, which the typed optimization, running every
+    rewrite again, takes to a fixpoint.  Of the 4,200 untyped optimizations of a run of
+    tests/test_grad.py, test_loops.py and test_constructs.py, 7 had something left to do;
+    the gradient of 800 helper functions spent a sixth of its optimization confirming it
+    had nothing left."""
+    if in_place and not any(g.shared for g in reachable_graphs(root)):
+        return _run(root, REWRITES, None, moves, settle)
+    return _moving_or_copying(
+        lambda moves: _run(clone_program(root), REWRITES, None, moves, settle))
 
 
 def _moving_or_copying(run):

@@ -2031,6 +2031,34 @@ def test_pipeline_leaves_earlier_stages_alone(name):
     assert str(with_opt.graph("expanded")) == str(without.graph("expanded"))
 
 
+def test_a_call_optimizes_the_gradient_in_place_and_leaves_shared_graphs_alone(monkeypatch):
+    """A compile for a call optimizes the program the gradient transform made itself, not a
+    copy: the transform calls private copies of the gradient rules, so that program holds
+    no graph another compile shares.  The parsed function, the rules and the rule
+    specialised for the constant exponent stay as they were; `lower` compiles again, for
+    the stage the optimizer edited."""
+    from passes import ad
+
+    pow_rule = ad.CONSTANT_OPERAND_RULES["pow"][1]
+    shared = [parse(P.poly_xy), ad.gradient_rule("mul"),
+              ad._specialised_rule(pow_rule, 1, int, "3")]
+    texts = [str(g) for g in shared]
+    copied = []
+    clone_program = opt.clone_program
+    monkeypatch.setattr(opt, "clone_program", lambda g: copied.append(g) or clone_program(g))
+    g = myir.grad(P.poly_xy, 0, 1, backend="python")
+    x, y = 1.3, 0.7
+    assert g(x, y) == pytest.approx((3 * x ** 2 * y ** 4, 4 * x ** 3 * y ** 3), rel=1e-14)
+    assert copied == []
+    assert [str(g) for g in shared] == texts
+    program = g.prepare(x, y)
+    assert not program.all_stages and "expanded" not in program.stages
+    lowered = g.lower(x, y)
+    assert lowered.all_stages and "expanded" in lowered.stages and copied
+    assert lowered.entry(x, y) == g(x, y)
+    assert [str(g) for g in shared] == texts
+
+
 def test_environment_variable_turns_the_optimizer_off(monkeypatch):
     monkeypatch.setenv("MYIR_OPTIMIZE", "0")
     lowered = myir.grad(P.poly_xy).lower(1.0, 2.0)

@@ -162,6 +162,33 @@ def cached_by_stamps(fn):
             _reading[-1].update(zip(graphs, stamps))
         return result
 
+    def held(graph):
+        """The valid cached entry for `graph` (for `copied` and `kept`), or None."""
+        hit = cache.get(id(graph))
+        if hit is None or hit[0] is not graph or tuple(map(_stamp, hit[2])) != hit[3]:
+            return None
+        return hit
+
+    def copied(original, copy, mapping: dict, result) -> None:
+        """Cache `result(r)` for `copy`, a copy of `original` (`mapping`: the graphs of
+        the copied scope to their copies), where original's result r is cached: the copy
+        reads the copies of the graphs the original read (the others themselves)."""
+        hit = held(original)
+        if hit is not None:
+            graphs = tuple(mapping.get(g, g) for g in hit[2])
+            if len(cache) > _MAX_ENTRIES:
+                cache.clear()
+            cache[id(copy)] = (copy, result(hit[1]), graphs, tuple(map(_stamp, graphs)))
+
+    def kept(hit, result) -> None:
+        """Cache `result` for the graph of `hit` (its entry from `held`, taken before an
+        edit of the graphs it read that `result` accounts for), with their stamps now."""
+        graph, _, graphs, _ = hit
+        cache[id(graph)] = (graph, result, graphs, tuple(map(_stamp, graphs)))
+
+    wrapper.held = held
+    wrapper.copied = copied
+    wrapper.kept = kept
     return wrapper
 
 

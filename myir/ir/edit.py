@@ -85,7 +85,21 @@ class Cloner:
         for g in graphs:
             if self.mapping[g] is not into:
                 self.mapping[g].output = self.node(g.output)
+        if into is None:
+            self._copy_orders(graphs)
         bump_version()
+
+    def _copy_orders(self, graphs: list[Graph]) -> None:
+        """Give each copy its original's node order (`toposort`), mapped, rather than have
+        it sorted again: the copies of the original's nodes are made, and their ids drawn,
+        in that order, which sorting them finds again.  (Only the graph's parameters and
+        the values it captures, which it does not compute, may sit elsewhere in the order
+        sorting finds: their copies are made first.)  Sorting the 1,600 graphs of the
+        optimizer's copy of a gradient of 800 helper functions cost a tenth of its time."""
+        mapping = self.mapping
+        for g in graphs:
+            toposort.copied(g, mapping[g], mapping,
+                            lambda order: [mapping.get(n, n) for n in order])
 
     def node(self, node: Node) -> Node:
         mapping = self.mapping
@@ -185,6 +199,10 @@ def move_inline(graph: Graph, args: list[Node], into: Graph, at: Node, after: fl
     order = toposort(graph)
     own = [n for n in order if type(n) is Apply and n.graph is graph]
     nested, others = _nested(graph, order)
+    # the nested graphs' node orders, kept through the edit (see below)
+    inside = set(nested)
+    orders = [hit for hit in map(toposort.held, nested)
+              if hit is not None and inside.issuperset(hit[2])]
     out = mapping.get(graph.output, graph.output)
     for n in own:
         n.graph = into
@@ -200,6 +218,13 @@ def move_inline(graph: Graph, args: list[Node], into: Graph, at: Node, after: fl
             h.defaults = {k: mapping.get(v, v) for k, v in h.defaults.items()}
         h.touch()   # its free variables are into's now
     into.touch()
+    # A nested graph keeps its nodes, in their order, where their inputs are what the
+    # parameters were (`toposort`, had it read only graphs nested in `graph`; those
+    # inputs, which it does not compute, may sit elsewhere in the order sorting finds):
+    # sorting the backpropagators of a chain of calls again, as each is moved in turn, was
+    # a twelfth of the optimization of a gradient of 800 helper functions.
+    for hit in orders:
+        toposort.kept(hit, [mapping.get(n, n) for n in hit[1]])
     if relocated and at.location is not None and at.location.filename not in relocated:
         _relocate([*(a for a in args if a.graph is not None), *own, *nested, *others,
                          *(p for h in nested for p in h.parameters)], relocated, at.location)

@@ -13,6 +13,7 @@ Nodes print themselves like `%name`; graphs print as readable text (see `printer
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from dataclasses import dataclass, field
 from typing import Any
@@ -128,6 +129,9 @@ class Graph:
     # Set when inlining moved the graph's body into another (`myir.ir.edit.move_inline`):
     # the graph is then empty, and any use of it left is an error (`GraphMoved`).
     moved_into = None
+    # Set on the graphs that caches keep for every compile (`shared_graphs`): a pass edits
+    # a copy of a program that holds one (`passes.opt.optimize`), never the graph itself.
+    shared = False
 
     def __init__(self, name: str = "g", parent: "Graph | None" = None,
                  location: Location | None = None):
@@ -138,6 +142,8 @@ class Graph:
         # Keyword-argument defaults the frontend resolves at call sites: name -> Node/constant.
         self.defaults: dict[str, Node] = {}
         self.stamp = next(_stamps)
+        if _making_shared[0]:
+            self.shared = True
 
     def __setattr__(self, name: str, value) -> None:
         object.__setattr__(self, name, value)
@@ -192,6 +198,21 @@ class Graph:
             return to_svg(self)
         except MyirError:
             return None
+
+
+_making_shared = [0]    # how many `shared_graphs` blocks are running
+
+
+@contextlib.contextmanager
+def shared_graphs():
+    """Mark the graphs made inside `shared`: for code that makes graphs a cache keeps for
+    every compile (the parser, the gradient rules).  (Graphs another thread makes meanwhile
+    are marked too: a pass then copies them before editing, which costs time only.)"""
+    _making_shared[0] += 1
+    try:
+        yield
+    finally:
+        _making_shared[0] -= 1
 
 
 def as_node(x: Any) -> Node:
