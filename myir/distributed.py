@@ -46,6 +46,7 @@ import hashlib
 import math
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -97,6 +98,10 @@ def init() -> None:
             sys.stderr.write(f"myir.distributed: rank {_comm.Get_rank()} of "
                              f"{_comm.Get_size()} raised {kind.__name__}; ending the job\n")
             sys.stderr.flush()
+            # mpiexec forwards each rank's output through a pipe it reads on its own time,
+            # and the abort kills the job at once: without this pause, a loaded machine cut
+            # the traceback short
+            time.sleep(0.2)
             _comm.Abort(1)
 
         sys.excepthook = end_the_job
