@@ -236,15 +236,14 @@ _serials = itertools.count()
 
 class Context:
     """The values a nested graph reads from the graphs enclosing it, as a frame making a
-    closure of it saw them (interned: one object per graph and values).  `made_in`: the
-    frames that made it, in order; `joined`: whether it is the join of the graph's
-    contexts past `CONTEXTS_PER_GRAPH`, whose `env` grows."""
+    closure of it saw them (interned: one object per graph and values; past
+    `CONTEXTS_PER_GRAPH`, the one joined context of the graph, whose `env` grows).
+    `made_in`: the frames that made it, in order."""
 
-    def __init__(self, graph: Graph, env: dict, joined: bool = False):
+    def __init__(self, graph: Graph, env: dict):
         self.serial = next(_serials)
         self.graph = graph
         self.env = env
-        self.joined = joined
         self.made_in: dict[Frame, None] = {}
         self.families: list[Family] = []   # of the graph's frames in this context
 
@@ -370,8 +369,7 @@ class Interpreter:
                 self.context_counts[graph] = self.context_counts.get(graph, 0) + 1
                 context = Context(graph, dict(zip(free, values)))
             else:
-                context = self.joined_contexts[graph] = Context(graph, dict(zip(free, values)),
-                                                                joined=True)
+                context = self.joined_contexts[graph] = Context(graph, dict(zip(free, values)))
                 for other in self.contexts.values():
                     if other.graph is graph:
                         self._join_context(context, [other.env[n] for n in free])

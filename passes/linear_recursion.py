@@ -48,7 +48,7 @@ runs before the call in source order and does not depend on its result stays in 
 descent (so exceptions raise in the order CPython raises them); the rest, with every graph
 it uses, is copied into the ascent.
 
-**Mutual recursion** (`_merged`): top-level functions that call one another in a cycle,
+**Mutual recursion** (`_merge`): top-level functions that call one another in a cycle,
 each with the same number of parameters, become one self-recursion taking a tag first,
 
     def a_b(tag, x, n):                 # a(x, n) is a_b(0, x, n), b(x, n) is a_b(1, x, n)
