@@ -77,7 +77,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from myir.ir.analysis import bump_version, free_variables, graph_uses, is_nested_in, \
-    primitive_name, reachable_graphs, recursive_graphs, scope, switch_call, tail_targets, toposort
+    primitive_name, reachable_graphs, recursive_graphs, scope, strongly_connected_components, \
+    switch_call, tail_targets, toposort
 from myir.ir.edit import Cloner, clone_program
 from myir.ir.graph import Apply, Constant, Graph, Node, is_graph_constant
 from myir.ir.primitives import PRIMITIVES as P
@@ -133,13 +134,15 @@ def _mutual_groups(root: Graph) -> list[list[Graph]]:
     and may be merged into one graph: the same number of parameters, no defaults, and used
     in each other's scopes only as the callees of calls with every argument."""
     tops = [g for g in reachable_graphs(root) if g.parent is None]
-    reach = {g: {h for h in reachable_graphs(g) if h.parent is None} for g in tops}
-    groups, grouped = [], set()
-    for g in tops:
-        group = [h for h in tops if h in reach[g] and g in reach[h]]
-        if len(group) < 2 or g in grouped:
+    order = {g: k for k, g in enumerate(tops)}
+    calls = {g: sorted((h for h in _referenced(scope(g)) if h in order), key=order.__getitem__)
+             for g in tops}     # (in the program's order: the groups' order is the same in
+    #                             every process, and so the merged graphs' names and ids)
+    groups = []
+    for component in strongly_connected_components(calls):
+        if len(component) < 2:
             continue
-        grouped.update(group)
+        group = sorted(component, key=order.__getitem__)
         n = len(group[0].parameters)
         if any(len(h.parameters) != n or h.defaults or h.unrolled
                or getattr(h, "custom_grad", None) is not None for h in group):
