@@ -133,7 +133,10 @@ def _mutual_groups(root: Graph) -> list[list[Graph]]:
     """The sets of top-level graphs reachable from `root` that call one another in a cycle
     and may be merged into one graph: the same number of parameters, no defaults, and used
     in each other's scopes only as the callees of calls with every argument."""
-    tops = [g for g in reachable_graphs(root) if g.parent is None]
+    recursive = recursive_graphs(root)
+    tops = [g for g in reachable_graphs(root) if g.parent is None and g in recursive]
+    if len(tops) < 2:
+        return []
     order = {g: k for k, g in enumerate(tops)}
     calls = {g: sorted((h for h in _referenced(scope(g)) if h in order), key=order.__getitem__)
              for g in tops}     # (in the program's order: the groups' order is the same in
