@@ -116,7 +116,7 @@ import functools
 from frontend import parse
 from myir.errors import MyirError
 from myir.ir.analysis import bump_version, free_variables, graph_uses, is_nested_in, \
-    primitive_name, switch_call, tail_targets, toposort, users
+    primitive_name, switch_call, tail_calls, tail_targets, toposort, users
 from myir.ir.edit import Cloner, clone, clone_program, replace
 from myir.ir.graph import Apply, Constant, Graph, Node, id_mark, is_graph_constant, shared_graphs
 from myir.ir.primitives import PRIMITIVES, Primitive, plain_operator
@@ -404,7 +404,7 @@ class JTransform:
         region = loop_region(g) if not g.unrolled else None
         if region is not None:
             if not _tree(g, region) or any(_value_ifs(h, region) for h in region) \
-                    or sum(tail_targets(h.output) == [g] for h in region) > 1:
+                    or sum(tail_calls(h) == [g] for h in region) > 1:
                 tree = loop_tree(g)     # several paths: a kind of record for each
                 if tree is not None:
                     self.entries[g] = self.loop(*tree)
@@ -542,7 +542,7 @@ class JTransform:
         self.entries[g] = entry
         params = [entry.add_parameter(p.debug.name, p.location) for p in g.parameters]
         if _tree(g, region):
-            self.kinds[g] = [h for h in region if tail_targets(h.output) == [g]]
+            self.kinds[g] = [h for h in region if tail_calls(h) == [g]]
         n = len(_stack_names(self.kinds.get(g, [g])))
         forward = self.segment(g, entry)
         res = entry.apply(Constant(forward), *params, *[EMPTY_STACK] * n, location=g.location)
@@ -587,7 +587,7 @@ class JTransform:
         hj = self.graphs[h]
         cont, stacks = self.extra[h]
         out = h.output
-        tail = out if _continues(out, loop, self.loop_of) else None
+        tail = out if _continues(h, loop, self.loop_of) else None
         bprops: dict[Node, Node] = {}
         for node in toposort(h):
             if not (isinstance(node, Apply) and node.graph is h) or node is tail:
@@ -871,7 +871,7 @@ def _invariants(g: Graph, region: list[Graph]) -> dict[Node, int]:
     while changed:   # a region's graphs are few: passing names along to a fixed point
         changed = False
         for h in region:
-            for t in tail_targets(h.output):
+            for t in tail_calls(h):
                 if t is g:
                     continue
                 for p, a in zip(t.parameters, h.output.args):
@@ -880,7 +880,7 @@ def _invariants(g: Graph, region: list[Graph]) -> dict[Node, int]:
                         changed = True
     kept = set(range(len(g.parameters)))
     for h in region:
-        if tail_targets(h.output) == [g]:
+        if tail_calls(h) == [g]:
             kept &= {k for k, a in enumerate(h.output.args) if of.get(a) == k}
     return {n: k for n, k in of.items() if k in kept}
 
@@ -934,8 +934,8 @@ def _compose(gj: Graph, cont: Node, adjoint: Constant, h: Graph) -> Graph:
     return c
 
 
-def _continues(out: Node, loop: Graph, loop_of: dict) -> bool:
-    targets = tail_targets(out)
+def _continues(h: Graph, loop: Graph, loop_of: dict) -> bool:
+    targets = tail_calls(h)
     return bool(targets) and all(loop_of.get(t) is loop for t in targets)
 
 
@@ -946,7 +946,7 @@ def loop_region(g: Graph) -> list[Graph] | None:
     region, i = [g], 0
     calls_itself = False
     while i < len(region):
-        targets = tail_targets(region[i].output)
+        targets = tail_calls(region[i])
         inside = [t for t in targets if t is g or is_nested_in(t, g)]
         if inside and len(inside) != len(targets):
             return None   # a switch between a graph of the iteration and another
@@ -995,7 +995,7 @@ def loop_tree(g: Graph) -> tuple[Graph, list[Graph]] | None:
     while True:
         region = loop_region(copy)
         if region is None or _size(region) > most or sum(
-                not [t for t in tail_targets(h.output) if t in region and t is not copy]
+                not [t for t in tail_calls(h) if t in region and t is not copy]
                 for h in region) > PATH_CAP:
             return None
         if not (any(_split_at(h, region) for h in region) or _duplicate(copy, region)):

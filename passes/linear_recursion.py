@@ -78,7 +78,7 @@ from typing import NamedTuple
 
 from myir.ir.analysis import bump_version, free_variables, graph_uses, is_nested_in, \
     primitive_name, reachable_graphs, recursive_graphs, scope, strongly_connected_components, \
-    switch_call, tail_targets, toposort
+    switch_call, tail_calls, toposort
 from myir.ir.edit import Cloner, clone_program
 from myir.ir.graph import Apply, Constant, Graph, Node, is_graph_constant
 from myir.ir.primitives import PRIMITIVES as P
@@ -215,7 +215,7 @@ def _region(f: Graph) -> list[Graph] | None:
     region, i = [f], 0
     edges: dict[Graph, list[Graph]] = {}
     while i < len(region):
-        targets = tail_targets(region[i].output)
+        targets = tail_calls(region[i])
         inside = [t for t in targets if is_nested_in(t, f)]
         if f in inside or (inside and len(inside) != len(targets)):
             return None
@@ -281,12 +281,12 @@ def _plan(f: Graph) -> Plan | None:
 def _reached(h: Graph, region: list[Graph]) -> set[Graph]:
     """The graphs of `region` that h leads to by tail calls, h not included."""
     found: set[Graph] = set()
-    pending = [t for t in tail_targets(h.output) if t in region]
+    pending = [t for t in tail_calls(h) if t in region]
     while pending:
         g = pending.pop()
         if g not in found:
             found.add(g)
-            pending.extend(t for t in tail_targets(g.output) if t in region)
+            pending.extend(t for t in tail_calls(g) if t in region)
     return found
 
 
@@ -359,7 +359,7 @@ def _exits(region: list[Graph], closing, calling: set) -> None:
     for g in region:
         out = g.output
         if g in calling or primitive_name(out) == "raise_" \
-                or any(t in members for t in tail_targets(out)):
+                or any(t in members for t in tail_calls(g)):
             continue
         g.output = closing(g, out)
 
@@ -482,7 +482,7 @@ def _resume(g: Graph, r: Node, site: Site, pushed: list[Node], values: list[Node
         | {up.mapping[c] for root in site.copied for c in scope(root)}
     continued, i = [after], 0
     while i < len(continued):
-        continued.extend(t for t in tail_targets(continued[i].output)
+        continued.extend(t for t in tail_calls(continued[i])
                          if t in copies and t not in continued)
         i += 1
     _exits(continued, lambda c, out: c.apply(Constant(ascend), out, *going_on, *kept), set())

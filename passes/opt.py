@@ -34,7 +34,7 @@ import numpy as np
 
 from myir.ir.analysis import OUTPUT, bump_version, callees, free_variables, graph_uses, \
     is_nested_in, primitive_name, reachable_graphs, recursive_graphs, scope, scope_size, \
-    switch_call, tail_targets, toposort, users
+    switch_call, tail_calls, tail_targets, toposort, users
 from myir.ir.edit import Cloner, GraphMoved, clone_program, inline, move_inline, replace
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter, id_mark, is_graph_constant
 from myir.ir.primitives import PRIMITIVES, UNBOUND, Primitive, plain_operator
@@ -1802,8 +1802,7 @@ def _result_family(g: Graph, sites: dict) -> tuple[list[Graph], list[Apply]] | N
     while i < len(family):
         h = family[i]
         i += 1
-        out = h.output
-        more = tail_targets(out) if isinstance(out, Apply) and out.graph is h else []
+        more = tail_calls(h)
         for c in sites[h]:     # and the graphs the same call may run instead
             more = more + tail_targets(c)
             if c is c.graph.output:
@@ -1864,7 +1863,7 @@ def _returned_tuples(family: list[Graph], external: list[Apply], uses: dict, typ
     indexed with constants (or waited for by `depend`), typed as such where typed; None
     otherwise."""
     ends = [h for h in family if not (isinstance(h.output, Apply) and h.output.graph is h
-                                      and tail_targets(h.output))]
+                                      and tail_calls(h))]
     tuples = [h for h in ends if primitive_name(h.output) != "raise_"]
     if not tuples or any(primitive_name(h.output) != "make_tuple" for h in tuples):
         return None
@@ -2092,7 +2091,7 @@ def _untouched(edited: set, graph: Graph, graphs: list[Graph]) -> bool:
 def _loops(family: list[Graph]) -> bool:
     """Whether the graphs of a result family go round: one calls itself through calls in
     tail position (a loop; a recursion's `if` leaves its closures to `closure_eta`)."""
-    edges = {h: [t for t in tail_targets(h.output) if t in family]
+    edges = {h: [t for t in tail_calls(h) if t in family]
              if isinstance(h.output, Apply) and h.output.graph is h else [] for h in family}
     state: dict = {}
 

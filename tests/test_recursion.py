@@ -421,6 +421,26 @@ def test_deep_recursion_at_the_default_recursion_limit(backend):
     assert math.isfinite(d2)
 
 
+def or_chain_after(depth, y):
+    if depth <= 0:
+        return depth < 1
+    found = not depth
+    y = 1.0 if or_chain_after(depth - 1, y) else 5.0
+    return depth > 133 or y >= 3.0 or found
+
+
+def test_an_or_chain_after_the_call_runs_the_ascent_once(backend):
+    """`a or b or c` is `(a or b) or c`: the outer `or`'s first branch returns the inner
+    one's value, which its enclosing graph computed; that is no tail call of the inner
+    branches, and the ascent must not go on from each of them (it did: the inner branches'
+    values went up the rest of the recursion, then the outer `or` tested the result)."""
+    assert made_loops(or_chain_after)
+    compiled = myir.compile(or_chain_after, backend=backend)
+    for depth in range(6):
+        got, want = compiled(depth, 1.0), or_chain_after(depth, 1.0)
+        assert got is want, (depth, got, want)
+
+
 def test_deep_mutual_recursion_at_the_default_recursion_limit(backend):
     """Mutual recursion 3,000 calls deep, first and second order: merged into one recursion,
     it runs as loops too.  (CPython needs a higher recursion limit for the reference.)"""

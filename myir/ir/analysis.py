@@ -70,6 +70,15 @@ def tail_targets(out: Node) -> list:
     return [sc.then, sc.else_] if sc is not None else []
 
 
+def tail_calls(g: Graph) -> list:
+    """`tail_targets` of g's output where g makes that call.  An output that is a node of an
+    enclosing graph is a value computed there, not a call of g's: the branch of an `or`
+    that returns the `a or b` its enclosing graph computed before (`a or b or c`) calls
+    nothing, though that value is itself a call of a `switch`."""
+    out = g.output
+    return tail_targets(out) if type(out) is Apply and out.graph is g else []
+
+
 def bump_version() -> None:
     """Called by every edit: invalidates all cached analyses."""
     _version[0] += 1
