@@ -930,3 +930,19 @@ def for_reversed_zip(t, u):
 
 def reversed_outside_for(t):
     return reversed(t)
+
+
+def _takes_a_pair(x, pair=(-1, 2)):
+    values = [1.0 / 2.0, 1.0]
+    values[0] = 1.0
+    for item in pair:       # (loops and a list: the optimizer leaves the call a call)
+        for i, elem in enumerate((1.0, 1.0, 0.5)):
+            values[1] = values[1] * elem + item
+    return x * values[1]
+
+
+def negative_first_tuple_constant(x):
+    """A constant tuple whose first item is negative, passed as an argument: generated code
+    writes it `(-1, 2)`, not `-1, 2` (taken for a negative number, it lost its
+    parentheses and became two arguments)."""
+    return _takes_a_pair(x), _takes_a_pair(x, (-3, 4))

@@ -1261,3 +1261,8 @@ def test_reversed_of_zip_is_refused_where_cpython_raises():
 def test_reversed_outside_a_for_loop_is_refused():
     with pytest.raises(myir.MyirError, match="can only be used as the iterable of a `for` loop"):
         myir.compile(P.reversed_outside_for)((1, 2))
+
+
+def test_a_constant_tuple_whose_first_item_is_negative_stays_one_argument(jit):
+    check(jit, P.negative_first_tuple_constant, 2.5)
+    check(jit, P.negative_first_tuple_constant, -1)

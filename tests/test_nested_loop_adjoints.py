@@ -142,3 +142,29 @@ def test_many_short_inner_loops(backend):
     args = (0.7, 10_000, 3)
     assert_grads_close(myir.grad(nested_for, backend=backend)(*args),
                        numerical_grad(nested_for, args, 0))
+
+
+def dict_loop_in_while(count, x):    # (as the thorough profile drew it)
+    x += abs(x) ** 1.5
+    y = count + (1.0 or 1.0)
+    steps = 0
+    while steps < 6 and 1.0 >= 1.0 / (1.0 or 2.0):
+        steps += 1
+        table = {'a': 8 or count, 'b': count, 'w': count if not count else count // count}
+        table['a'] = count
+        for key in table:
+            pair = (count - table['a'], table[key])  # noqa: F841
+            x += table[key] * x / (y if y != 0.0 else 4.0)
+            if len(table):
+                x -= (len(table) - table[key]) * table['b']
+                continue
+    return abs(y) ** 1.5 - count - x + y - steps
+
+
+@pytest.mark.xfail(strict=True, raises=TypeError,
+                   reason="known bug: the generated gradient calls a branch of the inner "
+                          "loop's adjoint without the residuals a lifting gave it as "
+                          "parameters (found by the thorough profile)")
+def test_a_for_over_a_dict_with_continue_in_a_while(backend):
+    got = myir.grad(dict_loop_in_while, 1, backend=backend)(12, 0.5)
+    assert_grads_close(got, numerical_grad(dict_loop_in_while, (12, 0.5), 1))

@@ -471,8 +471,9 @@ class Emitter:
         if pending is not None and pending.has(node):
             return pending.take(node)
         text = self.ref(node)
-        if isinstance(node, Constant) and text.startswith("(-"):   # a negative number:
-            return Expr(text[1:-1], PRECEDENCE["neg"])              # `xs[-1]`, `f(-2.0)`
+        if isinstance(node, Constant) and type(node.value) in (int, float) \
+                and text.startswith("(-"):                  # a negative number: `xs[-1]`,
+            return Expr(text[1:-1], PRECEDENCE["neg"])      # `f(-2.0)` (not a tuple `(-1, 2)`)
         return Expr(text, ATOM)
 
     def render(self, node: Apply, pending: "Pending | None" = None,
