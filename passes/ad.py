@@ -59,7 +59,7 @@ make the inner loops' backpropagators, one per iteration.
 A loop with several paths back to its head (a `continue`; an `if`, of either kind, inside
 the body) keeps, per path, a stack of records of that path's one shape, and a stack of
 tags: the number of the path each iteration took, pushed with its record.  The backward
-loop pops a tag and goes to that path's step (`_dispatch`), which pops the path's stack
+loop pops a tag and goes to that path's step (`tag_dispatch`, passes/defunctionalise.py), which pops the path's stack
 and applies the path's adjoints.  Each stack holds one type, so inference keeps the
 records' types precise, `drop_unread_residuals` prunes each path's records, and the
 python backend keeps every stack as a list.  This is defunctionalisation per path
@@ -122,6 +122,7 @@ from myir.ir.graph import Apply, Constant, Graph, Node, id_mark, is_graph_consta
 from myir.ir.primitives import PRIMITIVES, Primitive, plain_operator
 from myir.ir.values import EMPTY_STACK, NEWENV, GradKey
 from passes import grad_rules
+from passes.defunctionalise import tag_dispatch
 from passes.opt import EFFECTS, constant_fold
 from passes.raising import may_raise
 
@@ -553,7 +554,7 @@ class JTransform:
         stacks = [entry.apply(P["getitem"], res, 2 + i, name="stack") for i in range(n)]
         backward, step = self.backward_loop(g, bg, n)
         if g in self.kinds:
-            self.records[g] = _dispatch(step, backward, len(self.kinds[g]))
+            self.records[g] = tag_dispatch(step, backward, len(self.kinds[g]))
             self.invariant[g] = _invariants(g, region)
         else:
             _pop_and_apply(step, backward)
@@ -746,7 +747,7 @@ class JTransform:
         d, the sensitivities `(env, d params...)` of the loop's parameters; then the tuple
         d.  d's items are R's parameters, so that no tuple is made per iteration once the
         adjoints are inlined.  Returns R and its loop body, whose output is left to fill:
-        with `_pop_and_apply` where the records are adjoints, by `_dispatch` and
+        with `_pop_and_apply` where the records are adjoints, by `tag_dispatch` and
         `record_segment` where they are residuals."""
         width = 1 + len(g.parameters)
         names = _stack_names(self.kinds.get(g, [g]))
@@ -802,33 +803,6 @@ def _stack_names(kinds: list) -> list[str]:
     if len(kinds) == 1:
         return ["stack"]
     return ["tags"] + [f"stack_{k}" for k in range(len(kinds))]
-
-
-def _dispatch(step: Graph, backward: Graph, kinds: int) -> list[Graph]:
-    """Fill the body `step` of a backward loop whose records come in `kinds` kinds: pop the
-    tag of the iteration's kind and go on to that kind's step (a graph like `step`, whose
-    output `record_segment` fills); returns those steps."""
-    if kinds == 1:
-        return [step]
-    steps = []
-    for k in range(kinds):
-        s = Graph(f"{step.name}_{k}", backward, step.location)
-        for p in step.parameters:
-            s.add_parameter(p.debug.name)
-        steps.append(s)
-    popped = step.apply(P["stack_pop"], step.parameters[0])
-    tag = step.apply(P["getitem"], popped, 0, name="tag")
-    args = [step.apply(P["getitem"], popped, 1), *step.parameters[1:]]
-    chosen: Graph = steps[-1]
-    for k in reversed(range(kinds - 1)):    # `if tag == k` for each kind but the last
-        choice = Graph(f"{step.name}_kind", step, step.location)
-        params = [choice.add_parameter(p.debug.name) for p in step.parameters]
-        branch = choice.apply(P["switch"], choice.apply(P["eq"], tag, k), Constant(steps[k]),
-                              Constant(chosen))
-        choice.output = choice.apply(branch, *params)
-        chosen = choice
-    step.output = step.apply(Constant(chosen), *args)
-    return steps
 
 
 @functools.cache

@@ -44,6 +44,7 @@ from passes.abstract import (ANY, BOTTOM, AArray, ADict, AEnv, AFunction, AList,
                              ARecord, AScalar, AStack, ATuple, AUnion, abstract_of, containers,
                              holds_stack, join, options, with_items)
 from passes import grad_rules
+from passes.defunctionalise import defunctionalise
 from passes.raising import READS_ONLY, evaluates, may_raise
 from passes.vectorize import vectorized_may_raise
 from passes.type_rules import TYPE_RULES, RuleError
@@ -2736,7 +2737,7 @@ def _retype_stacks(root: Graph, types: dict) -> None:
 # drop_unused_outputs leaves work to drop_unused_parameters; lifting a result's closure comes
 # before the tuple holding it is dropped for an unread element (a bare closure stays).
 PRUNES = [lift_result_closures, drop_unused_outputs, drop_unused_parameters,
-          lift_parameter_closures, lift_record_closures]
+          lift_parameter_closures, lift_record_closures, defunctionalise]
 TYPED_PRUNES = [drop_unread_residuals]
 
 

@@ -1,0 +1,410 @@
+"""Defunctionalised backpropagators: the gradient of a recursion that is not a loop with
+records on a stack and one dispatching adjoint, rather than a closure per call.
+
+The J transform (passes/ad.py) gives each call of a recursive function its
+backpropagator, a closure of what its adjoint reads, the backpropagators of its own
+recursive calls among them.  A linear recursion reaches J as loops
+(passes/linear_recursion.py); one with two calls or more on a path (`fib(n - 1) +
+fib(n - 2)`, a walk over a tree) keeps the closures: once optimized, each J graph of the
+recursion returns `(value, @bprop)`, `bprop` one of a few graphs nested in it (one per
+branch), and the chain of backpropagators is the tape.
+
+This pass, run by the untyped optimizer (`PRUNES` in passes/opt.py), replaces those
+closures by data.  For the set P of J graphs it recognises, each J graph g of P takes a
+*state* `st = (tags, stacks)` as a last parameter and returns `(value, st')` in place of
+`(value, bprop)`: its calls of P graphs pass the state on, one after the other, and where
+g made the closure of graph c it pushes c's *record* instead (the tag of c on `tags`, and
+c's free variables, but for the backpropagators of g's calls, as one tuple on the stack
+of c's records).  One top-level graph, the *dispatch* `D(tags, stacks, d)`, pops a tag
+and runs the body of that tag's graph c on the record it pops (`tag_dispatch`), where
+each call of a callee's backpropagator is a call of D on the state: the records of g's
+calls lie above g's own in the order g made them, so D, called for them in the reverse
+order, pops each call's records as it pops those of the call's own callees.  D returns
+`(st', sensitivities)`.  A call of a P graph from outside P starts from empty stacks and
+gets the closure `lambda d: D(st', d)[1]`: one closure per gradient, not per call.
+
+A record holds only residuals (numbers, arrays), each stack records of one shape, so the
+types inference finds are as precise as the closures' were, and, as for the records of
+loops, the typed optimizer drops the fields no adjoint reads (`drop_unread_residuals`).
+No closure is made per call; inference no longer follows a closure per calling context.
+
+What is proved before anything changes (`_members`, `_order`), for every g of P:
+
+* g's output is `make_tuple(value, @c)`, c nested in g, taking one parameter and used
+  nowhere else; or a call of P graphs (a tail call: a branch, the code after an `if`);
+* g is used only as a callee: called, or a branch of a `switch` whose every use is a
+  call and whose other branch is in P too;
+* each call X in g of P graphs is used only as `X[0]` (its value, anywhere) and by one
+  `X[1]`, its backpropagator, which is used once, as the function of a call with one
+  argument in c's own body on the path to c's output, so that c, run once, calls it
+  exactly once.  A tail call is g's only call of P graphs, and its `X[1]` is not read;
+* the calls of g have an order that g's data dependencies allow and whose reverse the
+  calls of their backpropagators in c allow (those are the order of the stack).
+
+A set P without a recursive graph is left alone (its closures are not per call), and any
+graph that fails is left as it is, with its callers in P treating it as any other
+function.  The gradient of a gradient differentiates the program so rewritten: the
+stacks are values with gradient rules, D is a recursion like any other.
+"""
+
+from __future__ import annotations
+
+from myir.ir.analysis import OUTPUT, bump_version, free_variables, graph_uses, \
+    primitive_name, reachable_graphs, recursive_graphs, switch_call, toposort, users
+from myir.ir.edit import Cloner
+from myir.ir.graph import Apply, Constant, Graph, Node, is_graph_constant
+from myir.ir.primitives import PRIMITIVES as P
+from myir.ir.values import EMPTY_STACK, Env
+
+
+def tag_dispatch(step: Graph, parent: Graph, kinds: int) -> list[Graph]:
+    """Fill the body `step`, whose first parameter is a stack of tags, for records in
+    `kinds` kinds: pop the tag and go on to that kind's step (a graph nested in `parent`
+    taking step's parameters, the tags popped, whose output the caller fills); returns
+    those steps.  One kind needs no tag: `step` is its step."""
+    if kinds == 1:
+        return [step]
+    steps = []
+    for k in range(kinds):
+        s = Graph(f"{step.name}_{k}", parent, step.location)
+        for p in step.parameters:
+            s.add_parameter(p.debug.name)
+        steps.append(s)
+    popped = step.apply(P["stack_pop"], step.parameters[0])
+    tag = step.apply(P["getitem"], popped, 0, name="tag")
+    args = [step.apply(P["getitem"], popped, 1), *step.parameters[1:]]
+    chosen: Graph = steps[-1]
+    for k in reversed(range(kinds - 1)):    # `if tag == k` for each kind but the last
+        choice = Graph(f"{step.name}_kind", step, step.location)
+        params = [choice.add_parameter(p.debug.name) for p in step.parameters]
+        branch = choice.apply(P["switch"], choice.apply(P["eq"], tag, k), Constant(steps[k]),
+                              Constant(chosen))
+        choice.output = choice.apply(branch, *params)
+        chosen = choice
+    step.output = step.apply(Constant(chosen), *args)
+    return steps
+
+
+def _callees(node: Node) -> list[Graph] | None:
+    """The graphs a call node runs: its graph constant, or the two branches of a switch."""
+    if type(node) is not Apply:
+        return None
+    if is_graph_constant(node.fn):
+        return [node.fn.value]
+    sc = switch_call(node)
+    return [sc.then, sc.else_] if sc is not None else None
+
+
+def _item(node: Node, k: int) -> bool:
+    return primitive_name(node) == "getitem" and type(node.args[1]) is Constant \
+        and type(node.args[1].value) is int and node.args[1].value == k
+
+
+class _Member:
+    """A J graph of P: what it returns (`kind`: "closure", a closure of graph `closure`;
+    "forward", a closure that only calls its one call's backpropagator; "tail", a call), its
+    calls of P graphs in the order the state goes through them, and for each its
+    backpropagator (`call[1]`) and the call of that in the closure."""
+
+    def __init__(self, closure: Graph | None):
+        self.kind = "tail" if closure is None else "closure"
+        self.closure = closure
+        self.calls: list[Apply] = []
+        self.bprops: dict[Apply, Node] = {}
+        self.bprop_calls: dict[Apply, Apply] = {}
+
+
+def _closure_of(g: Graph, uses: dict, guses: dict):
+    """c where g returns `make_tuple(value, @c)` and c is as required; "tail" where g's
+    output is a call; else None."""
+    out = g.output
+    if _callees(out) is not None:
+        return "tail"
+    if primitive_name(out) != "make_tuple" or len(out.args) != 2 \
+            or not is_graph_constant(out.args[1]):
+        return None
+    c = out.args[1].value
+    if c.parent is not g or len(c.parameters) != 1 or guses.get(c) != [(out, 2)] \
+            or uses.get(out) != [(g, OUTPUT)]:
+        return None
+    return c
+
+
+def _evaluated(g: Graph) -> set:
+    """The nodes of g on a path to its output through g's own nodes: evaluated whenever g
+    runs (a node read only by a nested graph may be evaluated there, or not)."""
+    seen, stack = set(), [g.output]
+    while stack:
+        n = stack.pop()
+        if n in seen or type(n) is not Apply or n.graph is not g:
+            continue
+        seen.add(n)
+        stack.extend(n.inputs)
+    return seen
+
+
+def _depends(node: Node, on: set, g: Graph) -> set:
+    """The nodes of `on` that `node`, of g, depends on through g's nodes and the values of
+    g that the closures it uses capture."""
+    found, seen, stack = set(), set(), list(node.inputs)
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if n in on:
+            found.add(n)
+        if type(n) is Apply and n.graph is g:
+            stack.extend(n.inputs)
+        elif is_graph_constant(n) and n.value.parent is not None:
+            stack.extend(fv for fv in free_variables(n.value) if fv.graph is g)
+    return found
+
+
+def _member(g: Graph, kind, members: set, uses: dict, guses: dict) -> _Member | None:
+    """g's `_Member` where g meets the conditions (the top) with `members` as P."""
+    for user, i in guses.get(g, ()):
+        if i == 0 or i in (2, 3) and primitive_name(user) == "switch" \
+                and is_graph_constant(user.inputs[5 - i]) \
+                and user.inputs[5 - i].value in members \
+                and uses.get(user) and all(j == 0 for _, j in uses[user]):
+            continue
+        return None
+    m = _Member(None if kind == "tail" else kind)
+    calls = []
+    for node in toposort(g):
+        callees = _callees(node)
+        if node.graph is not g or callees is None:
+            continue
+        inside = [h in members for h in callees]
+        if all(inside):
+            calls.append(node)
+        elif any(inside):
+            return None
+    if kind == "tail":
+        if calls != [g.output] or any(not (u is g and i == OUTPUT or _item(u, 0))
+                                      for u, i in uses.get(g.output, ())):
+            return None
+        m.calls = calls
+        return m
+    c = kind
+    evaluated = _evaluated(c)
+    for call in calls:
+        bprops = [u for u, i in uses.get(call, ()) if i == 1 and _item(u, 1)]
+        if len(bprops) != 1 or any(not (i == 1 and (_item(u, 0) or _item(u, 1)))
+                                   for u, i in uses.get(call, ())):
+            return None
+        called = uses.get(bprops[0], [])
+        if len(called) != 1 or called[0][1] != 0:
+            return None
+        bc = called[0][0]
+        if bc.graph is not c or bc not in evaluated or len(bc.args) != 1:
+            return None
+        m.bprops[call] = bprops[0]
+        m.bprop_calls[call] = bc
+    m.calls = _order(calls, m.bprop_calls, g, c)
+    return m if m.calls is not None else None
+
+
+def _order(calls: list[Apply], bprop_calls: dict, g: Graph, c: Graph) -> list[Apply] | None:
+    """The calls in an order g's dependencies allow and whose reverse the dependencies of
+    their backpropagators' calls in c allow, nearest to g's own order; None if none."""
+    if len(calls) < 2:
+        return calls
+    after: dict[Apply, set] = {x: _depends(x, set(calls) - {x}, g) for x in calls}
+    by_bprop = {bc: x for x, bc in bprop_calls.items()}
+    for x, bc in bprop_calls.items():   # a bprop reading another's result runs later:
+        for other in _depends(bc, set(by_bprop) - {bc}, c):    # its call, earlier
+            after[by_bprop[other]].add(x)
+    order, placed = [], set()
+    while len(order) < len(calls):
+        ready = [x for x in calls if x not in placed and after[x] <= placed]
+        if not ready:
+            return None
+        order.append(ready[0])
+        placed.add(ready[0])
+    return order
+
+
+def _members(root: Graph) -> dict[Graph, _Member]:
+    """P (see the top): the J graphs that meet the conditions, with each other as P,
+    reached from a recursive one; empty where none is recursive."""
+    recursive = recursive_graphs(root)
+    if not recursive:
+        return {}
+    uses, guses = users(root), graph_uses(root)
+    kinds = {}
+    for g in reachable_graphs(root):
+        if g.output is not None:
+            kind = _closure_of(g, uses, guses)
+            if kind is not None:
+                kinds[g] = kind
+    members = set(kinds)
+    while members:
+        found = {g: _member(g, kinds[g], members, uses, guses) for g in members}
+        # those a recursive one reaches through calls of the others
+        reached, stack = set(), [g for g, m in found.items() if m is not None and g in recursive]
+        while stack:
+            g = stack.pop()
+            if g in reached or found[g] is None:
+                continue
+            reached.add(g)
+            stack.extend(h for x in found[g].calls for h in _callees(x))
+        if reached == members:
+            _forwarders(found)
+            return found
+        members = reached
+    return {}
+
+
+def _empty_env(node: Node) -> bool:
+    return type(node) is Constant and type(node.value) is Env and not node.value.items
+
+
+def _forwarders(members: dict[Graph, _Member]) -> None:
+    """Mark the closures that only return what their one call's backpropagator returns
+    (`make_tuple(Env(), r[1], ..., r[n - 1])` of its result r, where every callee's
+    backpropagator returns an n-tuple with an empty env first: the J of a branch, of the
+    code after an `if`, each passing the sensitivities on): their graphs push nothing and
+    return their call's state."""
+    length: dict[Graph, int | None] = {}
+    for g, m in members.items():
+        out = m.closure.output if m.closure is not None else None
+        if out is not None and primitive_name(out) == "make_tuple" and out.args \
+                and _empty_env(out.args[0]):
+            length[g] = len(out.args)
+    changed = True
+    while changed:      # a tail call returns its callees' (through chains of tail calls)
+        changed = False
+        for g, m in members.items():
+            if m.kind == "tail" and g not in length:
+                found = {length.get(h) for h in _callees(m.calls[0])}
+                if len(found) == 1 and None not in found:
+                    length[g] = found.pop()
+                    changed = True
+    for g, m in members.items():
+        if m.kind != "closure" or len(m.calls) != 1 or g not in length:
+            continue
+        c, call = m.closure, m.calls[0]
+        bc = m.bprop_calls[call]
+        items = c.output.args[1:]
+        if bc.args[0] is c.parameters[0] \
+                and all(x.graph is c and _item(x, k + 1) and x.args[0] is bc
+                        for k, x in enumerate(items)) \
+                and all(length.get(h) == length[g] for h in _callees(call)):
+            m.kind = "forward"
+
+
+def defunctionalise(root: Graph, types: dict | None = None) -> bool:
+    """Rewrite the backpropagators of the recursive J graphs of root's program as records
+    and a dispatch (see the top), before types are known; whether anything changed."""
+    if types is not None:
+        return False
+    members = _members(root)
+    closures = [m.closure for m in members.values() if m.kind == "closure"]
+    if not closures:
+        return False
+    bprops = {b for m in members.values() for b in m.bprops.values()}
+    fields = {c: [fv for fv in free_variables(c) if fv not in bprops] for c in closures}
+    tagged = len(closures) > 1
+    state = (["tags"] if tagged else []) + [f"stack_{c.name}" for c in closures if fields[c]]
+    layout = _Layout(closures, fields, tagged)
+    dispatch = Graph("bprop_dispatch", None, next(iter(members)).location)
+    for name in [*state, "dout"]:
+        dispatch.add_parameter(name)
+    # the calls from outside P first: the closures' bodies, copied below, may hold some
+    uses = users(root)
+    for g in reachable_graphs(root):
+        if g not in members:
+            for node in toposort(g):
+                callees = _callees(node)
+                if node.graph is g and callees is not None and callees[0] in members:
+                    _call_from_outside(node, uses.get(node, ()), dispatch, len(state))
+    for g, m in members.items():
+        _thread(g, m, state, layout)
+    steps = tag_dispatch(dispatch, dispatch, len(closures))
+    for m in members.values():
+        if m.kind == "closure":
+            _body(m, steps[layout.tag[m.closure]], dispatch, layout)
+    bump_version()
+    return True
+
+
+class _Layout:
+    """Where each closure's records go: its tag, and the position in the state of its
+    stack (None where it has no fields: the tag alone says it)."""
+
+    def __init__(self, closures: list[Graph], fields: dict, tagged: bool):
+        self.fields = fields
+        self.tagged = tagged
+        self.tag = {c: k for k, c in enumerate(closures)}
+        first = 1 if tagged else 0
+        self.stack = {c: first + k for k, c in enumerate(c for c in closures if fields[c])}
+
+
+def _call_from_outside(call: Apply, used: list, dispatch: Graph, n: int) -> None:
+    """A call of P graphs from elsewhere: it starts from empty stacks, and what it returns
+    becomes `(value, lambda d: D(*state, d)[n])`."""
+    g = call.graph
+    call.set_inputs([*call.inputs, *[Constant(EMPTY_STACK)] * n])
+    bprop = Graph("bprop_of_recursion", g, call.location)
+    d = bprop.add_parameter("dout")
+    result = bprop.apply(dispatch, *(bprop.apply(P["getitem"], call, 1 + k) for k in range(n)),
+                         d)
+    bprop.output = bprop.apply(P["getitem"], result, n)
+    pair = g.apply(P["make_tuple"], g.apply(P["getitem"], call, 0), Constant(bprop))
+    for user, i in used:
+        if i == OUTPUT:
+            user.output = pair
+        else:
+            inputs = list(user.inputs)
+            inputs[i] = pair
+            user.set_inputs(inputs)
+
+
+def _thread(g: Graph, m: _Member, state: list[str], layout: _Layout) -> None:
+    """g takes the state, passes it through its calls of P graphs in order, and returns
+    it with the record of its closure pushed where it made the closure."""
+    st = [g.add_parameter(name) for name in state]
+    for call in m.calls:
+        call.set_inputs([*call.inputs, *st])
+        if call is not g.output:
+            st = [g.apply(P["getitem"], call, 1 + k) for k in range(len(state))]
+    if m.kind == "tail":
+        return
+    out, c = g.output, m.closure
+    if m.kind == "closure":
+        st = list(st)
+        if layout.tagged:
+            st[0] = g.apply(P["stack_push"], st[0], layout.tag[c])
+        if layout.fields[c]:
+            k = layout.stack[c]
+            st[k] = g.apply(P["stack_push"], st[k], g.apply(P["make_tuple"], *layout.fields[c]))
+    out.set_inputs([out.fn, out.args[0], *st])
+
+
+def _body(m: _Member, step: Graph, dispatch: Graph, layout: _Layout) -> None:
+    """Fill the step of m's closure c: pop c's record, run a copy of c's body on it, each
+    call of a callee's backpropagator a call of the dispatch, in the reverse of the calls'
+    order; return `(*state, c's result)`."""
+    c = m.closure
+    *st, d = step.parameters
+    mapping: dict = {c.parameters[0]: d}
+    fields = layout.fields[c]
+    if fields:
+        k = layout.stack[c]
+        popped = step.apply(P["stack_pop"], st[k])
+        record = step.apply(P["getitem"], popped, 0, name="record")
+        st[k] = step.apply(P["getitem"], popped, 1)
+        mapping.update((fv, step.apply(P["getitem"], record, j)) for j, fv in enumerate(fields))
+    mapping.update((b, Constant(None)) for b in m.bprops.values())  # (calls replaced below)
+    cloner = Cloner(mapping)
+    cloner.graph(c, into=step)
+    out = cloner.node(c.output)
+    n = len(st)
+    for call in reversed(m.calls):
+        copy = cloner.mapping[m.bprop_calls[call]]
+        result = step.apply(dispatch, *st, copy.args[0])
+        copy.set_inputs([Constant(P["getitem"]), result, Constant(n)])
+        st = [step.apply(P["getitem"], result, k) for k in range(n)]
+    step.output = step.apply(P["make_tuple"], *st, out)
