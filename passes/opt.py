@@ -2203,12 +2203,30 @@ def drop_unread_residuals(root: Graph, types: dict) -> bool:
             if not effect_free(x, effect_free_nodes) and not _evaluated_elsewhere(x, made, uses)})
         if len(kept) == n:
             continue
-        whole.update(_drop_fields(types, kept, pushed, records, uses))
+        if kept or not _drop_stack(pushed, provenance, uses, whole):
+            whole.update(_drop_fields(types, kept, pushed, records, uses))
         changed = True
     if changed:
         substitute(root, whole)
         _retype_stacks(root, types)
     return changed
+
+
+def _drop_stack(pushed: list, provenance: "_Provenance", uses: dict, whole: dict) -> bool:
+    """Where no field of a group's records is read and no `stack_empty` tests a stack they
+    may be on, the pushes and pops go, each a use of its stack (a defunctionalised
+    backpropagator's records of a branch that reads nothing once types are known: its
+    tag says all, passes/defunctionalise.py); fills `whole` with these substitutions.
+    Whether it did."""
+    group = set(pushed)
+    if any(primitive_name(n) == "stack_empty" and group & (provenance.of(n.args[0]) or set())
+           for n in uses):
+        return False
+    whole.update((p, p.args[0]) for p in pushed)
+    for pop in provenance.pops:
+        if (provenance.of(pop.args[0]) or set()) & group:
+            whole.update((u, pop.args[0]) for u, i in uses.get(pop, ()) if _indexed_by(u, i) == 1)
+    return True
 
 
 def _record_length(pushed: list, records: list, uses: dict) -> int | None:
