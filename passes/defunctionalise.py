@@ -112,6 +112,9 @@ class _Member:
         self.calls: list[Apply] = []
         self.bprops: dict[Apply, Node] = {}
         self.bprop_calls: dict[Apply, Apply] = {}
+        self.rebuild: list | None = None    # see `_rebuild`, `_forwarders`
+        self.identity = False
+        self.post: list[_Member] = []
 
 
 def _closure_of(g: Graph, uses: dict, guses: dict):
@@ -240,8 +243,9 @@ def _members(root: Graph) -> dict[Graph, _Member]:
             if kind is not None:
                 kinds[g] = kind
     members = set(kinds)
-    while members:
-        found = {g: _member(g, kinds[g], members, uses, guses) for g in members}
+    while members:     # (in the program's order: tags and stacks are numbered so)
+        found = {g: _member(g, kind, members, uses, guses) for g, kind in kinds.items()
+                 if g in members}
         # those a recursive one reaches through calls of the others
         reached, stack = set(), [g for g, m in found.items() if m is not None and g in recursive]
         while stack:
@@ -251,7 +255,7 @@ def _members(root: Graph) -> dict[Graph, _Member]:
             reached.add(g)
             stack.extend(h for x in found[g].calls for h in _callees(x))
         if reached == members:
-            _forwarders(found)
+            _forwarders(found, uses, guses)
             return found
         members = reached
     return {}
@@ -261,13 +265,44 @@ def _empty_env(node: Node) -> bool:
     return type(node) is Constant and type(node.value) is Env and not node.value.items
 
 
-def _forwarders(members: dict[Graph, _Member]) -> None:
-    """Mark the closures that only return what their one call's backpropagator returns
-    (`make_tuple(Env(), r[1], ..., r[n - 1])` of its result r, where every callee's
-    backpropagator returns an n-tuple with an empty env first: the J of a branch, of the
-    code after an `if`, each passing the sensitivities on): their graphs push nothing and
-    return their call's state."""
-    length: dict[Graph, int | None] = {}
+def _sites(h: Graph, uses: dict, guses: dict) -> list[Apply]:
+    """The calls that run h (its uses are calls, or branches of switches only called)."""
+    return [c for user, i in guses.get(h, ()) for c in
+            ([user] if i == 0 else [c for c, _ in uses.get(user, ())])]
+
+
+def _rebuild(m: _Member) -> list | None:
+    """Where m's closure only returns a tuple made of items of what its one call's
+    backpropagator returns (called with the closure's own parameter) and of constants:
+    per item, the position it takes from that result (an int), or the constant."""
+    c = m.closure
+    if m.kind != "closure" or len(m.calls) != 1 or primitive_name(c.output) != "make_tuple":
+        return None
+    bc = m.bprop_calls[m.calls[0]]
+    if bc.args[0] is not c.parameters[0]:
+        return None
+    items = []
+    for x in c.output.args:
+        if type(x) is Constant and not is_graph_constant(x):
+            items.append(x)
+        elif x.graph is c and primitive_name(x) == "getitem" and x.args[0] is bc \
+                and type(x.args[1]) is Constant and type(x.args[1].value) is int:
+            items.append(x.args[1].value)
+        else:
+            return None
+    return items
+
+
+def _forwarders(members: dict[Graph, _Member], uses: dict, guses: dict) -> None:
+    """Mark the closures that only rebuild what their one call's backpropagator returns
+    (`_rebuild`: the J of a function, of an `if`'s branch, passing its sensitivities on
+    from the J of the code after the `if`) as forwarders: their graphs push nothing and
+    return their call's state.  Either the rebuilt tuple is that result (an empty env and
+    the items in place, of a result of that length with an empty env first: `identity`),
+    or each graph that call may run is run by that call alone, and the bodies of the
+    graphs below it apply the rebuilding to their result (`post`, through tail calls and
+    other forwarders)."""
+    length: dict[Graph, int] = {}
     for g, m in members.items():
         out = m.closure.output if m.closure is not None else None
         if out is not None and primitive_name(out) == "make_tuple" and out.args \
@@ -282,17 +317,38 @@ def _forwarders(members: dict[Graph, _Member]) -> None:
                 if len(found) == 1 and None not in found:
                     length[g] = found.pop()
                     changed = True
+    sites = {g: _sites(g, uses, guses) for g in members}
     for g, m in members.items():
-        if m.kind != "closure" or len(m.calls) != 1 or g not in length:
+        items = _rebuild(m)
+        if items is None:
             continue
-        c, call = m.closure, m.calls[0]
-        bc = m.bprop_calls[call]
-        items = c.output.args[1:]
-        if bc.args[0] is c.parameters[0] \
-                and all(x.graph is c and _item(x, k + 1) and x.args[0] is bc
-                        for k, x in enumerate(items)) \
-                and all(length.get(h) == length[g] for h in _callees(call)):
+        m.rebuild = items
+        callees = _callees(m.calls[0])
+        m.identity = g in length and items == [items[0], *range(1, len(items))] \
+            and _empty_env(items[0]) and all(length.get(h) == len(items) for h in callees)
+        if m.identity or all(sites[h] == m.calls for h in callees):
             m.kind = "forward"
+
+    def post(h: Graph, seen: frozenset = frozenset()) -> list:
+        """The forwarders whose rebuilding h's result goes through, first to last."""
+        if len(sites[h]) != 1 or sites[h][0].graph not in members or h in seen:
+            return []
+        g = sites[h][0].graph
+        m = members[g]
+        if m.kind == "tail" or m.kind == "forward" and m.identity:
+            return post(g, seen | {h})
+        return [m, *post(g, seen | {h})] if m.kind == "forward" else []
+
+    for g, m in members.items():
+        m.post = post(g)
+    for g, m in members.items():    # a result passed on whole passes its rebuilding on
+        if m.post and (m.kind == "tail" or m.kind == "forward" and m.identity) \
+                and any(sites[h] != m.calls for h in _callees(m.calls[0])):
+            for m in members.values():     # (or nothing is rebuilt below)
+                m.post = []
+                if m.kind == "forward" and not m.identity:
+                    m.kind = "closure"
+            return
 
 
 def defunctionalise(root: Graph, types: dict | None = None) -> bool:
@@ -401,6 +457,10 @@ def _body(m: _Member, step: Graph, dispatch: Graph, layout: _Layout) -> None:
     cloner = Cloner(mapping)
     cloner.graph(c, into=step)
     out = cloner.node(c.output)
+    for forwarder in m.post:    # the rebuilding of the forwarders above
+        out = step.apply(P["make_tuple"], *(
+            x if isinstance(x, Constant) else step.apply(P["getitem"], out, x)
+            for x in forwarder.rebuild))
     n = len(st)
     for call in reversed(m.calls):
         copy = cloner.mapping[m.bprop_calls[call]]

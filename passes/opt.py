@@ -326,9 +326,9 @@ def closure_eta(node: Apply, ctx) -> Node | None:
     """make_tuple(..., @g, ...) -> make_tuple(..., f, ...) where the closure g is
     `lambda *xs: f(*xs)` for a function value f of an enclosing graph (eta reduction).
     J makes such closures where a graph's backpropagator only forwards to the one of the
-    call it ends with (`return h(x)`, a branch calling the code after its `if`); once
-    reduced, the graph returns its callee's pair itself (`tuple_rebuilt`), so a recursion
-    makes one backpropagator per call rather than one per graph its call passes through.
+    call it ends with (`return h(x)`, a branch calling a function it does not inline);
+    once reduced, the graph returns its callee's pair itself (`tuple_rebuilt`).  (A
+    recursion's J graphs do without closures: `defunctionalise`.)
     f is a node of a graph enclosing g: computed wherever g is made (g captures it)."""
     if primitive_name(node) not in ("make_tuple", "switch"):
         return None
@@ -1255,6 +1255,8 @@ def tuple_rebuilt(node: Apply, ctx) -> Node | None:
     item may also be a constant that t's item is known to equal (the empty env a
     backpropagator returns first, an integer's zero).  A graph whose result is its
     callee's, item by item, returns the callee's tuple itself."""
+    if primitive_name(node) != "make_tuple":
+        return None     # (a call passing a tuple's items on is not the tuple)
     items = node.args
     read = [a for i, a in enumerate(items) if _item_of(a, i)]
     if not read:
@@ -1695,10 +1697,24 @@ def drop_unused_parameters(root: Graph, types: dict | None = None) -> bool:
     is unread too: liveness flows back from outputs and effects through what live nodes
     read, and into an argument only where its parameter is live; a position is kept or
     dropped alike in all the graphs one call may run.  An argument whose computation can
-    raise stays (`raising`, with the `types` of the typed optimizer where known).  Returns
-    whether anything changed."""
+    raise stays (`raising`, with the `types` of the typed optimizer where known).
+
+    Likewise the elements of the tuple a recursion returns (`_returned_tuples`) that only
+    its own calls read, to compute the same elements or parameters that are themselves
+    unread (the sensitivity of an integer parameter, which each call of a backpropagator
+    adds to its callees' and returns, a stack passed on empty: passes/defunctionalise.py)
+    go: an element is live where a live node reads it, and what computes it is live
+    then; `drop_unused_outputs`, which keeps every element some call reads, cannot see
+    that.  Returns whether anything changed."""
     uses = users(root)
     sites = _call_sites(root, uses)
+    # the result families whose elements are live one by one, with each read's element
+    families = [found for family, external in _result_families(root, uses)
+                if (found := _returned_tuples(family, external, uses, types)) is not None]
+    element_of = {r: (f, r.args[1].value % n) for f, (_, n, reads, _) in enumerate(families)
+                  for rs in reads.values() for r in rs}
+    live_elements: list[set] = [set() for _ in families]
+    returning = {h: f for f, (tuples, *_) in enumerate(families) for h in tuples}
     runs = {c: tail_targets(c) for calls in sites.values() for c in calls}
     # graphs whose parameters may go: every call known, running only such graphs
     prunable = {g for g, calls in sites.items() if not g.defaults
@@ -1719,17 +1735,26 @@ def drop_unused_parameters(root: Graph, types: dict | None = None) -> bool:
             live.add(n)
             pending.append(n)
 
+    def mark_element(f: int, k: int):
+        if k not in live_elements[f]:
+            live_elements[f].add(k)
+            for h in families[f][0]:
+                mark(h.output.args[k])
+
+    known: set = set()
+    quiet = raising(types)
     for g in reachable_graphs(root):    # what is returned, and every effect, is live
-        mark(g.output)
+        if g not in returning:
+            mark(g.output)
         for node in toposort(g):
             if isinstance(node, Apply) and node.graph is g \
                     and (primitive_name(node) is None or primitive_name(node) in EFFECTS):
                 mark(node)
-    known: set = set()
-    quiet = raising(types)
     while pending:
         while pending:  # what a live node reads is live; an argument, where its parameter is
             n = pending.pop()
+            if n in element_of:
+                mark_element(*element_of[n])
             if isinstance(n, Parameter):
                 if n in owner:
                     g, k = owner[n]
@@ -1744,11 +1769,16 @@ def drop_unused_parameters(root: Graph, types: dict | None = None) -> bool:
                     mark(x)
         # an argument that may raise stays, and so its parameter; what is computed anyway
         # (`_computed_anyway`) raises where it is whether the argument stays or not
-        known.update(_computed_anyway(root, runs, prunable, live))
+        known.update(_computed_anyway(root, runs, prunable, live, {
+            h: [h.output.args[k] for k in live_elements[f]] for h, f in returning.items()}))
         for p, (g, k) in owner.items():
             if p not in live and any(not effect_free(c.inputs[k + 1], known, quiet)
                                      for c in sites[g]):
                 mark(p)
+        for h, f in returning.items():  # likewise an element that may raise stays
+            for k, x in enumerate(h.output.args):
+                if k not in live_elements[f] and not effect_free(x, known, quiet):
+                    mark_element(f, k)
     changed = False
     for g in prunable:
         dead = {k for k, p in enumerate(g.parameters) if p not in live}
@@ -1759,22 +1789,32 @@ def drop_unused_parameters(root: Graph, types: dict | None = None) -> bool:
                 c.set_inputs([x for j, x in enumerate(c.inputs) if j - 1 not in dead])
         g.parameters = [p for k, p in enumerate(g.parameters) if k not in dead]
         changed = True
-    if changed:
+    whole: dict = {}
+    for (tuples, n, reads, calls), kept in zip(families, live_elements):
+        # (elements no call reads are drop_unused_outputs' to drop)
+        if kept and not {r.args[1].value % n for rs in reads.values() for r in rs} <= kept:
+            _keep_results(tuples, calls, reads, sorted(kept), types, whole)
+            changed = True
+    if whole:
+        substitute(root, whole)
+    elif changed:
         bump_version()
     return changed
 
 
-def _computed_anyway(root: Graph, runs: dict, prunable: set, live: set) -> set[Node]:
+def _computed_anyway(root: Graph, runs: dict, prunable: set, live: set,
+                     returned: dict) -> set[Node]:
     """The nodes each graph computes whichever of the unread parameters `drop_unused_parameters`
     drops: those its output reads through operands whose values are read (`evaluates`'
     rule: not a tuple element or an operand only a shape is read from, a branch's
     condition but not the branches), and of a call whose parameters may go, only the
     arguments of `live` parameters.  A loop's exit adjoint, say, is called for the
     sensitivities the backward loop carries on; its other results, unread, go without
-    keeping their parameters for the call's sake."""
+    keeping their parameters for the call's sake.  `returned`: the elements of their
+    output tuples that the graphs of result families keep."""
     out: set[Node] = set()
     for g in reachable_graphs(root):
-        stack = [g.output]
+        stack = list(returned[g]) if g in returned else [g.output]
         while stack:
             n = stack.pop()
             if n in out or not isinstance(n, Apply) or n.graph is not g:
@@ -1924,6 +1964,17 @@ def _drop_results(family: list[Graph], external: list[Apply], uses: dict, types,
                      if not effect_free(x, known, raising(types))})
     if len(kept) == n:
         return changed
+    _keep_results(tuples, calls, reads, kept, types, whole)
+    return True
+
+
+def _keep_results(tuples: list[Graph], calls: list[Apply], reads: dict, kept: list,
+                  types: dict | None, whole: dict) -> None:
+    """Make the graphs `tuples` of a result family return only the elements `kept` of
+    their tuple (the element itself where one is left), retype the `calls` whose result
+    it is, and index the reads that read a kept element anew (`whole`: read -> call, where
+    one is left)."""
+    n = len(tuples[0].output.args)
     for h in tuples:
         old = h.output
         elements = [old.args[k] for k in kept]
@@ -1937,11 +1988,12 @@ def _drop_results(family: list[Graph], external: list[Apply], uses: dict, types,
             types[c] = items[kept[0]] if len(kept) == 1 else ATuple(tuple(items[k] for k in kept))
     for rs in reads.values():
         for r in rs:
+            if r.args[1].value % n not in kept:
+                continue    # (unread: only what is dropped reads it)
             if len(kept) == 1:
                 whole[r] = r.args[0]
             else:
                 r.set_inputs([*r.inputs[:2], Constant(kept.index(r.args[1].value % n))])
-    return True
 
 
 def lift_result_closures(root: Graph, types: dict | None = None) -> bool:

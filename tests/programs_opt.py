@@ -340,13 +340,31 @@ def cse_add_does_not_commute(s, t):
 
 
 def recursion_chain(x, n):
-    """Its gradient's backpropagators forward to the callee's (closure_eta), and its
-    graphs return the callee's pair (tuple_rebuilt).  Two calls of itself: one would make
-    it a linear recursion, which runs as loops (passes/linear_recursion.py)."""
+    """Its gradient's backpropagators are records on stacks (defunctionalise).  Two calls
+    of itself: one would make it a linear recursion, which runs as loops
+    (passes/linear_recursion.py)."""
     if n <= 0:
         return x
     y = recursion_chain(x, n - 1)
     return y * y * 0.5 + x * recursion_chain(x, n - 2)
+
+
+def _too_big_to_inline(x):
+    a = math.sin(x) * math.cos(x) + x * x
+    b = math.exp(-a * a) + math.sin(a * x) * 0.5
+    c = a * b + math.cos(b * b) - math.sin(a + b)
+    d = c * c + a * b * c + math.tanh(c - a)
+    e = d * a - b * c + math.sin(d) * math.cos(d * 0.5)
+    return e * e + d
+
+
+def tail_call_in_branch(x):
+    """The backpropagator of the branch forwards to the one of the function it calls in
+    tail position, which is called twice and too big to inline (closure_eta), once the
+    branch returns its callee's pair (tuple_rebuilt)."""
+    if x > 0.0:
+        return _too_big_to_inline(x)
+    return _too_big_to_inline(-x) * 2.0
 
 
 def _applied(f, v):
@@ -577,3 +595,29 @@ def _chain_1(x):
 
 def chain_called_once(x):
     return _chain_1(x) - x
+
+
+# --------------------------------------------------------------------------------------------
+# defunctionalise: a recursion written the way J writes its gradient, each call returning
+# its value and its backpropagator, a closure calling its callees' backpropagators
+
+
+def _walk_with_bprop(x, n):
+    if n <= 0:
+        def leaf_bprop(d):
+            return d * x
+
+        return x * x, leaf_bprop
+    left = _walk_with_bprop(x, n - 1)
+    right = _walk_with_bprop(x * 0.5, n - 2)
+    left_bprop = left[1]
+    right_bprop = right[1]
+
+    def node_bprop(d):
+        return left_bprop(d) + right_bprop(d) * 0.5
+
+    return left[0] + right[0], node_bprop
+
+
+def defunctionalise_before(x, n):
+    return _walk_with_bprop(x, n)[1](1.0)

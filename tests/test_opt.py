@@ -667,6 +667,70 @@ def hand_record_closure():
     return build("before", False), build("after", True)
 
 
+def hand_defunctionalised():
+    """programs_opt._walk_with_bprop, whose calls return their backpropagators, with the
+    state of stacks in their place: each call pushes the tag of the closure it made (0:
+    the leaf's, 1: the node's) and the leaf its record (x), and one dispatch pops a tag
+    and runs that closure's body on the stacks, calling itself for the callees'
+    backpropagators, the right call's first."""
+    walk = Graph("walk")
+    x, n, tags, leaves = (walk.add_parameter(name) for name in ("x", "n", "tags", "leaves"))
+    leaf = Graph("leaf", walk)
+    t, s = leaf.add_parameter("tags"), leaf.add_parameter("leaves")
+    leaf.output = leaf.apply(PR["make_tuple"], leaf.apply(PR["mul"], x, x),
+                             leaf.apply(PR["stack_push"], t, 0),
+                             leaf.apply(PR["stack_push"], s, leaf.apply(PR["make_tuple"], x)))
+    after = Graph("after", walk)
+    t, s = after.add_parameter("tags"), after.add_parameter("leaves")
+    left = after.apply(Constant(walk), x, after.apply(PR["sub"], n, 1), t, s)
+    right = after.apply(Constant(walk), after.apply(PR["mul"], x, 0.5),
+                        after.apply(PR["sub"], n, 2), *(after.apply(PR["getitem"], left, k)
+                                                        for k in (1, 2)))
+    after.output = after.apply(
+        PR["make_tuple"], after.apply(PR["add"], after.apply(PR["getitem"], left, 0),
+                                      after.apply(PR["getitem"], right, 0)),
+        after.apply(PR["stack_push"], after.apply(PR["getitem"], right, 1), 1),
+        after.apply(PR["getitem"], right, 2))
+    other = Graph("else", walk)
+    other.output = other.apply(Constant(after), other.add_parameter("tags"),
+                               other.add_parameter("leaves"))
+    branch = walk.apply(PR["switch"], walk.apply(PR["truth"], walk.apply(PR["le"], n, 0)),
+                        Constant(leaf), Constant(other))
+    walk.output = walk.apply(branch, tags, leaves)
+
+    dispatch = Graph("dispatch")
+    tags, leaves, d = (dispatch.add_parameter(name) for name in ("tags", "leaves", "d"))
+    popped = dispatch.apply(PR["stack_pop"], tags)
+    tag = dispatch.apply(PR["getitem"], popped, 0)
+    of_leaf, of_node, choice = (Graph(name, dispatch) for name in ("of_leaf", "of_node", "choice"))
+    t, s, d0 = (of_leaf.add_parameter(name) for name in ("tags", "leaves", "d"))
+    record = of_leaf.apply(PR["stack_pop"], s)
+    of_leaf.output = of_leaf.apply(
+        PR["make_tuple"], t, of_leaf.apply(PR["getitem"], record, 1),
+        of_leaf.apply(PR["mul"], d0, of_leaf.apply(PR["getitem"],
+                                                    of_leaf.apply(PR["getitem"], record, 0), 0)))
+    t, s, d1 = (of_node.add_parameter(name) for name in ("tags", "leaves", "d"))
+    first = of_node.apply(Constant(dispatch), t, s, d1)
+    second = of_node.apply(Constant(dispatch), of_node.apply(PR["getitem"], first, 0),
+                           of_node.apply(PR["getitem"], first, 1), d1)
+    of_node.output = of_node.apply(
+        PR["make_tuple"], of_node.apply(PR["getitem"], second, 0),
+        of_node.apply(PR["getitem"], second, 1),
+        of_node.apply(PR["add"], of_node.apply(PR["getitem"], second, 2),
+                      of_node.apply(PR["mul"], of_node.apply(PR["getitem"], first, 2), 0.5)))
+    params = [choice.add_parameter(name) for name in ("tags", "leaves", "d")]
+    choice.output = choice.apply(choice.apply(PR["switch"], choice.apply(PR["eq"], tag, 0),
+                                              Constant(of_leaf), Constant(of_node)), *params)
+    dispatch.output = dispatch.apply(Constant(choice), dispatch.apply(PR["getitem"], popped, 1),
+                                     leaves, d)
+
+    g, (x, n) = _graph(2, "after")
+    made = g.apply(Constant(walk), x, n, EMPTY_STACK, EMPTY_STACK)
+    g.output = g.apply(PR["getitem"], g.apply(Constant(dispatch), g.apply(PR["getitem"], made, 1),
+                                              g.apply(PR["getitem"], made, 2), 1.0), 2)
+    return parse(P.defunctionalise_before), g
+
+
 # (prune that does the work, case name, () -> (before graph, after graph))
 PRUNE_PAIRS = [
     ("drop_unused_parameters", "passed_on_to_itself",
@@ -681,6 +745,7 @@ PRUNE_PAIRS = [
     ("lift_result_closures", "exit_adjoint", hand_result_closure),
     ("lift_parameter_closures", "passed_round_a_loop", hand_parameter_closure),
     ("lift_record_closures", "popped_and_called", hand_record_closure),
+    ("defunctionalise", "walk_with_bprop", hand_defunctionalised),
 ]
 
 
@@ -1174,6 +1239,8 @@ TYPED_CASES = [
      lambda: _rebuilt([ATuple((F64, F64))], [0, Constant(0.0)]), None),
     ("tuple_rebuilt", "two_tuples_kept",
      lambda: _rebuilt([ATuple((F64, F64)), ATuple((F64, F64))], [0, (1, 1)]), None),
+    ("tuple_rebuilt", "call_passing_items_kept",
+     lambda: _rebuilt([ATuple((F64, F64))], [0, 1], PR["add"]), None),
     ("gadd_of_numbers", "tuples_kept",
      lambda: _one_op("gadd", [ATuple((F64,)), ATuple((F64,))], result=ATuple((F64,))), None),
     ("gadd_of_numbers", "unknown_kept", lambda: _one_op("gadd", [F64, ANY], result=ANY), None),
@@ -1314,9 +1381,9 @@ TYPED_CASES = [
 ]
 
 
-def _rebuilt(types, items):
-    """make_tuple of `items`: an int i is getitem(p0, i), a pair (k, i) getitem(pk, i),
-    a Constant itself; the parameters typed `types`."""
+def _rebuilt(types, items, fn=PR["make_tuple"]):
+    """make_tuple (or another call of `fn`) of `items`: an int i is getitem(p0, i), a pair
+    (k, i) getitem(pk, i), a Constant itself; the parameters typed `types`."""
     def build(g, *ts):
         made = []
         for item in items:
@@ -1326,7 +1393,7 @@ def _rebuilt(types, items):
                         g.apply(PR["getitem"], ts[item[0]], item[1]))
         typed = [(m, types[ts.index(m.args[0])].items[m.args[1].value])
                  for m in made if not isinstance(m, Constant)]
-        node = g.apply(PR["make_tuple"], *made)
+        node = g.apply(fn, *made)
         return node, typed + [(node, ANY)]
     return _typed(len(types), types, build)
 
@@ -1521,8 +1588,9 @@ RUNS = [
     ("specialize_call", P.specialize_map, None, _args(floats, floats)),
     ("drop_unused_parameters", P.unused_parameter_before, None, _args(floats, small_ints)),
     (None, P.unused_parameter_effect, None, _args(floats, small_ints)),
-    ("closure_eta", P.recursion_chain, (0,), _args(floats, small_ints)),
-    ("tuple_rebuilt", P.recursion_chain, (0,), _args(floats, small_ints)),
+    ("closure_eta", P.tail_call_in_branch, (0,), _args(floats)),
+    ("tuple_rebuilt", P.tail_call_in_branch, (0,), _args(floats)),
+    ("defunctionalise", P.recursion_chain, (0,), _args(floats, small_ints)),
 ]
 RUN_IDS = [f"{fn.__name__}{'' if wrt is None else '-grad' + ''.join(map(str, wrt))}"
            for _, fn, wrt, _ in RUNS]
