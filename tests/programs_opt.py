@@ -621,3 +621,25 @@ def _walk_with_bprop(x, n):
 
 def defunctionalise_before(x, n):
     return _walk_with_bprop(x, n)[1](1.0)
+
+
+
+def _walk_calling_twice(x, n):
+    if n <= 0:
+        def leaf_bprop(d):
+            return d * x
+
+        return x * x, leaf_bprop
+    left = _walk_calling_twice(x, n - 1)
+    right = _walk_calling_twice(x * 0.5, n - 2)
+    left_bprop = left[1]
+    right_bprop = right[1]
+
+    def node_bprop(d):
+        return left_bprop(d) + left_bprop(d * 2.0) + right_bprop(d) * 0.5
+
+    return left[0] + right[0], node_bprop
+
+
+def defunctionalise_calling_twice(x, n):
+    return _walk_calling_twice(x, n)[1](1.0)
