@@ -88,16 +88,15 @@ backward loops of a gradient are loops like any other: J of them is again a forw
 and a backward loop, at every order.
 
 A linear self-recursion (`f(n) = g(f(n - 1))`) reaches this transform as two loops
-(passes/linear_recursion.py).  Other recursion (a tree walk, mutual recursion) keeps
-the chain of backpropagators: its adjoint needs what each call computed after its
-recursive call returned, in reverse, and the chain is that stack.  It costs one closure
-per call: `lift` (passes/lift.py) closes the graphs of each call (the branches of its `if`,
-the code after it), so their J return plain tuples of sensitivities, not envs; the
+(passes/linear_recursion.py).  Other recursion (a tree walk, mutual recursion) is
+transformed here like any other graph: its adjoint needs what each call computed after
+its recursive call returned, in reverse, and the chain of backpropagators is that stack.
+`lift` (passes/lift.py) closes the graphs of each call (the branches of its `if`, the
+code after it), so their J return plain tuples of sensitivities, not envs; the
 backpropagators of the branch and of the function then only forward to the one of the
-code after the `if`, and the optimizer reduces them to it (`closure_eta`, `tuple_rebuilt`
-in passes/opt.py): each call returns the pair `(value, bprop)` that the code after its
-`if` made, and that bprop, once its rules are inlined, is the call's adjoint in
-straight-line code.
+code after the `if`.  The optimizer then replaces the closures by records on stacks and
+one dispatching adjoint (passes/defunctionalise.py), each call's adjoint, once its rules
+are inlined, straight-line code in a branch of that dispatch.
 
 A record holds what the adjoints may read; once types are known, the optimizer drops the
 fields that no pop reads (`drop_unread_residuals` in passes/opt.py: a loop counter's

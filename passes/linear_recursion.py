@@ -60,9 +60,9 @@ per path), it runs as loops like any other; where not, the functions are left as
 were.  (Their parameters are shared by position: a and b called with values of different
 types at the same position give the merged function their union.)
 
-Not transformed, and differentiated as before, with one backpropagator closure per call:
-recursion with two calls on a path (a tree walk), a call inside a loop, and tail recursion
-(a loop already).
+Not transformed: recursion with two calls on a path (a tree walk), whose gradient keeps
+records on stacks instead of a backpropagator closure per call (passes/defunctionalise.py),
+a call inside a loop, and tail recursion (a loop already).
 
 This runs on every compile, forward included (`myir/pipeline.py`): compile(f) and grad(f)
 agree on what they accept, and the loops are no slower than the calls they replace.  A

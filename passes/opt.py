@@ -1743,6 +1743,10 @@ def drop_unused_parameters(root: Graph, types: dict | None = None) -> bool:
 
     known: set = set()
     quiet = raising(types)
+    for f, (tuples, n, reads, _) in enumerate(families):
+        read = {r.args[1].value % n for rs in reads.values() for r in rs}
+        for k in set(range(n)) - read:  # (drop_unused_outputs drops them)
+            mark_element(f, k)
     for g in reachable_graphs(root):    # what is returned, and every effect, is live
         if g not in returning:
             mark(g.output)
@@ -1791,8 +1795,7 @@ def drop_unused_parameters(root: Graph, types: dict | None = None) -> bool:
         changed = True
     whole: dict = {}
     for (tuples, n, reads, calls), kept in zip(families, live_elements):
-        # (elements no call reads are drop_unused_outputs' to drop)
-        if kept and not {r.args[1].value % n for rs in reads.values() for r in rs} <= kept:
+        if kept and len(kept) < n:
             _keep_results(tuples, calls, reads, sorted(kept), types, whole)
             changed = True
     if whole:

@@ -12,14 +12,20 @@ from myir.ir.graph import Apply, Constant, Graph, Node, Parameter
 
 def replace(root: Graph, old: Node, new: Node) -> None:
     """Make every use of `old` in graphs reachable from `root` (and outputs) use `new`."""
-    for user, i in users(root).get(old, ()):
+    redirect(users(root).get(old, ()), new)
+    bump_version()
+
+
+def redirect(uses: list, new: Node) -> None:
+    """Make the uses `uses` (`(user, index)` pairs, as `users` gives them) use `new`: the
+    uses a node had before new uses of it were made (by `new` itself, say)."""
+    for user, i in uses:
         if i == OUTPUT:
             user.output = new
         else:
             inputs = list(user.inputs)
             inputs[i] = new
             user.set_inputs(inputs)
-    bump_version()
 
 
 def set_output(graph: Graph, node: Node) -> None:
