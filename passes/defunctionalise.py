@@ -65,7 +65,7 @@ a recursion like any other (whose own J this pass may rewrite in turn).
 from __future__ import annotations
 
 from myir.ir.analysis import OUTPUT, bump_version, free_variables, graph_uses, \
-    primitive_name, reachable_graphs, recursive_graphs, switch_call, toposort, users
+    primitive_name, reachable_graphs, recursive_graphs, tail_targets, toposort, users
 from myir.ir.edit import Cloner, redirect
 from myir.ir.graph import Apply, Constant, Graph, Node, is_graph_constant
 from myir.ir.primitives import PRIMITIVES as P
@@ -100,16 +100,6 @@ def tag_dispatch(step: Graph, parent: Graph, kinds: int) -> list[Graph]:
     return steps
 
 
-def _callees(node: Node) -> list[Graph] | None:
-    """The graphs a call node runs: its graph constant, or the two branches of a switch."""
-    if type(node) is not Apply:
-        return None
-    if is_graph_constant(node.fn):
-        return [node.fn.value]
-    sc = switch_call(node)
-    return [sc.then, sc.else_] if sc is not None else None
-
-
 def _item(node: Node, k: int) -> bool:
     return primitive_name(node) == "getitem" and type(node.args[1]) is Constant \
         and type(node.args[1].value) is int and node.args[1].value == k
@@ -136,7 +126,7 @@ def _closure_of(g: Graph, uses: dict, guses: dict):
     """c where g returns `make_tuple(value, @c)` and c is as required; "tail" where g's
     output is a call; else None."""
     out = g.output
-    if _callees(out) is not None:
+    if tail_targets(out):
         return "tail"
     if primitive_name(out) != "make_tuple" or len(out.args) != 2 \
             or not is_graph_constant(out.args[1]):
@@ -191,8 +181,8 @@ def _member(g: Graph, kind, members: set, uses: dict, guses: dict) -> _Member | 
     m = _Member(None if kind == "tail" else kind)
     calls = []
     for node in toposort(g):
-        callees = _callees(node)
-        if node.graph is not g or callees is None:
+        callees = tail_targets(node)
+        if node.graph is not g or not callees:
             continue
         inside = [h in members for h in callees]
         if all(inside):
@@ -268,7 +258,7 @@ def _members(root: Graph) -> dict[Graph, _Member]:
             if g in reached or found[g] is None:
                 continue
             reached.add(g)
-            stack.extend(h for x in found[g].calls for h in _callees(x))
+            stack.extend(h for x in found[g].calls for h in tail_targets(x))
         if reached == members:
             _forwarders(found, uses, guses)
             return found
@@ -328,7 +318,7 @@ def _forwarders(members: dict[Graph, _Member], uses: dict, guses: dict) -> None:
         changed = False
         for g, m in members.items():
             if m.kind == "tail" and g not in length:
-                found = {length.get(h) for h in _callees(m.calls[0])}
+                found = {length.get(h) for h in tail_targets(m.calls[0])}
                 if len(found) == 1 and None not in found:
                     length[g] = found.pop()
                     changed = True
@@ -338,7 +328,7 @@ def _forwarders(members: dict[Graph, _Member], uses: dict, guses: dict) -> None:
         if items is None:
             continue
         m.rebuild = items
-        callees = _callees(m.calls[0])
+        callees = tail_targets(m.calls[0])
         m.identity = g in length and items == [items[0], *range(1, len(items))] \
             and _empty_env(items[0]) and all(length.get(h) == len(items) for h in callees)
         if m.identity or all(sites[h] == m.calls for h in callees):
@@ -358,7 +348,7 @@ def _forwarders(members: dict[Graph, _Member], uses: dict, guses: dict) -> None:
         m.post = post(g)
     for g, m in members.items():    # a result passed on whole passes its rebuilding on
         if m.post and (m.kind == "tail" or m.kind == "forward" and m.identity) \
-                and any(sites[h] != m.calls for h in _callees(m.calls[0])):
+                and any(sites[h] != m.calls for h in tail_targets(m.calls[0])):
             for m in members.values():     # (or nothing is rebuilt below)
                 m.post = []
                 if m.kind == "forward" and not m.identity:
@@ -388,8 +378,8 @@ def defunctionalise(root: Graph, types: dict | None = None) -> bool:
     for g in reachable_graphs(root):
         if g not in members:
             for node in toposort(g):
-                callees = _callees(node)
-                if node.graph is g and callees is not None and callees[0] in members:
+                callees = tail_targets(node)
+                if node.graph is g and callees and callees[0] in members:
                     _call_from_outside(node, uses.get(node, ()), dispatch, len(state))
     for g, m in members.items():
         _thread(g, m, state, layout)
