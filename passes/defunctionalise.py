@@ -46,8 +46,9 @@ What is proved before anything changes (`_members`, `_order`), for every g of P:
 
 * g's output is `make_tuple(value, @c)`, c nested in g, taking one parameter and used
   nowhere else; or a call of P graphs (a tail call: a branch, the code after an `if`);
-* g is not the program's entry, and is used only as a callee: called, or a branch of a
-  `switch` whose every use is a call and whose other branch is in P too;
+* g is not the program's entry nor a recursion inference unrolls (`Graph.unrolled`), and
+  is used only as a callee: called, or a branch of a `switch` whose every use is a call
+  and whose other branch is in P too;
 * each call X in g of P graphs is used only as `X[0]` (its value, anywhere) and by one
   `X[1]`, its backpropagator, which is used once, as the function of a call with one
   argument in c's own body on the path to c's output, so that c, run once, calls it
@@ -243,7 +244,9 @@ def _members(root: Graph) -> dict[Graph, _Member]:
     uses, guses = users(root), graph_uses(root)
     kinds = {}
     for g in reachable_graphs(root):
-        if g.output is not None and g is not root:     # (root's callers are not ours)
+        # (root's callers are not ours; inference follows an unrolled recursion, a
+        # dict's updates with keys it knows, step by step, which a dispatch would hide)
+        if g.output is not None and g is not root and not g.unrolled:
             kind = _closure_of(g, uses, guses)
             if kind is not None:
                 kinds[g] = kind
