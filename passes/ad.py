@@ -110,6 +110,7 @@ tuples (myir/ir/values.py).
 
 from __future__ import annotations
 
+from collections import Counter
 import functools
 
 from frontend import parse
@@ -894,9 +895,13 @@ def _lift(bgs: list[Graph], forward: Graph) -> list[Node]:
 def _tree(g: Graph, region: list[Graph]) -> bool:
     """Whether the paths of one iteration of loop g through its region form a tree: each
     graph but g has one caller.  Then the records pushed at the end of one path all have
-    the same residuals, and the backward loop applies the same adjoints to them."""
+    the same residuals, and the backward loop applies the same adjoints to them.  A graph
+    has one use and one graph tail-calling it: a switch made once and called by two graphs
+    (the code after an `if`, split into a copy per branch, calling the choice of a later
+    `if` made before it) has two callers."""
     uses = graph_uses(g)
-    return all(len(uses.get(h, ())) == 1 for h in region[1:])
+    callers = Counter(t for h in region for t in tail_calls(h))
+    return all(len(uses.get(h, ())) == 1 and callers[h] == 1 for h in region[1:])
 
 
 def _compose(gj: Graph, cont: Node, adjoint: Constant, h: Graph) -> Graph:
@@ -1015,8 +1020,9 @@ def _split_at(h: Graph, region: list[Graph]) -> bool:
         if h.output not in moved:
             continue
         uses = users(h)
-        for n in reversed(order[:at]):
-            if n not in call.inputs and _pure(n) and all(u in moved for u, _ in uses[n]):
+        for n in reversed(order):
+            if n not in moved and n not in call.inputs and _pure(n) \
+                    and all(u in moved for u, _ in uses[n]):
                 moved.add(n)
         rest = Graph("if_after", None, call.location)
         value = rest.add_parameter(call.debug.name, call.location)

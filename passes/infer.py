@@ -84,7 +84,8 @@ from myir.ir.analysis import free_variables, primitive_name, recursive_graphs, t
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter
 from myir.ir.primitives import PRIMITIVES, Primitive
 from passes.abstract import (ANY, BOTTOM, AArray, AbstractValue, ADict, AEnv, AFunction,  # noqa: F401
-                             ANone, AObject, ARecord, AScalar, ASlice, ATuple, AUnion, Closure,
+                             AList, ANone, AObject, ARecord, AScalar, ASlice, AStack, ATuple,
+                             AUnion, Closure, containers,
                              abstract_of, conforms, function, join, kind, located, options,
                              truncate, widen)
 from passes.type_rules import (TYPE_RULES, RuleError, TypeFailure, Unsupported, strict_rule,
@@ -107,6 +108,12 @@ SKELETONS_PER_GRAPH = 4
 # A nested graph gets one context per values of its free variables, up to this many; then
 # one context holding their join (but see `_context_limit`).
 CONTEXTS_PER_GRAPH = 64
+# ...and this many where the values hold a closure of the graph itself: a backpropagator
+# made at each level of a recursion captures those of the levels below, so each round of
+# the fixpoint makes a context one level deeper, which no constant is kept for (the
+# recursion's frames have none).  Sixty-four of them cost two seconds of inference for the
+# gradient of a three-line recursion with two calls.
+NESTED_CONTEXTS = 4
 # Tuples and envs nested deeper than this are ANY in the values joined across iterations.
 MAX_DEPTH = 6
 # Frame evaluations before inference gives up (a bug: the lattice is finite).
@@ -146,6 +153,33 @@ def skeleton(value):
     if isinstance(value, AUnion):
         return frozenset(map(skeleton, value.options))
     return type(value)
+
+
+def _holds_closure_of(graph: Graph, values: list) -> bool:
+    """Whether `values` hold a closure of `graph`: as a function, in a container, or in the
+    context of a closure they hold, at any depth."""
+    stack, seen = list(values), set()
+    while stack:
+        v = stack.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        if isinstance(v, AFunction):
+            for option in v.options:
+                if isinstance(option, Closure):
+                    if option.graph is graph:
+                        return True
+                    if option.context is not None:
+                        stack.extend(option.context.env.values())
+        elif containers(v) or isinstance(v, AUnion):
+            stack.extend(v.items if containers(v) else v.options)
+        elif isinstance(v, AList):
+            stack.extend(v.items if v.items is not None else (v.item,))
+        elif isinstance(v, AEnv):
+            stack.extend(item for _, item in v.items)
+        elif isinstance(v, AStack):
+            stack.append(v.item)
+    return False
 
 
 def _plain_data(value) -> bool:
@@ -365,7 +399,7 @@ class Interpreter:
             context = self.joined_contexts.get(graph)
             if context is not None:
                 self._join_context(context, values)
-            elif self.context_counts.get(graph, 0) < self._context_limit(graph):
+            elif self.context_counts.get(graph, 0) < self._context_limit(graph, values):
                 self.context_counts[graph] = self.context_counts.get(graph, 0) + 1
                 context = Context(graph, dict(zip(free, values)))
             else:
@@ -377,16 +411,17 @@ class Interpreter:
         context.made_in[frame] = None
         return context
 
-    def _context_limit(self, graph: Graph) -> int:
+    def _context_limit(self, graph: Graph, values: list) -> int:
         """A graph nested in an `unrolled` one reads its counter, which must stay a constant
         (a dict comprehension's step reads the key at that index): as many contexts as the
-        unrolled graph has frames."""
+        unrolled graph has frames.  Values holding a closure of the graph itself nest
+        without end: `NESTED_CONTEXTS`."""
         enclosing = graph.parent
         while enclosing is not None:
             if getattr(enclosing, "unrolled", False):
                 return UNROLLED_FRAMES
             enclosing = enclosing.parent
-        return CONTEXTS_PER_GRAPH
+        return NESTED_CONTEXTS if _holds_closure_of(graph, values) else CONTEXTS_PER_GRAPH
 
     def _join_context(self, context: Context, values: list) -> None:
         """Widen a joined context to hold `values` too; its frames read them."""

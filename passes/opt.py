@@ -213,11 +213,21 @@ def gadd_zero(node: Apply, ctx) -> Node | None:
     if primitive_name(node) != "gadd":
         return None
     x, y = node.args
-    if _is_zero(y):
+    if _is_zero(y) or _zero_of_type(y, x, node, ctx):
         return x
-    if _is_zero(x):
+    if _is_zero(x) or _zero_of_type(x, y, node, ctx):
         return y
     return None
+
+
+def _zero_of_type(zero: Node, other: Node, node: Apply, ctx) -> bool:
+    """Whether `zero` is the number 0 (an AD zero inference folded: `grad_zeros` of a
+    float) and `other` has gadd's type, so that the sum is `other` as it is."""
+    if not (isinstance(zero, Constant) and type(zero.value) in (int, float)
+            and zero.value == 0):
+        return False
+    t = ctx.type_of(node)
+    return isinstance(t, AScalar) and ctx.type_of(other) == t
 
 
 def _is_zero(node: Node) -> bool:

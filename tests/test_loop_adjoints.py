@@ -400,6 +400,21 @@ def five_ifs(x, n):
     return r
 
 
+def value_if_then_continue(x, n):
+    """The rest of the body after the `if` of a value is copied for each branch; the choice
+    of the later `if`'s branch, which does not read that value, goes with each copy."""
+    r = 0.5
+    i = 0
+    while i < n:
+        i += 1
+        r = r + x * r / (r if r > 1.0 else 2.0)
+        if i % 3 == 0:
+            r = r * 0.9
+            continue
+        r = math.sin(r)
+    return r
+
+
 def continue_every_third_tangent(x, n):
     """d continue_every_third / dx, in forward mode by hand."""
     r, dr = 0.0, 0.0
@@ -435,6 +450,7 @@ SEVERAL_PATHS = [
     (if_over_array, (0.8, XS)),
     (return_from_if, (0.9, XS)),
     (return_from_if, (0.3, XS)),
+    (value_if_then_continue, (0.8, 10)),
 ]
 
 

@@ -161,10 +161,9 @@ def dict_loop_in_while(count, x):    # (as the thorough profile drew it)
     return abs(y) ** 1.5 - count - x + y - steps
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError,
-                   reason="known bug: the generated gradient calls a branch of the inner "
-                          "loop's adjoint without the residuals a lifting gave it as "
-                          "parameters (found by the thorough profile)")
 def test_a_for_over_a_dict_with_continue_in_a_while(backend):
+    """The inner loop's body, split at the `if` of its value into a copy of the rest per
+    branch, had both copies call one choice of the later `if`'s branch: their adjoints
+    were built as if each had one caller, and one of them took the other's residuals."""
     got = myir.grad(dict_loop_in_while, 1, backend=backend)(12, 0.5)
     assert_grads_close(got, numerical_grad(dict_loop_in_while, (12, 0.5), 1))

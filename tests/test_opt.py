@@ -1369,6 +1369,15 @@ TYPED_CASES = [
     ("spread_out", "int_kept",
      lambda: _spread_into("add", AScalar(np.int64), AArray(np.dtype("int64"), (4,)),
                           result=AArray(np.dtype("int64"), (3, 4))), None),
+    # an AD zero inference folded to the number 0.0: the sum is the other operand, as for
+    # grad_zeros (not an int, whose sum with 0.0 is a float)
+    ("gadd_zero", "folded_float_zero",
+     lambda: _one_op("gadd", [F64], Constant(0.0), result=F64), lambda: _returning(1, 0)),
+    ("gadd_zero", "folded_float_zero_first",
+     lambda: _one_op("gadd", [F64], Constant(0.0), result=F64, first_const=True),
+     lambda: _returning(1, 0)),
+    ("gadd_zero", "int_and_float_zero_kept",
+     lambda: _one_op("gadd", [I64], Constant(0.0), result=F64), None),
     ("neg_neg", "int", lambda: _typed(1, [I64], lambda g, x: _neg_neg(g, x, I64)),
      lambda: _returning(1, 0)),
     ("neg_neg", "bool_kept", lambda: _typed(1, [BOOL], lambda g, x: _neg_neg(g, x, I64)),
@@ -1508,7 +1517,7 @@ def _typed_run(case, build):
 # having no sign.  Their results are otherwise the same, bit for bit.
 # Rewrites of gradient code that may change the sign of a zero (a sensitivity's sign of zero
 # carries no meaning): strong_zero's zero is +0.0, the product it guards may be -0.0.
-SIGNLESS_ZEROS = {"add_at_index", "strong_zero_of_finite_slope"}
+SIGNLESS_ZEROS = {"add_at_index", "strong_zero_of_finite_slope", "gadd_zero"}
 
 
 @pytest.mark.parametrize("rewrite, case, build, expected", TYPED_RUNS,
