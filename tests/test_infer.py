@@ -30,6 +30,7 @@ from myir.ir.graph import Apply, Constant, Graph
 from myir.ir.primitives import Primitive
 from passes.abstract import ANY, BOTTOM, AArray, ANone, AScalar, ATuple, AUnion, conforms, join
 import passes.infer
+import passes.opt
 from passes.infer import infer
 from tests.programs_check import module_from_source
 from tests import programs_constructs, programs_grad, programs_infer as I, programs_lists, \
@@ -456,7 +457,11 @@ def test_backpropagators_capturing_their_own_kind_share_a_context_early(monkeypa
     """The backpropagator made at each level of a recursion with two calls captures those
     of the levels below: every round of the fixpoint makes a context one level deeper.
     Past `NESTED_CONTEXTS` of them they share the joined one, which the limit for other
-    graphs reached only after 64, in thirty times the evaluations; the gradient is the same."""
+    graphs reached only after 64, in thirty times the evaluations; the gradient is the same.
+    (The optimizer replaces such backpropagators by records where it proves it may,
+    passes/defunctionalise.py: here it is kept from doing so, as where it cannot.)"""
+    monkeypatch.setattr(passes.opt, "PRUNES",
+                        [p for p in passes.opt.PRUNES if p.__name__ != "defunctionalise"])
     evaluations = []
     run = passes.infer.Interpreter.run
 
