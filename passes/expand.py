@@ -25,6 +25,8 @@ from myir.ir.values import GradMacro, JacobianMacro, JvpMacro, VectorizeMacro
 from passes.ad import grad_graph, wrt_positions
 from passes.forward import check_jvp_calls, expand_macro
 from passes.lift import lift
+from passes import opt
+from passes.defunctionalise import defunctionalise
 from passes.opt import optimize
 from passes.vectorize import vectorized_graph
 
@@ -105,8 +107,9 @@ def expand(root: Graph, optimizing: bool = True) -> Graph:
             spec = node.fn.value
             target = node.inputs[1].value
             if optimizing and _holds_a_transform(target, made):
-                if target not in optimized:
-                    optimized[target] = optimize(target)
+                if target not in optimized:     # (its backpropagators stay closures:
+                    optimized[target] = optimize(   # passes/defunctionalise.py)
+                        target, prunes=[p for p in opt.PRUNES if p is not defunctionalise])
                 target = optimized[target]
             lift(target)
             if isinstance(spec, GradMacro):

@@ -3232,9 +3232,10 @@ def substitute(root: Graph, subst: dict) -> None:
 
 
 def _run(root: Graph, rewrites: list, types: dict | None, moves: bool,
-         settle: bool = True) -> Graph:
-    """Sweeps and prunes until a sweep and the prunes after it change nothing (a fixpoint),
-    or, if not `settle`, until the prunes after a sweep find nothing."""
+         settle: bool = True, prunes: list | None = None) -> Graph:
+    """Sweeps and prunes (`prunes`, by default `PRUNES`) until a sweep and the prunes after
+    it change nothing (a fixpoint), or, if not `settle`, until the prunes after a sweep
+    find nothing."""
     specialised: dict = {}
     pruned = False
     for _ in range(MAX_SWEEPS):
@@ -3244,7 +3245,7 @@ def _run(root: Graph, rewrites: list, types: dict | None, moves: bool,
         # find: no sweep that changes nothing between)
         if not changed or pruned or not settle:
             pruned = False
-            for prune in PRUNES:
+            for prune in PRUNES if prunes is None else prunes:
                 pruned |= prune(root, types)
             if types is not None:
                 for prune in TYPED_PRUNES:
@@ -3256,7 +3257,7 @@ def _run(root: Graph, rewrites: list, types: dict | None, moves: bool,
 
 
 def optimize(root: Graph, in_place: bool = False, moves: bool = True,
-             settle: bool = True) -> Graph:
+             settle: bool = True, prunes: list | None = None) -> Graph:
     """An optimized copy of the program rooted at `root`.  (A copy: the program may hold
     graphs that caches share between compiles, the parsed functions and gradient rules, and
     the caller may show it as it is.)  `in_place`: the caller has no more use for root's
@@ -3272,11 +3273,11 @@ def optimize(root: Graph, in_place: bool = False, moves: bool = True,
     rewrite again, takes to a fixpoint.  Of the 4,200 untyped optimizations of a run of
     tests/test_grad.py, test_loops.py and test_constructs.py, 7 had something left to do;
     the gradient of 800 helper functions spent a sixth of its optimization confirming it
-    had nothing left."""
+    had nothing left.  `prunes`: the graph-level passes to run, if not `PRUNES`."""
     if in_place and not any(g.shared for g in reachable_graphs(root)):
-        return _run(root, REWRITES, None, moves, settle)
+        return _run(root, REWRITES, None, moves, settle, prunes)
     return _moving_or_copying(
-        lambda moves: _run(clone_program(root), REWRITES, None, moves, settle))
+        lambda moves: _run(clone_program(root), REWRITES, None, moves, settle, prunes))
 
 
 def _moving_or_copying(run):
