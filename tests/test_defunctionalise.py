@@ -172,6 +172,14 @@ def test_a_tag_per_call_and_records_only_at_the_leaves():
     assert len(pushes) == 3, lowered.source
 
 
+def test_a_gradient_differentiated_again_keeps_its_closures():
+    """First-order gradients only: the derivative of the closures runs faster than that of
+    the records (passes/defunctionalise.py)."""
+    lowered = myir.grad(myir.grad(fib, 0), 0, backend="python").lower(0.3, 7)
+    assert not [g for g in reachable_graphs(lowered.graph("typed"))
+                if g.name.startswith("bprop_dispatch")], lowered.source
+
+
 # ------------------------------------------------------------------------------ conditions
 
 
