@@ -206,8 +206,9 @@ def move_inline(graph: Graph, args: list[Node], into: Graph, at: Node, after: fl
     out = mapping.get(graph.output, graph.output)
     for n in own:
         n.graph = into
+    params = mapping.keys()
     for n in own + others:
-        if any(i in mapping for i in n.inputs):
+        if not params.isdisjoint(n.inputs):
             n.set_inputs([mapping.get(i, i) for i in n.inputs])
     for h in nested:
         if h.parent is graph:
