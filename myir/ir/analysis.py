@@ -557,12 +557,14 @@ def callees(graph: Graph) -> set[Graph]:
     stamps: the optimizer asks for the call graph at every sweep, and most graphs are
     unchanged since the last)."""
     result = set()
-    owners = set()  # a free variable's inputs belong to its own graph
+    owners = set()  # a free variable's inputs belong to its own graph (`graph`'s: read)
     for node in toposort(graph):
         if type(node) is Apply:
-            owners.add(node.graph)
-            result.update([inp.value for inp in node.inputs
-                           if type(inp) is Constant and type(inp.value) is Graph])
+            if node.graph is not graph:
+                owners.add(node.graph)
+            for inp in node.inputs:     # (a loop, not a comprehension: no call per node)
+                if type(inp) is Constant and type(inp.value) is Graph:
+                    result.add(inp.value)
     for g in owners:
         _read(g)
     return result
