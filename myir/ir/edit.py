@@ -79,9 +79,11 @@ class Cloner:
                 new.defaults = {k: self.node(v) for k, v in g.defaults.items()}
                 if getattr(g, "custom_grad", None) is not None:    # myir.custom_grad's rule
                     new.custom_grad = g.custom_grad
+        copy = self.node
         for g in graphs:
-            for node in toposort(g):
-                self.node(node)
+            for node in toposort(g):    # (constants and parameters: copied as they are met)
+                if type(node) is Apply or type(node) is Constant and type(node.value) is Graph:
+                    copy(node)
         for g in graphs:
             if self.mapping[g] is not into:
                 self.mapping[g].output = self.node(g.output)
