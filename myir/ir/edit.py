@@ -267,13 +267,15 @@ def _relocate(made, files: frozenset, location) -> None:
     """Give the nodes and graphs `made` that are located in one of `files`, or nowhere,
     `location`."""
     for n in made:
-        if n.debug.location is None or n.debug.location.filename in files:
-            n.debug.location = location
+        debug = n.debug
+        if debug.location is None or debug.location.filename in files:
+            debug.location = location
 
 
-def _copies(mapping: dict, into: Graph):
-    """The copies a Cloner made (graphs other than `into`, and nodes of graphs)."""
-    for old, new in mapping.items():
-        if new is not into if isinstance(new, Graph) else \
-                isinstance(new, Node) and new is not old and new.graph is not None:
-            yield new
+def _copies(mapping: dict, into: Graph) -> list:
+    """The copies a Cloner made (graphs other than `into`, and nodes of graphs).  (A list,
+    not a generator: inlining the gradient rules of 800 helper functions relocates 35,000
+    copies.)"""
+    return [new for old, new in mapping.items()
+            if (new is not into if type(new) is Graph else
+                new is not old and new.graph is not None)]
