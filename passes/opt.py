@@ -2770,6 +2770,8 @@ class Context:
         uses = graph_uses(root)
         self.calls = {g: len(u) for g, u in uses.items()}
         self.types = types
+        if types is not None:   # (asked of nearly every node a typed rewrite meets)
+            self.type_of = types.get
         self.specialised = {} if specialised is None else specialised
         self._sizes: dict[Graph, int] = {}
         self._ids: dict[Graph, SortedIds] = {}
@@ -2833,7 +2835,8 @@ class Context:
         return self._sizes[g]
 
     def type_of(self, node: Node):
-        return None if self.types is None else self.types.get(node)
+        """node's type, None where unknown (`types.get` itself where there are types)."""
+        return None
 
     def inherit_types(self, made: Node) -> None:
         """Type the nodes that copying a graph's scope made (those `made` depends on, in
