@@ -220,11 +220,13 @@ class _Fingerprint:
 @functools.lru_cache(maxsize=4096)
 def text_positions(code: types.CodeType) -> tuple[tuple[int, int, int, int], ...]:
     """Where the code's instructions are in its source text: (line, col, end_line, end_col)
-    of each, leaving out the empty spans Python gives instructions of no source text.
-    (Cached: the fingerprint and the parser's search for the definition both ask.)"""
-    return tuple((line, col, end_line, end_col)
-            for line, end_line, col, end_col in code.co_positions()
-            if None not in (line, end_line, col, end_col) and (line, col) != (end_line, end_col))
+    of each, leaving out the empty spans Python gives instructions of no source text, each
+    once (most are shared by several instructions), in the order first met.  (Cached: the
+    fingerprint and the parser's search for the definition both ask.)"""
+    return tuple(dict.fromkeys([
+        (line, col, end_line, end_col) for line, end_line, col, end_col in code.co_positions()
+        if end_col is not None and line is not None and end_line is not None
+        and col is not None and (line != end_line or col != end_col)]))
 
 
 def _names(code: types.CodeType) -> set[str]:

@@ -124,6 +124,7 @@ class _Worklist:
         self.made: list = []    # functions whose graphs this parse made
         self.stamps: dict = {}  # function -> its fingerprint
         self.quiet: set = set()  # functions that reach no print (`_code_prints`)
+        self.files: dict[str, tuple[str, list]] = {}    # see `source`
 
     def run(self, fn) -> Graph:
         try:
@@ -136,6 +137,17 @@ class _Worklist:
                 del _parsed[made]
             raise
         return graph
+
+    def source(self, fn) -> tuple[str, list]:
+        """The file of fn's source and its lines (`inspect.getsourcefile`, `findsource`),
+        found once per file in a parse: for a module of many functions, the file system
+        asked about each one cost as much as parsing its body."""
+        code = fn.__code__
+        found = self.files.get(code.co_filename)
+        if found is None or code.co_firstlineno > len(found[1]):  # (findsource's error)
+            found = self.files[code.co_filename] = (
+                inspect.getsourcefile(fn) or code.co_filename, _source_lines(fn))
+        return found
 
     def graph_of(self, fn) -> Graph:
         """fn's graph: the one parsed before if nothing it reads has changed since, or a new
@@ -159,8 +171,8 @@ class _Worklist:
 
 
 def _function_parser(fn, worklist: _Worklist) -> "FunctionParser":
-    filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
-    target = find_definition(fn, filename)
+    filename, lines = worklist.source(fn)
+    target = find_definition(fn, filename, lines)
     if inspect.iscoroutinefunction(fn) or inspect.isgeneratorfunction(fn) \
             or inspect.isasyncgenfunction(fn):
         kind = "generator" if inspect.isgeneratorfunction(fn) else "async"
@@ -204,25 +216,18 @@ def wrap_macros(graph: Graph, specs, defaulted: tuple = (), constants: dict = {}
     return w
 
 
-def find_definition(fn, filename: str) -> ast.AST:
-    """The `def` or `lambda` of `fn` in its source file, found by its code object: of the
-    definitions with the code's name and first line, the one whose text holds every
-    position of the code's instructions while no function nested in it holds any.  A line
-    can hold several lambdas and a file several definitions of one name; only the code's
-    own positions tell them apart.  A function whose definition cannot be found exactly (no
-    source, or a file changed since it was imported) is refused."""
+def find_definition(fn, filename: str, lines: list) -> ast.AST:
+    """The `def` or `lambda` of `fn` in its source file (its `lines`), found by its code
+    object: of the definitions with the code's name and first line, the one whose text
+    holds every position of the code's instructions while no function nested in it holds
+    any.  A line can hold several lambdas and a file several definitions of one name; only
+    the code's own positions tell them apart.  A function whose definition cannot be found
+    exactly (a file changed since it was imported) is refused."""
     code = fn.__code__
     name = getattr(fn, "__qualname__", fn.__name__)
-    try:
-        lines, _ = inspect.findsource(fn)
-    except (OSError, TypeError) as e:
-        raise MyirSyntaxError(
-            f"cannot read the source of {name!r}: {e}",
-            hint="myir compiles functions defined in files (or notebook cells); define the "
-                 "function with `def` in a file") from None
     positions = text_positions(code)
     span = _span(positions)
-    found = [n for n in _definitions(filename, lines).get(
+    found = [n for n in _definitions(filename, lines, code.co_name == "<lambda>").get(
                  (code.co_name, code.co_firstlineno), ())
              if (span is None or _holds(n, span))
              and not any(_holds(body, p) for body in _nested_bodies(n) for p in positions)]
@@ -245,38 +250,73 @@ def find_definition(fn, filename: str) -> ast.AST:
                           "-X no_debug_ranges / PYTHONNODEBUGRANGES")
 
 
-# filename -> (its lines, as `linecache` holds them, and their definitions), for 32 files
-_DEFINITIONS: dict[str, tuple[list, dict]] = {}
+def _source_lines(fn) -> list[str]:
+    """The lines of the file holding fn's source, as `linecache` holds them; refused if
+    there are none."""
+    try:
+        return inspect.findsource(fn)[0]
+    except (OSError, TypeError) as e:
+        name = getattr(fn, "__qualname__", fn.__name__)
+        raise MyirSyntaxError(
+            f"cannot read the source of {name!r}: {e}",
+            hint="myir compiles functions defined in files (or notebook cells); define the "
+                 "function with `def` in a file") from None
 
 
-def _definitions(filename: str, lines: list) -> dict[tuple[str, int], list[ast.AST]]:
+# filename -> (its lines, as `linecache` holds them, its tree, and its definitions: those
+# of `def`, and those of lambdas once asked for), for 32 files
+_DEFINITIONS: dict[str, list] = {}
+
+
+def _definitions(filename: str, lines: list, lambdas: bool = False
+                 ) -> dict[tuple[str, int], list[ast.AST]]:
     """The function definitions of a source file's `lines` by (name, first line) as Python
     gives them to code objects (`co_name`, `co_firstlineno`: a decorated function starts at
-    its first decorator).  Cached while `linecache` holds the same list of lines (it makes
-    a new one when the file changes): every function of a file is found in one parse of
-    it, and without joining or hashing its text again per function, which cost time in the
-    square of the file's length for a file of many functions."""
+    its first decorator): its `def`s, or with `lambdas` its lambdas.  Cached while
+    `linecache` holds the same list of lines (it makes a new one when the file changes):
+    every function of a file is found in one parse of it, and without joining or hashing
+    its text again per function, which cost time in the square of the file's length for a
+    file of many functions.  A `def` is a statement, found among statements alone; the
+    lambdas, anywhere in an expression, are looked for in the whole tree when one is
+    wanted (walking every node of a module of many small functions was half its parse)."""
     cached = _DEFINITIONS.get(filename)
-    if cached is not None and cached[0] is lines:
-        return cached[1]
-    if len(_DEFINITIONS) >= 32:
-        _DEFINITIONS.clear()
-    found = _DEFINITIONS[filename] = (lines, _parse_definitions(filename, "".join(lines)))
-    return found[1]
+    if cached is None or cached[0] is not lines:
+        if len(_DEFINITIONS) >= 32:
+            _DEFINITIONS.clear()
+        try:
+            tree = ast.parse("".join(lines), filename)
+        except SyntaxError:     # edited since it was imported: nothing is found exactly
+            tree = ast.Module([], [])
+        cached = _DEFINITIONS[filename] = [lines, tree, _statement_definitions(tree), None]
+    if not lambdas:
+        return cached[2]
+    if cached[3] is None:
+        cached[3] = _lambda_definitions(cached[1])
+    return cached[3]
 
 
-def _parse_definitions(filename: str, text: str) -> dict[tuple[str, int], list[ast.AST]]:
-    try:
-        tree = ast.parse(text, filename)
-    except SyntaxError:     # edited since it was imported: nothing is found exactly
-        return {}
+def _statement_definitions(tree: ast.Module) -> dict[tuple[str, int], list[ast.AST]]:
+    found: dict[tuple[str, int], list[ast.AST]] = {}
+    statements = list(tree.body)
+    for node in statements:     # (grows as it goes)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            found.setdefault((node.name, first), []).append(node)
+        for field in _STATEMENT_LISTS:  # (an except clause or a case holds statements too)
+            statements += getattr(node, field, ())
+    return found
+
+
+_STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _lambda_definitions(tree: ast.Module) -> dict[tuple[str, int], list[ast.AST]]:
     found: dict[tuple[str, int], list[ast.AST]] = {}
     nodes = [tree]
     for node in nodes:      # `ast.walk`'s order, without its generators
-        nodes.extend(_child_nodes(node))
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
-            found.setdefault((getattr(node, "name", "<lambda>"), first), []).append(node)
+        nodes.extend(child_nodes(node))
+        if isinstance(node, ast.Lambda):
+            found.setdefault(("<lambda>", node.lineno), []).append(node)
     return found
 
 
@@ -321,11 +361,19 @@ _TERMINATORS = (ast.Return, ast.Break, ast.Continue, ast.Raise, ast.Assert)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
-def _child_nodes(node: ast.AST) -> list[ast.AST]:
-    """`ast.iter_child_nodes(node)` as a list, without its generators (walking the AST was
-    most of the parse of a module of many small functions)."""
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """`ast.iter_child_nodes(node)` as a list, without its generators and without the
+    operators and expression contexts (`Load()`), which have no position and which no
+    question asked of a walk (here, and in the python backend's `module_code`) is about:
+    walking the AST was most of the parse of a module of many small functions, and those
+    were a third of its nodes."""
+    kind = type(node)
+    fields = _CHILD_FIELDS.get(kind)
+    if fields is None:
+        fields = _CHILD_FIELDS[kind] = () if kind is ast.Constant else \
+            tuple(f for f in kind._fields if f not in _NOT_CHILDREN)
     children = []
-    for field in node._fields:
+    for field in fields:
         value = getattr(node, field, None)
         if type(value) is list:
             children += [v for v in value if isinstance(v, ast.AST)]
@@ -334,14 +382,21 @@ def _child_nodes(node: ast.AST) -> list[ast.AST]:
     return children
 
 
+# The fields of AST nodes that hold no node but an operator or a context (or a name, a
+# number, a flag), and each kind's other fields.
+_NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "arg", "attr", "name", "kind",
+                           "type_comment", "conversion", "level", "module", "is_async"})
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 @functools.lru_cache(maxsize=1024)
 def _subtree(node: ast.AST) -> tuple[ast.AST, ...]:
-    """`node` and every AST node in it, in `ast.walk`'s order: one walk of a function
-    answers all the questions the parser asks of its whole text (its nested definitions,
-    its prints, the names it reads)."""
+    """`node` and every AST node in it (`child_nodes`'), in `ast.walk`'s order: one walk
+    of a function answers all the questions the parser asks of its whole text (its nested
+    definitions, its prints, the names it reads)."""
     found = [node]
     for inner in found:     # grows as it goes: breadth first, as ast.walk
-        found.extend(_child_nodes(inner))
+        found.extend(child_nodes(inner))
     return tuple(found)
 
 
@@ -351,11 +406,25 @@ def _walk_same_function(nodes):
     while stack:
         node = stack.pop()
         yield node
-        for child in reversed(_child_nodes(node)):
+        for child in reversed(child_nodes(node)):
             if not isinstance(child, _SCOPES):
                 stack.append(child)
             elif not isinstance(child, ast.Lambda):
                 yield child  # the definition binds its name here
+
+
+def _called_text(func: ast.expr) -> str:
+    """`ast.unparse(func)`, the function of a call as the program writes it, without
+    unparse's visitor for a name or a dotted name (`np.sin`), the function of most calls."""
+    names = []
+    node = func
+    while type(node) is ast.Attribute:
+        names.append(node.attr)
+        node = node.value
+    if type(node) is not ast.Name:
+        return ast.unparse(func)
+    names.append(node.id)
+    return ".".join(reversed(names))
 
 
 def _loop_else_as_flag(stmts: list[ast.stmt]) -> list[ast.stmt]:
@@ -459,23 +528,25 @@ def _assigned_names(nodes, updates: bool = True) -> list[str]:
     names: dict[str, None] = {}
     comprehension_targets: set[int] = set()  # met before their names: the walk is preorder
     for node in _walk_same_function(nodes):
-        if isinstance(node, ast.comprehension):
+        kind = type(node)   # (by kind first: this walks every node of every function)
+        if kind is ast.Name:
+            if isinstance(node.ctx, ast.Store) and id(node) not in comprehension_targets:
+                names[node.id] = None
+        elif kind is ast.Call:
+            if updates and _is_list_update(node) and isinstance(node.func.value, ast.Name):
+                names[node.func.value.id] = None   # `xs.append(v)` binds xs to a new list
+            elif isinstance(node.func, ast.Name):   # (print, or a function that may print)
+                names[PRINTED] = None
+        elif kind is ast.Subscript:
+            if updates and isinstance(node.ctx, ast.Store):
+                if isinstance(node.value, ast.Name):
+                    names[node.value.id] = None
+                elif isinstance(node.value, ast.Subscript) \
+                        and isinstance(node.value.value, ast.Name):    # `y[i][j] = v`
+                    names[node.value.value.id] = None
+        elif kind is ast.comprehension:
             comprehension_targets.update(id(n) for n in _subtree(node.target))
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) \
-                and id(node) not in comprehension_targets:
-            names[node.id] = None
-        elif updates and isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) \
-                and isinstance(node.value, ast.Name):
-            names[node.value.id] = None
-        elif updates and isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) \
-                and isinstance(node.value, ast.Subscript) \
-                and isinstance(node.value.value, ast.Name):    # `y[i][j] = v`
-            names[node.value.value.id] = None
-        elif updates and _is_list_update(node) and isinstance(node.func.value, ast.Name):
-            names[node.func.value.id] = None   # `xs.append(v)` binds xs to a new list
-        elif _is_print(node) or (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
-            names[PRINTED] = None   # a print, or a call of a function that may print
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        elif kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
             names[node.name] = None
     return list(names)
 
@@ -2014,7 +2085,7 @@ class FunctionParser:
                                            value.name, e.func)
                     return block.graph.apply(fn, *args, location=loc)
                 return block.graph.apply(value, *self.bind_primitive(
-                    value, args, kwargs, e, ast.unparse(e.func)), location=loc)
+                    value, args, kwargs, e, _called_text(e.func)), location=loc)
             if isinstance(value, Graph) and len(args) > 1 and not kwargs \
                     and ownership.numpy_function(value) in resolve.EACH_ARGUMENT:
                 return block.graph.apply(P[resolve.EACH_ARGUMENT_KIND], *[

@@ -73,6 +73,7 @@ signatures gets one copy typed with their join.  The copies' nodes carry their t
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import deque
 from dataclasses import dataclass
@@ -717,7 +718,7 @@ class Interpreter:
                     untaken = node.args[1:] if cond is BOTTOM else () if taken is None \
                         else (node.args[2 if taken else 1],)
                 for inp in node.inputs:
-                    if any(inp is u for u in untaken):
+                    if untaken and any(inp is u for u in untaken):
                         continue
                     if isinstance(inp, Constant) and isinstance(inp.value, Graph):
                         fn = self.value(frame, inp)
@@ -849,10 +850,17 @@ class Specialiser:
         self.groups: dict[tuple, Group] = {}
         self.pending: deque[Group] = deque()
         self.types: dict[Node, object] = {}
-        self.users = users(frames[0].graph)
+        self.root = frames[0].graph
         self.signatures: dict[Frame, int] = {}
         self.signature_ids: dict[tuple, int] = {}
         self.origins: dict[tuple, set] = {}
+
+    @functools.cached_property
+    def users(self) -> dict:
+        """The program's `users`, found when a switch's are first asked for (a program
+        with no `if` never asks, and finding them was a tenth of the inference of a
+        gradient of 800 helper functions)."""
+        return users(self.root)
 
     def within(self, frame: Frame, parent: Group | None) -> bool:
         """Whether `frame`, of a graph nested in `parent`'s, may run in `parent`'s copy: its

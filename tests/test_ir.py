@@ -287,6 +287,36 @@ def test_toposort_random_dags(case):
     assert order == [n for n in created if id(n) in live]
 
 
+@given(random_dags(), st.randoms(use_true_random=False))
+def test_kahn_places_the_first_ready_node(case, rng):
+    """`_kahn` on any order of a graph's nodes (ids out of order: inlining many levels deep
+    runs out of a float's precision) gives the smallest valid order by place in it, as
+    Kahn's algorithm with a heap of every ready node's place does."""
+    import heapq
+
+    g, created, live = case
+    order = [n for n in created if id(n) in live]
+    rng.shuffle(order)
+    deps_of = {id(n): [i for i in n.inputs if id(i) in live] for n in order}
+    place = {id(n): k for k, n in enumerate(order)}
+    waiting = {k: len({id(i) for i in deps_of[id(n)]}) for k, n in enumerate(order)}
+    users: dict = {}
+    for k, n in enumerate(order):
+        for key in {id(i) for i in deps_of[id(n)]}:
+            users.setdefault(place[key], []).append(k)
+    ready = [k for k, w in waiting.items() if w == 0]
+    heapq.heapify(ready)
+    expected = []
+    while ready:
+        k = heapq.heappop(ready)
+        expected.append(order[k])
+        for u in users.get(k, ()):
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                heapq.heappush(ready, u)
+    assert analysis._kahn(order, deps_of) == expected
+
+
 # --------------------------------------------------------------------------------------------
 # free variables, scope, reachability
 

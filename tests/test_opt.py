@@ -2180,15 +2180,22 @@ def test_every_rewrite_says_which_primitives_it_can_match():
                           st.floats(-1e3, 1e3, allow_nan=False)), max_size=1500),
        st.lists(st.floats(-1e3, 1e3, allow_nan=False), max_size=50))
 def test_sorted_ids_find_the_largest_id_below(added, queries):
-    """The ids a sweep visited (`opt.SortedIds`: runs of a bounded length) answer as one
-    sorted list would, duplicates and runs split included."""
+    """The ids a sweep visited (`opt.SortedIds`: runs of a bounded length, the ids added
+    since the last question sorted in when asked) answer as one sorted list would,
+    duplicates and runs split included, with questions between the additions too."""
     import bisect
 
     ids, reference = opt.SortedIds(), []
-    for x in added:
-        ids.add(x)
-        bisect.insort(reference, x)
-    assert [x for run in ids.runs for x in run] == reference
-    for q in queries + added[:50]:
+
+    def check(q):
         k = bisect.bisect_left(reference, q)
         assert ids.below(q) == (reference[k - 1] if k else None)
+
+    for i, x in enumerate(added):
+        ids.add(x)
+        bisect.insort(reference, x)
+        if i % 97 == 0:
+            check(queries[i % len(queries)] if queries else x)
+    for q in queries + added[:50]:
+        check(q)
+    assert [x for run in ids.runs for x in run] == reference

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from backends.python.impls import GUARDS, SYNTAX, VARIADIC_SYNTAX, callable_of, pow_guard
+from frontend.parser import child_nodes
 from myir.errors import Location
 from myir.ir.analysis import OUTPUT, SwitchCall, computed_before, free_variables, graph_uses, \
     is_nested_in, primitive_name, reachable_graphs, scope, switch_call, toposort, users
@@ -1472,7 +1473,9 @@ def module_code(gen: Generated, filename: str) -> types.CodeType:
         own = gen.locations[top.lineno - 1] or located[0]
         files[top.name] = own.filename
         mapped = _fill(span, gen.locations, own.filename)
-        for node in ast.walk(top):
+        nodes = [top]
+        for node in nodes:     # (`ast.walk`, less its generators and the operators)
+            nodes.extend(child_nodes(node))
             if hasattr(node, "lineno"):
                 loc = mapped[node.lineno - 1]
                 node.lineno = node.end_lineno = loc.line

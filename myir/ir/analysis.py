@@ -407,7 +407,7 @@ def toposort(graph: Graph) -> list[Node]:
     order = constants + _after_captured(computing, closures, deps_of)
     if _inputs_first(order, deps_of):
         return order
-    return _kahn(nodes, deps_of, {id(n): i for i, n in enumerate(order)})
+    return _kahn(order, deps_of)
 
 
 _debug_id = operator.attrgetter("debug.id")
@@ -448,41 +448,43 @@ def _after_captured(computing: list[Node], closures: list[Node], deps_of: dict) 
     return order
 
 
-def _kahn(nodes: dict[int, Node], deps_of: dict[int, list[Node]], position: dict[int, int]
-          ) -> list[Node]:
-    """The nodes in the smallest order by `position` (each node's place in the sorted
-    order) in which every node comes after the nodes `deps_of` gives it.  (Kept by
-    position, in lists: a heap of positions alone, without dicts by node or tuples.)"""
-    n = len(position)
-    by_position: list = [None] * n
-    waiting = [0] * n   # how many of the node's distinct inputs are not placed
-    dependents: list = [None] * n
-    ready = []
-    for key, node in nodes.items():
-        p = position[key]
-        by_position[p] = node
-        deps = deps_of.get(key)
-        if deps:
-            distinct = {position[id(d)] for d in deps}
-            waiting[p] = len(distinct)
-            for q in distinct:
-                if dependents[q] is None:
-                    dependents[q] = [p]
-                else:
-                    dependents[q].append(p)
+def _kahn(order: list[Node], deps_of: dict[int, list[Node]]) -> list[Node]:
+    """The nodes of `order` in the smallest order by their place in it in which every node
+    comes after the nodes `deps_of` gives it (Kahn's algorithm, the next node always the
+    first that is ready).  `order` is scanned, a node placed when met if its inputs are,
+    and held back otherwise; a heap holds only those held back whose inputs have since
+    been placed, which come before any node not met yet.  (Most nodes are ready when met,
+    even where some are not: no heap, dict or set per node for those.)"""
+    placed: set[int] = set()
+    result: list[Node] = []
+    held: dict[int, list[int]] = {}     # id(node) -> the places of those waiting for it
+    waiting: dict[int, int] = {}        # place -> how many distinct inputs it waits for
+    ready: list[int] = []   # the places of nodes held back that may now be placed
+    i = 0
+    while True:
+        if ready:
+            p = heapq.heappop(ready)
+        elif i < len(order):
+            p = i
+            i += 1
+            deps = deps_of.get(id(order[p]))
+            if deps is not None and not placed.issuperset(map(id, deps)):
+                missing = set(map(id, deps)) - placed
+                waiting[p] = len(missing)
+                for key in missing:
+                    held.setdefault(key, []).append(p)
+                continue
         else:
-            ready.append(p)
-    heapq.heapify(ready)
-    order = []
-    while ready:
-        p = heapq.heappop(ready)
-        order.append(by_position[p])
-        for user in dependents[p] or ():
-            waiting[user] -= 1
-            if waiting[user] == 0:
-                heapq.heappush(ready, user)
-    assert len(order) == len(nodes), "cycle in a graph"
-    return order
+            break
+        node = order[p]
+        placed.add(id(node))
+        result.append(node)
+        for q in held.pop(id(node), ()):
+            waiting[q] -= 1
+            if waiting[q] == 0:
+                heapq.heappush(ready, q)
+    assert len(result) == len(order), "cycle in a graph"
+    return result
 
 
 def computed_before(starts, runs) -> set:
@@ -557,12 +559,14 @@ def callees(graph: Graph) -> set[Graph]:
     stamps: the optimizer asks for the call graph at every sweep, and most graphs are
     unchanged since the last)."""
     result = set()
-    owners = set()  # a free variable's inputs belong to its own graph
+    owners = set()  # a free variable's inputs belong to its own graph (`graph`'s: read)
     for node in toposort(graph):
         if type(node) is Apply:
-            owners.add(node.graph)
-            result.update([inp.value for inp in node.inputs
-                           if type(inp) is Constant and type(inp.value) is Graph])
+            if node.graph is not graph:
+                owners.add(node.graph)
+            for inp in node.inputs:     # (a loop, not a comprehension: no call per node)
+                if type(inp) is Constant and type(inp.value) is Graph:
+                    result.add(inp.value)
     for g in owners:
         _read(g)
     return result
