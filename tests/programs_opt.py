@@ -623,7 +623,6 @@ def defunctionalise_before(x, n):
     return _walk_with_bprop(x, n)[1](1.0)
 
 
-
 def _walk_calling_twice(x, n):
     if n <= 0:
         def leaf_bprop(d):

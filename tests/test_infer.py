@@ -269,17 +269,23 @@ def nested_for_loops(depth, directory):
                               "\n".join(lines) + "\n").f
 
 
-def test_inference_of_nested_loops_gradients_grows_slowly_with_depth(monkeypatch, tmp_path):
-    """Frames of nested graphs are shared by the enclosing frames that give them the same
-    values (contexts), so a level of nesting adds evaluations rather than multiplying them
-    (it multiplied them by about 4 when each enclosing frame had its own nested frames)."""
-    evaluations = []
+@pytest.fixture
+def evaluations(monkeypatch):
+    """The number of frame evaluations of each inference run from now on, in order."""
+    counts = []
     run = passes.infer.Interpreter.run
 
     def counting(self):
         run(self)
-        evaluations.append(self.evaluations)
+        counts.append(self.evaluations)
     monkeypatch.setattr(passes.infer.Interpreter, "run", counting)
+    return counts
+
+
+def test_inference_of_nested_loops_gradients_grows_slowly_with_depth(evaluations, tmp_path):
+    """Frames of nested graphs are shared by the enclosing frames that give them the same
+    values (contexts), so a level of nesting adds evaluations rather than multiplying them
+    (it multiplied them by about 4 when each enclosing frame had its own nested frames)."""
     totals = []
     for depth in (3, 4, 5):
         f = nested_for_loops(depth, tmp_path)
@@ -453,7 +459,8 @@ def two_call_recursion(x, n):
     return two_call_recursion(x, n - 1) * 0.6 + math.sin(two_call_recursion(x * 1.1, n - 2))
 
 
-def test_backpropagators_capturing_their_own_kind_share_a_context_early(monkeypatch):
+def test_backpropagators_capturing_their_own_kind_share_a_context_early(monkeypatch,
+                                                                       evaluations):
     """The backpropagator made at each level of a recursion with two calls captures those
     of the levels below: every round of the fixpoint makes a context one level deeper.
     Past `NESTED_CONTEXTS` of them they share the joined one, which the limit for other
@@ -462,13 +469,6 @@ def test_backpropagators_capturing_their_own_kind_share_a_context_early(monkeypa
     passes/defunctionalise.py: here it is kept from doing so, as where it cannot.)"""
     monkeypatch.setattr(passes.opt, "PRUNES",
                         [p for p in passes.opt.PRUNES if p.__name__ != "defunctionalise"])
-    evaluations = []
-    run = passes.infer.Interpreter.run
-
-    def counting(self):
-        run(self)
-        evaluations.append(self.evaluations)
-    monkeypatch.setattr(passes.infer.Interpreter, "run", counting)
     h = 1e-6
     want = (two_call_recursion(0.6 + h, 5) - two_call_recursion(0.6 - h, 5)) / (2 * h)
     totals = []
