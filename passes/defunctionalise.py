@@ -54,7 +54,10 @@ What is proved before anything changes (`_members`, `_order`), for every g of P:
   argument in c's own body on the path to c's output, so that c, run once, calls it
   exactly once.  A tail call is g's only call of P graphs, and its `X[1]` is not read;
 * the calls of g have an order that g's data dependencies allow and whose reverse the
-  calls of their backpropagators in c allow (those are the order of the stacks).
+  calls of their backpropagators in c allow (those are the order of the stacks);
+
+and no graph that P's graphs call, directly or not, calls a graph of P without being in P
+(`_left_on_a_cycle`): a recursion is rewritten whole, or waits as it is.
 
 A set P without a recursive graph is left alone (its closures are not per call); a graph
 that fails is left as it is, and a call of it from a graph of P is a call like any
@@ -269,12 +272,36 @@ def _members(root: Graph) -> dict[Graph, _Member]:
             reached.add(g)
             stack.extend(h for x in found[g].calls for h in tail_targets(x))
         if reached == members:
-            if any(_transforms(g) > 1 for g in members):
+            if any(_transforms(g) > 1 for g in members) or _left_on_a_cycle(found):
                 return {}   # (a gradient of a gradient: see the top)
             _forwarders(found, uses, guses)
             return found
         members = reached
     return {}
+
+
+def _left_on_a_cycle(found: dict) -> bool:
+    """Whether a graph that P's graphs call, directly or not, calls a graph of P while not
+    in P itself (the code after an `if` that failed a condition): its calls would start
+    stacks of their own as calls from outside do, and a later optimization that finds it
+    and the graphs it reaches a P of their own would thread a second state through graphs
+    that already have one.  The whole recursion waits, as it is, until every graph of it
+    qualifies.  (A loop calling the recursion from outside is not called by it.)"""
+    def callees(g: Graph):
+        return {t for node in toposort(g) if node.graph is g for t in tail_targets(node) or ()}
+
+    seen: set[Graph] = set()
+    stack = [t for g in found for t in callees(g) if t not in found]
+    while stack:
+        g = stack.pop()
+        if g in seen:
+            continue
+        seen.add(g)
+        called = callees(g)
+        if called & found.keys():
+            return True
+        stack.extend(called - seen - found.keys())
+    return False
 
 
 def _transforms(g: Graph) -> int:
