@@ -196,19 +196,26 @@ def containers(a) -> bool:
     return type(a) in (ATuple, ADict, ARecord)
 
 
+def parts(a) -> tuple:
+    """The abstract values that values of type a hold directly: a container's items, a
+    union's options, an env's gradients, a list's elements, a stack's item.  (Not a
+    function's: the values its closures read are their contexts', passes/infer.py.)"""
+    if containers(a):
+        return a.items
+    if type(a) is AUnion:
+        return a.options
+    if isinstance(a, AEnv):
+        return tuple(v for _, v in a.items)
+    if isinstance(a, AList):
+        return a.items or (a.item,)
+    if isinstance(a, AStack):
+        return (a.item,)
+    return ()
+
+
 def holds_stack(a) -> bool:
     """Whether values of type a are or hold a residual stack (passes/ad.py)."""
-    if isinstance(a, AStack):
-        return True
-    if containers(a):
-        return any(map(holds_stack, a.items))
-    if isinstance(a, AEnv):
-        return any(holds_stack(v) for _, v in a.items)
-    if isinstance(a, AList):
-        return any(map(holds_stack, a.items or (a.item,)))
-    if type(a) is AUnion:
-        return any(map(holds_stack, a.options))
-    return False
+    return isinstance(a, AStack) or any(map(holds_stack, parts(a)))
 
 
 def with_items(a, items: tuple):

@@ -59,8 +59,8 @@ make the inner loops' backpropagators, one per iteration.
 A loop with several paths back to its head (a `continue`; an `if`, of either kind, inside
 the body) keeps, per path, a stack of records of that path's one shape, and a stack of
 tags: the number of the path each iteration took, pushed with its record.  The backward
-loop pops a tag and goes to that path's step (`tag_dispatch`, passes/defunctionalise.py), which pops the path's stack
-and applies the path's adjoints.  Each stack holds one type, so inference keeps the
+loop pops a tag and goes to that path's step (`tag_dispatch`, passes/defunctionalise.py),
+which pops the path's stack and applies the path's adjoints.  Each stack holds one type, so inference keeps the
 records' types precise, `drop_unread_residuals` prunes each path's records, and the
 python backend keeps every stack as a list.  This is defunctionalisation per path
 (rather than Zygote's per block, a record per block and a tag where blocks join): a path

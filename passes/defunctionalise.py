@@ -288,7 +288,7 @@ def _left_on_a_cycle(found: dict) -> bool:
     that already have one.  The whole recursion waits, as it is, until every graph of it
     qualifies.  (A loop calling the recursion from outside is not called by it.)"""
     def callees(g: Graph):
-        return {t for node in toposort(g) if node.graph is g for t in tail_targets(node) or ()}
+        return {t for node in toposort(g) if node.graph is g for t in tail_targets(node)}
 
     seen: set[Graph] = set()
     stack = [t for g in found for t in callees(g) if t not in found]

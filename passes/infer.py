@@ -85,10 +85,9 @@ from myir.ir.analysis import free_variables, primitive_name, recursive_graphs, t
 from myir.ir.graph import Apply, Constant, Graph, Node, Parameter
 from myir.ir.primitives import PRIMITIVES, Primitive
 from passes.abstract import (ANY, BOTTOM, AArray, AbstractValue, ADict, AEnv, AFunction,  # noqa: F401
-                             AList, ANone, AObject, ARecord, AScalar, ASlice, AStack, ATuple,
-                             AUnion, Closure, containers,
+                             ANone, AObject, ARecord, AScalar, ASlice, ATuple, AUnion, Closure,
                              abstract_of, conforms, function, join, kind, located, options,
-                             truncate, widen)
+                             parts, truncate, widen)
 from passes.type_rules import (TYPE_RULES, RuleError, TypeFailure, Unsupported, strict_rule,
                                truthiness, type_name)
 
@@ -172,14 +171,8 @@ def _holds_closure_of(graph: Graph, values: list) -> bool:
                         return True
                     if option.context is not None:
                         stack.extend(option.context.env.values())
-        elif containers(v) or isinstance(v, AUnion):
-            stack.extend(v.items if containers(v) else v.options)
-        elif isinstance(v, AList):
-            stack.extend(v.items if v.items is not None else (v.item,))
-        elif isinstance(v, AEnv):
-            stack.extend(item for _, item in v.items)
-        elif isinstance(v, AStack):
-            stack.append(v.item)
+        else:
+            stack.extend(parts(v))
     return False
 
 
