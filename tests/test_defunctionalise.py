@@ -25,16 +25,8 @@ from frontend import parse
 from myir.ir.analysis import primitive_name, reachable_graphs, toposort
 from passes.opt import optimize
 from tests import programs_opt as P
-from tests.programs_check import DEFAULT_BACKENDS
 from tests.test_grad_primitives import assert_grads_close, numerical_grad
-
-BACKENDS = [b.strip() for b in os.environ.get("MYIR_TEST_BACKENDS", DEFAULT_BACKENDS).split(",")
-            if b.strip() and b.strip() != "saved"]
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request):
-    return None if request.param == "default" else request.param
+from tests.test_recursion import backend  # noqa: F401  (the fixture: every backend)
 
 
 # ------------------------------------------------------------------------------ subjects
